@@ -1,0 +1,44 @@
+"""Checkpoint persistence for graphagent: savers, records and the msgpack serde.
+
+This package never imports ``graphagent``; any program can read stored threads
+with it alone.
+"""
+
+from __future__ import annotations
+
+from checkpoint import serde
+from checkpoint.base import (
+    Change,
+    Checkpoint,
+    CheckpointSaver,
+    CheckpointWrite,
+    PendingWrite,
+    new_checkpoint_id,
+)
+from checkpoint.errors import (
+    CheckpointConflictError,
+    CheckpointError,
+    CheckpointNotFoundError,
+    CheckpointStorageError,
+    SerializationError,
+)
+from checkpoint.memory import MemorySaver
+from checkpoint.redis import AsyncRedisSaver, RedisSaver
+
+__all__ = [
+    "AsyncRedisSaver",
+    "Change",
+    "Checkpoint",
+    "CheckpointConflictError",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "CheckpointSaver",
+    "CheckpointStorageError",
+    "CheckpointWrite",
+    "MemorySaver",
+    "PendingWrite",
+    "RedisSaver",
+    "SerializationError",
+    "new_checkpoint_id",
+    "serde",
+]

@@ -1,0 +1,258 @@
+"""Storage layout shared by every saver: pure functions, no I/O.
+
+A thread is stored as:
+
+* records: checkpoint id -> record (small: bookkeeping plus, per key, *where* its
+  value lives, never the value itself);
+* data: field -> encoded bytes, for values and list items;
+* pending writes: per checkpoint, per task.
+
+Replace-style keys ("set" changes) store the value once, in field
+``v|<checkpoint id>|<key>``; a record maps each such key to the checkpoint id that
+wrote its current value, so a key unchanged for 500 steps costs nothing per step.
+
+Append-style keys ("append"/"reset" changes) are logs. A log is a list of ranges
+``(branch, start, end)``; branch ``b`` holds items in fields ``l|<key>|<b>|<i>``. A
+checkpoint written on top of the thread's head extends the head's last branch in
+place, so appending one message to a 1,000-message history writes one item and a
+record whose size does not depend on the history. A checkpoint written on top of
+an older one (a fork: ``update_state`` on history, time travel) starts a new branch
+and keeps the parent's ranges, so forks share the history they have in common.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
+from checkpoint.errors import SerializationError
+
+__all__ = [
+    "PutPlan",
+    "Record",
+    "decode_record",
+    "decode_writes",
+    "encode_writes",
+    "plan_put",
+    "plan_prune",
+    "read_fields",
+    "rebuild",
+]
+
+Dumps = Callable[[Any], bytes]
+Loads = Callable[[bytes], Any]
+Range = tuple[str, int, int]
+SEP = "|"
+
+
+@dataclass(frozen=True)
+class Record:
+    """A checkpoint's bookkeeping as stored (values live in data fields)."""
+
+    id: str
+    parent_id: str | None
+    step: int
+    created_at: float
+    next: tuple[str, ...]
+    metadata: dict[str, Any]
+    extra: dict[str, Any]
+    vals: dict[str, str]
+    logs: dict[str, list[Range]]
+
+    def to_plain(self) -> list[Any]:
+        """The record as plain msgpack-able data."""
+        return [
+            1,
+            self.id,
+            self.parent_id,
+            self.step,
+            self.created_at,
+            list(self.next),
+            self.metadata,
+            self.extra,
+            self.vals,
+            {k: [list(r) for r in ranges] for k, ranges in self.logs.items()},
+        ]
+
+
+def decode_record(blob: bytes, loads: Loads) -> Record:
+    """Decode a record stored by :func:`plan_put`."""
+    data = loads(blob)
+    if not isinstance(data, list) or len(data) != 10 or data[0] != 1:
+        raise SerializationError("stored checkpoint record has an unknown layout")
+    _, cid, parent, step, created, nxt, meta, extra, vals, logs = data
+    return Record(
+        id=cid,
+        parent_id=parent,
+        step=step,
+        created_at=created,
+        next=tuple(nxt),
+        metadata=meta,
+        extra=extra,
+        vals=vals,
+        logs={k: [(str(b), int(s), int(e)) for b, s, e in ranges] for k, ranges in logs.items()},
+    )
+
+
+def val_field(version: str, key: str) -> str:
+    """Data field holding the value ``key`` got at checkpoint ``version``."""
+    return f"v{SEP}{version}{SEP}{key}"
+
+
+def log_field(key: str, branch: str, index: int) -> str:
+    """Data field holding item ``index`` of branch ``branch`` of the log of ``key``."""
+    return f"l{SEP}{key}{SEP}{branch}{SEP}{index}"
+
+
+@dataclass(frozen=True)
+class PutPlan:
+    """What to store for one checkpoint: its record and the data fields it adds."""
+
+    record: Record
+    record_blob: bytes
+    data: dict[str, bytes]
+
+
+def plan_put(
+    parent: Record | None, write: CheckpointWrite, *, on_head: bool, dumps: Dumps
+) -> PutPlan:
+    """Plan the storage of ``write`` on top of ``parent``.
+
+    Args:
+        parent: the parent's record (``None`` for a thread's first checkpoint).
+        write: the step's changes.
+        on_head: the parent is the thread's head, so its log branches may be extended.
+        dumps: the value encoder.
+    """
+    vals = dict(parent.vals) if parent else {}
+    logs = {k: list(v) for k, v in parent.logs.items()} if parent else {}
+    data: dict[str, bytes] = {}
+    for key, (kind, payload) in write.changes.items():
+        if SEP in key:
+            raise SerializationError(f"state key {key!r} contains {SEP!r}; rename the key")
+        if kind == "set":
+            logs.pop(key, None)
+            vals[key] = write.id
+            data[val_field(write.id, key)] = dumps(payload)
+            continue
+        items = list(payload)
+        ranges = logs.get(key, []) if kind == "append" else []
+        vals.pop(key, None)
+        if on_head and ranges:
+            branch, start, end = ranges[-1]
+            ranges = [*ranges[:-1], (branch, start, end + len(items))]
+            base = end
+        else:
+            branch, base = write.id, 0
+            ranges = [*ranges, (branch, 0, len(items))]
+        for offset, item in enumerate(items):
+            data[log_field(key, branch, base + offset)] = dumps(item)
+        logs[key] = ranges
+    record = Record(
+        id=write.id,
+        parent_id=write.parent_id,
+        step=write.step,
+        created_at=write.created_at,
+        next=tuple(write.next),
+        metadata=dict(write.metadata),
+        extra=dict(write.extra),
+        vals=vals,
+        logs=logs,
+    )
+    return PutPlan(record, dumps(record.to_plain()), data)
+
+
+def read_fields(record: Record) -> list[str]:
+    """Every data field needed to rebuild ``record``'s values, in :func:`rebuild` order."""
+    fields = [val_field(version, key) for key, version in record.vals.items()]
+    for key, ranges in record.logs.items():
+        for branch, start, end in ranges:
+            fields.extend(log_field(key, branch, i) for i in range(start, end))
+    return fields
+
+
+def rebuild(record: Record, blobs: Sequence[bytes | None], loads: Loads) -> dict[str, Any]:
+    """The state at ``record`` from the blobs of :func:`read_fields` (same order)."""
+    values: dict[str, Any] = {}
+    it = iter(blobs)
+    for key in record.vals:
+        values[key] = loads(_present(next(it), key))
+    for key, ranges in record.logs.items():
+        size = sum(end - start for _, start, end in ranges)
+        values[key] = [loads(_present(next(it), key)) for _ in range(size)]
+    return values
+
+
+def _present(blob: bytes | None, key: str) -> bytes:
+    if blob is None:
+        raise SerializationError(
+            f"stored data for key {key!r} is missing (the thread was pruned or expired "
+            "while being read)"
+        )
+    return blob
+
+
+def to_checkpoint(
+    thread_id: str,
+    record: Record,
+    values: dict[str, Any],
+    pending: Iterable[PendingWrite] = (),
+) -> Checkpoint:
+    """Assemble the public :class:`Checkpoint`."""
+    return Checkpoint(
+        thread_id=thread_id,
+        id=record.id,
+        parent_id=record.parent_id,
+        step=record.step,
+        values=values,
+        next=record.next,
+        metadata=record.metadata,
+        created_at=record.created_at,
+        extra=record.extra,
+        pending_writes=tuple(pending),
+    )
+
+
+def encode_writes(writes: Sequence[PendingWrite], dumps: Dumps) -> bytes:
+    """Encode one task's pending writes."""
+    return dumps([[w.task, w.kind, w.value] for w in writes])
+
+
+def decode_writes(blob: bytes, loads: Loads) -> list[PendingWrite]:
+    """Decode what :func:`encode_writes` made."""
+    return [PendingWrite(task, kind, value) for task, kind, value in loads(blob)]
+
+
+def plan_prune(
+    dropped: Sequence[Record], kept: Sequence[Record]
+) -> tuple[list[str], list[str]]:
+    """Which record ids and data fields can go when ``dropped`` records are deleted.
+
+    Values and log items still referenced by a kept record stay.
+    """
+    used_vals = {(k, v) for r in kept for k, v in r.vals.items()}
+    used_logs: dict[tuple[str, str], int] = {}
+    for r in kept:
+        for key, ranges in r.logs.items():
+            for branch, _, end in ranges:
+                used_logs[(key, branch)] = max(end, used_logs.get((key, branch), 0))
+    fields: set[str] = set()
+    for r in dropped:
+        for key, version in r.vals.items():
+            if (key, version) not in used_vals:
+                fields.add(val_field(version, key))
+        for key, ranges in r.logs.items():
+            for branch, start, end in ranges:
+                keep_until = used_logs.get((key, branch), 0)
+                fields.update(log_field(key, branch, i) for i in range(max(start, keep_until), end))
+    return [r.id for r in dropped], sorted(fields)
+
+
+def group_writes(blobs: Mapping[str, bytes], loads: Loads) -> list[PendingWrite]:
+    """Decode every task's pending writes of one checkpoint, in task order."""
+    out: list[PendingWrite] = []
+    for task in sorted(blobs):
+        out.extend(decode_writes(blobs[task], loads))
+    return out

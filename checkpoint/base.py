@@ -1,0 +1,198 @@
+"""The saver interface and the records it stores.
+
+A graph run hands the saver one :class:`CheckpointWrite` per super-step: only the
+keys the step changed, each as a change (``("set", value)``, ``("append", items)``
+or ``("reset", items)``). The saver gives back whole :class:`Checkpoint` objects,
+the state rebuilt from those changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Change",
+    "Checkpoint",
+    "CheckpointSaver",
+    "CheckpointWrite",
+    "PendingWrite",
+    "new_checkpoint_id",
+]
+
+Change = tuple[str, Any]
+"""``("set", value)``, ``("append", items)`` or ``("reset", items)``."""
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """Work a step finished before the step as a whole could commit.
+
+    Attributes:
+        task: the node that produced it.
+        kind: ``"update"`` (the node's return value), ``"interrupt"`` (what it asked)
+            or ``"resume"`` (answers it was given).
+        value: the payload.
+    """
+
+    task: str
+    kind: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One stored state of a thread, as read back.
+
+    Attributes:
+        thread_id: the thread.
+        id: time-ordered id; later checkpoints sort after earlier ones.
+        parent_id: the checkpoint this one grew from (``None`` for the first).
+        step: the super-step number (-1 for the input checkpoint).
+        values: the whole state at this checkpoint.
+        next: the nodes due to run next (empty when the run finished).
+        metadata: run metadata (source, step, user metadata).
+        created_at: UNIX time, seconds.
+        extra: engine bookkeeping (pending joins, breakpoints); opaque to savers.
+        pending_writes: work saved for this checkpoint's next step.
+    """
+
+    thread_id: str
+    id: str
+    parent_id: str | None
+    step: int
+    values: dict[str, Any]
+    next: tuple[str, ...]
+    metadata: dict[str, Any]
+    created_at: float
+    extra: dict[str, Any] = field(default_factory=dict)
+    pending_writes: tuple[PendingWrite, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckpointWrite:
+    """What one super-step asks the saver to store.
+
+    Attributes:
+        id: the new checkpoint's id (see :func:`new_checkpoint_id`).
+        parent_id: the checkpoint it grows from.
+        step: super-step number.
+        changes: key -> change, for the keys this step changed only.
+        next: nodes due next.
+        metadata: run metadata.
+        created_at: UNIX time, seconds.
+        extra: engine bookkeeping, stored as given.
+    """
+
+    id: str
+    parent_id: str | None
+    step: int
+    changes: Mapping[str, Change]
+    next: tuple[str, ...]
+    metadata: Mapping[str, Any]
+    created_at: float
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+_id_lock = threading.Lock()
+_last_ns = 0
+
+
+def new_checkpoint_id() -> str:
+    """A new checkpoint id: 16 hex digits of time (strictly rising here) + 8 random.
+
+    Ids sort in creation order, across processes up to clock skew.
+    """
+    global _last_ns
+    with _id_lock:
+        now = time.time_ns()
+        _last_ns = now if now > _last_ns else _last_ns + 1
+        stamp = _last_ns
+    return f"{stamp:016x}{os.urandom(4).hex()}"
+
+
+class CheckpointSaver(ABC):
+    """Stores a thread's checkpoints. Every method has an ``a``-prefixed async twin.
+
+    The async twins default to running the sync method in a worker thread; savers
+    with a native async client (``RedisSaver``) override them.
+    """
+
+    @abstractmethod
+    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
+        """Store ``write`` as the thread's new head, atomically.
+
+        Args:
+            thread_id: the thread.
+            write: the new checkpoint's changes and bookkeeping.
+            expected_head: the head the writer read (``None``: the thread is new).
+
+        Raises:
+            CheckpointConflictError: the head is not ``expected_head``; nothing written.
+        """
+
+    @abstractmethod
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> None:
+        """Keep finished work of the step after ``checkpoint_id`` until that step commits."""
+
+    @abstractmethod
+    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The thread's head (or the given checkpoint); ``None`` for an unknown thread.
+
+        Raises:
+            CheckpointNotFoundError: the thread exists but has no such checkpoint.
+        """
+
+    @abstractmethod
+    def list(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> list[Checkpoint]:
+        """The thread's checkpoints, newest first, optionally only those before an id."""
+
+    @abstractmethod
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove everything stored for the thread."""
+
+    def head(self, thread_id: str) -> str | None:
+        """The id of the thread's newest checkpoint, ``None`` for an unknown thread."""
+        cp = self.get(thread_id)
+        return cp.id if cp is not None else None
+
+    async def aput(
+        self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
+    ) -> None:
+        """Async :meth:`put`."""
+        await asyncio.to_thread(self.put, thread_id, write, expected_head=expected_head)
+
+    async def aput_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        await asyncio.to_thread(self.put_writes, thread_id, checkpoint_id, writes)
+
+    async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """Async :meth:`get`."""
+        return await asyncio.to_thread(self.get, thread_id, checkpoint_id)
+
+    async def alist(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> list[Checkpoint]:
+        """Async :meth:`list`."""
+        return await asyncio.to_thread(self.list, thread_id, limit=limit, before=before)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def ahead(self, thread_id: str) -> str | None:
+        """Async :meth:`head`."""
+        cp = await self.aget(thread_id)
+        return cp.id if cp is not None else None

@@ -1,0 +1,40 @@
+"""Errors raised by checkpoint savers and the serde.
+
+The ``checkpoint`` package stands alone (it never imports ``graphagent``), so its
+errors form their own small tree::
+
+    CheckpointError                  anything a saver or the serde could not do
+    ├── CheckpointConflictError      another writer moved the thread's head first
+    ├── CheckpointNotFoundError      a checkpoint id that the thread does not hold
+    ├── CheckpointStorageError       the store failed (connection lost, timeout, ...)
+    └── SerializationError           a value that cannot be stored or loaded
+
+``graphagent.errors`` mirrors this tree under ``GraphAgentError``; a graph run
+translates saver errors into those mirrors, so ``except GraphAgentError`` catches
+everything a run raises.
+"""
+
+from __future__ import annotations
+
+
+class CheckpointError(Exception):
+    """A saver or the serde could not do what was asked."""
+
+
+class CheckpointConflictError(CheckpointError):
+    """The thread's head moved since the writer read it; nothing was written.
+
+    Re-read the thread (``get_state``) and run again, or serialise writers per thread.
+    """
+
+
+class CheckpointNotFoundError(CheckpointError):
+    """The thread holds no checkpoint with the requested id."""
+
+
+class CheckpointStorageError(CheckpointError):
+    """The backing store failed (for Redis: connection, timeout, response errors)."""
+
+
+class SerializationError(CheckpointError):
+    """A value could not be encoded for storage, or stored bytes could not be decoded."""

@@ -1,0 +1,202 @@
+"""``MemorySaver``: checkpoints in this process's memory, stored as encoded bytes.
+
+Values are encoded on the way in, exactly as :class:`~checkpoint.RedisSaver` stores
+them, so nothing a caller does to a value after a step (or to a loaded state) can
+change what is stored, and a graph that runs on memory runs on Redis.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from checkpoint import _layout as layout
+from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
+from checkpoint.errors import CheckpointConflictError, CheckpointNotFoundError
+from checkpoint.serde import Serde, default_serde
+
+__all__ = ["MemorySaver"]
+
+
+@dataclass
+class _Thread:
+    head: str | None = None
+    records: dict[str, bytes] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    data: dict[str, bytes] = field(default_factory=dict)
+    writes: dict[str, dict[str, bytes]] = field(default_factory=dict)
+
+
+class MemorySaver(CheckpointSaver):
+    """Keep threads in memory (tests, notebooks, single-process apps).
+
+    Args:
+        serde: the codec (default: the process-wide one).
+        keep_last: keep only this many newest checkpoints per thread (``None``: all).
+
+    Example:
+        >>> from checkpoint import MemorySaver
+        >>> saver = MemorySaver()
+        >>> saver.get("no-such-thread") is None
+        True
+    """
+
+    def __init__(self, *, serde: Serde | None = None, keep_last: int | None = None) -> None:
+        if keep_last is not None and keep_last < 1:
+            raise ValueError("keep_last must be at least 1 (or None to keep everything)")
+        self.serde = serde or default_serde
+        self.keep_last = keep_last
+        self._threads: dict[str, _Thread] = {}
+        self._lock = threading.Lock()
+        self._record_cache: dict[tuple[str, str], layout.Record] = {}
+
+    def _record(self, thread_id: str, t: _Thread, checkpoint_id: str) -> layout.Record:
+        cached = self._record_cache.get((thread_id, checkpoint_id))
+        if cached is not None:
+            return cached
+        blob = t.records.get(checkpoint_id)
+        if blob is None:
+            raise CheckpointNotFoundError(
+                f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}"
+            )
+        record = layout.decode_record(blob, self.serde.loads)
+        self._record_cache[(thread_id, checkpoint_id)] = record
+        return record
+
+    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
+        """Store ``write`` as the new head (see :meth:`CheckpointSaver.put`)."""
+        with self._lock:
+            t = self._threads.get(thread_id) or _Thread()
+            if t.head != expected_head:
+                raise CheckpointConflictError(
+                    f"thread {thread_id!r} moved to checkpoint {t.head!r} while this run "
+                    f"expected {expected_head!r}; reload the thread and run again"
+                )
+            parent = (
+                self._record(thread_id, t, write.parent_id) if write.parent_id is not None else None
+            )
+            plan = layout.plan_put(
+                parent, write, on_head=write.parent_id == t.head, dumps=self.serde.dumps
+            )
+            t.data.update(plan.data)
+            t.records[write.id] = plan.record_blob
+            self._record_cache[(thread_id, write.id)] = plan.record
+            t.order.append(write.id)
+            if write.parent_id is not None:
+                t.writes.pop(write.parent_id, None)
+            t.head = write.id
+            self._threads[thread_id] = t
+            if self.keep_last is not None and len(t.order) > self.keep_last:
+                self._prune(thread_id, t, self.keep_last)
+
+    def _prune(self, thread_id: str, t: _Thread, keep: int) -> None:
+        drop_ids, keep_ids = t.order[:-keep], t.order[-keep:]
+        dropped = [self._record(thread_id, t, i) for i in drop_ids]
+        kept = [self._record(thread_id, t, i) for i in keep_ids]
+        ids, fields = layout.plan_prune(dropped, kept)
+        for cid in ids:
+            t.records.pop(cid, None)
+            t.writes.pop(cid, None)
+            self._record_cache.pop((thread_id, cid), None)
+        for f in fields:
+            t.data.pop(f, None)
+        t.order = keep_ids
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> None:
+        """Keep a step's finished work until the step commits."""
+        by_task: dict[str, list[PendingWrite]] = {}
+        for w in writes:
+            by_task.setdefault(w.task, []).append(w)
+        with self._lock:
+            t = self._threads.get(thread_id)
+            if t is None or checkpoint_id not in t.records:
+                raise CheckpointNotFoundError(
+                    f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}"
+                )
+            slot = t.writes.setdefault(checkpoint_id, {})
+            for task, group in by_task.items():
+                slot[task] = layout.encode_writes(group, self.serde.dumps)
+
+    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The head, or the named checkpoint, with its state rebuilt."""
+        with self._lock:
+            t = self._threads.get(thread_id)
+            if t is None or t.head is None:
+                if checkpoint_id is not None:
+                    raise CheckpointNotFoundError(
+                        f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}"
+                    )
+                return None
+            return self._load(thread_id, t, checkpoint_id or t.head)
+
+    def _load(self, thread_id: str, t: _Thread, checkpoint_id: str) -> Checkpoint:
+        record = self._record(thread_id, t, checkpoint_id)
+        blobs = [t.data.get(f) for f in layout.read_fields(record)]
+        values = layout.rebuild(record, blobs, self.serde.loads)
+        pending = layout.group_writes(t.writes.get(checkpoint_id, {}), self.serde.loads)
+        return layout.to_checkpoint(thread_id, record, values, pending)
+
+    def list(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> list[Checkpoint]:
+        """Checkpoints newest first."""
+        with self._lock:
+            t = self._threads.get(thread_id)
+            if t is None:
+                return []
+            ids = [i for i in reversed(t.order) if before is None or i < before]
+            if limit is not None:
+                ids = ids[:limit]
+            return [self._load(thread_id, t, i) for i in ids]
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Forget the thread."""
+        with self._lock:
+            t = self._threads.pop(thread_id, None)
+            if t is not None:
+                for cid in t.records:
+                    self._record_cache.pop((thread_id, cid), None)
+
+    def head(self, thread_id: str) -> str | None:
+        """The thread's head id, without loading its state."""
+        with self._lock:
+            t = self._threads.get(thread_id)
+            return t.head if t else None
+
+    def threads(self) -> list[str]:
+        """Every thread id held."""
+        with self._lock:
+            return sorted(self._threads)
+
+    async def aput(
+        self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
+    ) -> None:
+        """Async :meth:`put` (no I/O: runs inline)."""
+        self.put(thread_id, write, expected_head=expected_head)
+
+    async def aput_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> None:
+        """Async :meth:`put_writes` (runs inline)."""
+        self.put_writes(thread_id, checkpoint_id, writes)
+
+    async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """Async :meth:`get` (runs inline)."""
+        return self.get(thread_id, checkpoint_id)
+
+    async def alist(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> list[Checkpoint]:
+        """Async :meth:`list` (runs inline)."""
+        return self.list(thread_id, limit=limit, before=before)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread` (runs inline)."""
+        self.delete_thread(thread_id)
+
+    async def ahead(self, thread_id: str) -> str | None:
+        """Async :meth:`head` (runs inline)."""
+        return self.head(thread_id)

@@ -1,0 +1,53 @@
+"""graphagent: agents as state graphs. Small, fast per step, cheap to persist.
+
+The names users need most are re-exported here; each lives in its own module
+(``graphagent.graph``, ``graphagent.messages``, ``graphagent.config``, ...).
+"""
+
+from __future__ import annotations
+
+from graphagent.config import RunnableConfig
+from graphagent.errors import GraphAgentError
+from graphagent.graph import (
+    END,
+    START,
+    AppendStrategy,
+    Command,
+    CompiledGraph,
+    MergeStrategy,
+    ReplaceStrategy,
+    StateGraph,
+    StateSnapshot,
+    interrupt,
+)
+from graphagent.messages import (
+    AssistantMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
+
+__all__ = [
+    "END",
+    "START",
+    "AppendStrategy",
+    "AssistantMessage",
+    "Command",
+    "CompiledGraph",
+    "GraphAgentError",
+    "MergeStrategy",
+    "RemoveMessage",
+    "ReplaceStrategy",
+    "RunnableConfig",
+    "StateGraph",
+    "StateSnapshot",
+    "SystemMessage",
+    "ToolCall",
+    "ToolResponseMessage",
+    "UserMessage",
+    "interrupt",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,76 @@
+"""Run configuration: which thread, which checkpoint, user metadata, limits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from graphagent.errors import UserError
+
+__all__ = ["ConfigLike", "RunnableConfig", "ensure_config"]
+
+
+def _discard(_: Any) -> None:
+    """Default ``config.writer``: custom stream output goes nowhere unless streamed."""
+
+
+class RunnableConfig(BaseModel):
+    """The immutable context of one run.
+
+    Anywhere a config is taken, a plain dict with these keys works too.
+
+    Attributes:
+        thread_id: the conversation to load and checkpoint; ``None`` runs fresh.
+        checkpoint_id: start from this checkpoint of the thread (time travel, forks).
+        metadata: user data for hooks and tools (user id, tenant, ...); also stored
+            in each checkpoint's metadata.
+        recursion_limit: most super-steps one run may take.
+        configurable: free-form options for nodes.
+        writer: call it from a node to emit ``"custom"`` stream events.
+
+    Example:
+        >>> cfg = RunnableConfig(thread_id="u42", metadata={"user_id": "ada"})
+        >>> cfg.metadata["user_id"]
+        'ada'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    thread_id: str | None = None
+    checkpoint_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    recursion_limit: int = Field(default=25, ge=1)
+    configurable: dict[str, Any] = Field(default_factory=dict)
+    writer: Callable[[Any], None] = Field(default=_discard, exclude=True, repr=False)
+
+
+ConfigLike = Union[RunnableConfig, Mapping[str, Any], None]
+
+
+def ensure_config(config: ConfigLike = None, **overrides: Any) -> RunnableConfig:
+    """Turn ``None``, a dict or a :class:`RunnableConfig` into a :class:`RunnableConfig`.
+
+    Args:
+        config: what the caller passed.
+        **overrides: fields to set on top (``None`` values are ignored).
+
+    Raises:
+        UserError: an unknown key or a value of the wrong type, named.
+    """
+    updates = {k: v for k, v in overrides.items() if v is not None}
+    if isinstance(config, RunnableConfig):
+        return config.model_copy(update=updates) if updates else config
+    data: dict[str, Any] = dict(config or {})
+    data.update(updates)
+    try:
+        return RunnableConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
+        )
+        raise UserError(
+            f"invalid run config ({problems}); allowed keys: "
+            "thread_id, checkpoint_id, metadata, recursion_limit, configurable"
+        ) from None

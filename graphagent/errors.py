@@ -1,0 +1,201 @@
+"""The exception tree of graphagent.
+
+Everything the library raises on purpose derives from :class:`GraphAgentError`.
+Developer mistakes (a graph that cannot work, a bad update) are kept apart from
+failures of a run, and both apart from the control-flow signal of an interrupt::
+
+    GraphAgentError
+    ├── UserError                       the code using graphagent is wrong; fix the code
+    │   ├── GraphValidationError        compile() found a graph that cannot run
+    │   ├── InvalidUpdateError          a node returned an update the state cannot take
+    │   ├── InvalidRouteError           a router returned a target that does not exist
+    │   ├── EmptyInputError             a run was started with nothing to do
+    │   └── ToolDefinitionError         a tool's signature or options are unusable
+    ├── RunError                        the run itself failed
+    │   ├── GraphRecursionError         more super-steps than ``recursion_limit``
+    │   ├── MaxIterationsError          the agent looped more than ``max_iterations``
+    │   ├── ToolExecutionError          a tool failed and the failure was not sent back
+    │   └── ModelError                  a chat model call failed
+    │       ├── ModelHTTPError          the provider answered with an HTTP error
+    │       ├── ModelTimeoutError       the provider did not answer in time
+    │       └── ModelResponseError      the provider's answer could not be understood
+    ├── CheckpointError                 mirrors ``checkpoint.CheckpointError``
+    │   ├── CheckpointConflictError
+    │   ├── CheckpointNotFoundError
+    │   ├── CheckpointStorageError
+    │   └── SerializationError
+    └── GraphInterrupt                  control flow: a node paused the run (not a failure)
+
+An exception raised inside a node is *not* wrapped: it propagates as itself, with
+the node's name in ``exc.graphagent_node`` (and, on Python 3.11+, in a note).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import checkpoint.errors as _cp
+
+__all__ = [
+    "CheckpointConflictError",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "CheckpointStorageError",
+    "EmptyInputError",
+    "GraphAgentError",
+    "GraphInterrupt",
+    "GraphRecursionError",
+    "GraphValidationError",
+    "InvalidRouteError",
+    "InvalidUpdateError",
+    "MaxIterationsError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelResponseError",
+    "ModelTimeoutError",
+    "RunError",
+    "SerializationError",
+    "ToolDefinitionError",
+    "ToolExecutionError",
+    "UserError",
+]
+
+
+class GraphAgentError(Exception):
+    """Root of every exception graphagent raises on purpose."""
+
+
+class UserError(GraphAgentError):
+    """The code using graphagent is wrong; the message says what to change."""
+
+
+class GraphValidationError(UserError):
+    """``compile()`` found a graph that cannot run (names the node and the fix)."""
+
+
+class InvalidUpdateError(UserError):
+    """A node returned an update the state cannot take (unknown shape, conflicting writes)."""
+
+
+class InvalidRouteError(UserError):
+    """A router or ``Command.goto`` named a target that is not in the graph."""
+
+
+class EmptyInputError(UserError):
+    """A run was started with no input and nothing to continue."""
+
+
+class ToolDefinitionError(UserError):
+    """A tool's signature or options cannot be turned into a tool."""
+
+
+class RunError(GraphAgentError):
+    """The run failed for a reason other than a mistake in the calling code."""
+
+
+class GraphRecursionError(RunError):
+    """The run needed more super-steps than ``config.recursion_limit`` allows."""
+
+
+class MaxIterationsError(RunError):
+    """The agent called the model more than ``max_iterations`` times in one run."""
+
+
+class ToolExecutionError(RunError):
+    """A tool failed and the exception processor chose to raise, not to tell the model.
+
+    Attributes:
+        tool_name: the tool that failed.
+        tool_call_id: the model's id for the failed call.
+    """
+
+    def __init__(self, message: str, *, tool_name: str = "", tool_call_id: str = "") -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.tool_call_id = tool_call_id
+
+
+class ModelError(RunError):
+    """A chat model call failed."""
+
+
+class ModelHTTPError(ModelError):
+    """The provider answered with an HTTP error status.
+
+    Attributes:
+        status_code: the HTTP status.
+        body: the provider's error message (never contains the API key).
+    """
+
+    def __init__(self, message: str, *, status_code: int, body: str = "") -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.body = body
+
+
+class ModelTimeoutError(ModelError):
+    """The provider did not answer within the timeout."""
+
+
+class ModelResponseError(ModelError):
+    """The provider's answer could not be parsed into a message."""
+
+
+class CheckpointError(GraphAgentError, _cp.CheckpointError):
+    """A saver failed during a run (mirror of ``checkpoint.CheckpointError``)."""
+
+
+class CheckpointConflictError(CheckpointError, _cp.CheckpointConflictError):
+    """Another writer moved the thread's head first; this step wrote nothing."""
+
+
+class CheckpointNotFoundError(CheckpointError, _cp.CheckpointNotFoundError):
+    """The thread holds no checkpoint with the requested id."""
+
+
+class CheckpointStorageError(CheckpointError, _cp.CheckpointStorageError):
+    """The backing store failed."""
+
+
+class SerializationError(CheckpointError, _cp.SerializationError):
+    """A value could not be stored or loaded."""
+
+
+class GraphInterrupt(GraphAgentError):
+    """Control flow, not a failure: a node called ``interrupt()`` and the run pauses.
+
+    The engine catches it; user code sees it only when calling ``interrupt()``
+    outside a graph run.
+    """
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        super().__init__(f"run interrupted with {values!r}")
+        self.values = values
+
+
+_MIRRORS: tuple[tuple[type[_cp.CheckpointError], type[CheckpointError]], ...] = (
+    (_cp.CheckpointConflictError, CheckpointConflictError),
+    (_cp.CheckpointNotFoundError, CheckpointNotFoundError),
+    (_cp.CheckpointStorageError, CheckpointStorageError),
+    (_cp.SerializationError, SerializationError),
+    (_cp.CheckpointError, CheckpointError),
+)
+
+
+@contextmanager
+def saver_errors() -> Iterator[None]:
+    """Re-raise ``checkpoint`` errors as their ``GraphAgentError`` mirrors.
+
+    The one boundary between a graph run and its saver.
+    """
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except _cp.CheckpointError as exc:
+        for source, mirror in _MIRRORS:
+            if isinstance(exc, source):
+                raise mirror(str(exc)) from exc
+        raise  # pragma: no cover - _MIRRORS ends with the root

@@ -1,0 +1,32 @@
+"""The state-graph engine: build with :class:`StateGraph`, run a :class:`CompiledGraph`."""
+
+from __future__ import annotations
+
+from graphagent.graph._builder import StateGraph
+from graphagent.graph._command import Command, Interrupt, interrupt
+from graphagent.graph._compiled import CompiledGraph
+from graphagent.graph._constants import END, START
+from graphagent.graph._snapshot import StateSnapshot
+from graphagent.graph._state import OverAllState
+from graphagent.graph._strategies import (
+    AppendStrategy,
+    KeyStrategy,
+    MergeStrategy,
+    ReplaceStrategy,
+)
+
+__all__ = [
+    "END",
+    "START",
+    "AppendStrategy",
+    "Command",
+    "CompiledGraph",
+    "Interrupt",
+    "KeyStrategy",
+    "MergeStrategy",
+    "OverAllState",
+    "ReplaceStrategy",
+    "StateGraph",
+    "StateSnapshot",
+    "interrupt",
+]

@@ -1,0 +1,596 @@
+"""``CompiledGraph``: runs a validated graph; the sync and async drivers live here.
+
+Both drivers interpret the same program (``_loop.run_program``); they differ only
+in how they perform its effects: node calls, saver calls, handing out events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+from checkpoint.base import CheckpointSaver
+from graphagent.config import ConfigLike, RunnableConfig, ensure_config
+from graphagent.errors import GraphInterrupt, UserError, saver_errors
+from graphagent.graph._command import current_task
+from graphagent.graph._effects import Emit, Execute, Load, Put, PutWrites, Task
+from graphagent.graph._loop import run_program, update_program
+from graphagent.graph._snapshot import StateSnapshot
+from graphagent.graph._strategies import Change, ReplaceStrategy
+from graphagent.graph._validate import Topology
+
+if TYPE_CHECKING:
+    from graphagent.graph._builder import StateGraph
+    from graphagent.graph._state import OverAllState, Schema
+
+__all__ = ["CompiledGraph", "StreamMode"]
+
+StreamMode = str
+MODES = frozenset({"values", "updates", "custom", "debug", "messages"})
+_LIVE = frozenset({"custom", "messages"})
+_TASK = current_task()
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+_DONE = object()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graphagent")
+    return _POOL
+
+
+def _parse_modes(mode: str | Sequence[str]) -> tuple[frozenset[str], bool]:
+    modes = (mode,) if isinstance(mode, str) else tuple(mode)
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        raise UserError(
+            f"unknown stream mode(s) {unknown or modes!r}; use one or a list of: "
+            f"{', '.join(sorted(MODES))}"
+        )
+    return frozenset(modes), not isinstance(mode, str)
+
+
+class _Result:
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: Any = None
+
+
+def _call(task: Task, state: OverAllState, config: RunnableConfig) -> tuple[str, Any]:
+    spec = task.spec
+    token = _TASK.set(task.scope)
+    try:
+        if spec.subgraph is not None:
+            return "ok", spec.fn(state, config)
+        ret = spec.fn(state, config) if spec.takes_config else spec.fn(state)
+        if spec.is_async:
+            ret = asyncio.run(ret)
+        return "ok", ret
+    except RuntimeError as exc:
+        if spec.is_async and "running event loop" in str(exc):
+            return "error", UserError(
+                f"node {spec.name!r} is async; call ainvoke()/astream() from async code"
+            )
+        return "error", exc
+    except Exception as exc:
+        return "error", exc
+    finally:
+        _TASK.reset(token)
+
+
+async def _acall(
+    task: Task, state: OverAllState, config: RunnableConfig, inline: bool
+) -> tuple[str, Any]:
+    spec = task.spec
+    if spec.subgraph is not None:
+        token = _TASK.set(task.scope)
+        try:
+            return "ok", await spec.subgraph._anode(state, config, spec.metadata)
+        except Exception as exc:
+            return "error", exc
+        finally:
+            _TASK.reset(token)
+    if not spec.is_async:
+        if inline:
+            return _call(task, state, config)
+        return await asyncio.to_thread(_call, task, state, config)
+    token = _TASK.set(task.scope)
+    try:
+        if spec.takes_config:
+            return "ok", await spec.fn(state, config)
+        return "ok", await spec.fn(state)
+    except Exception as exc:
+        return "error", exc
+    finally:
+        _TASK.reset(token)
+
+
+class CompiledGraph:
+    """A validated, immutable graph you can run, stream, inspect and draw.
+
+    Made by :meth:`StateGraph.compile`. Every run method has an async twin.
+
+    Attributes:
+        name: the graph's name.
+        saver: where threads are checkpointed (``None``: runs are not saved).
+        interrupt_before: nodes the run pauses before.
+        interrupt_after: nodes the run pauses after.
+    """
+
+    def __init__(
+        self,
+        builder: StateGraph,
+        topology: Topology,
+        *,
+        saver: CheckpointSaver | None,
+        interrupt_before: frozenset[str],
+        interrupt_after: frozenset[str],
+        name: str,
+    ) -> None:
+        self.schema: Schema = builder.schema
+        self.topology = topology
+        self.saver = saver
+        self.interrupt_before = interrupt_before
+        self.interrupt_after = interrupt_after
+        self.name = name
+        self.replace = ReplaceStrategy()
+
+    # -- the sync driver ------------------------------------------------------------
+
+    def _drive(
+        self, program: Generator[Any, Any, Any], modes: frozenset[str], result: _Result
+    ) -> Iterator[tuple[str, Any]]:
+        saver = self.saver
+        live: queue.SimpleQueue[Any] | None = None
+        send: Any = None
+        try:
+            while True:
+                effect = program.send(send)
+                send = None
+                kind = type(effect)
+                if kind is Execute:
+                    if live is not None:
+                        send = yield from self._execute_live(effect, live)
+                    else:
+                        send = self._execute(effect)
+                elif kind is Emit:
+                    yield effect.mode, effect.payload
+                elif kind is Put:
+                    assert saver is not None
+                    with saver_errors():
+                        saver.put(effect.thread_id, effect.write, expected_head=effect.expected_head)
+                elif kind is Load:
+                    assert saver is not None
+                    with saver_errors():
+                        send = self._load(saver, effect)
+                elif kind is PutWrites:
+                    assert saver is not None
+                    with saver_errors():
+                        saver.put_writes(effect.thread_id, effect.checkpoint_id, effect.writes)
+                elif effect is _LIVE_SETUP:
+                    live = queue.SimpleQueue()
+                    send = live.put
+        except StopIteration as stop:
+            result.value = stop.value
+
+    @staticmethod
+    def _load(saver: CheckpointSaver, effect: Load) -> tuple[Any, str | None]:
+        cp = saver.get(effect.thread_id, effect.checkpoint_id)
+        if effect.checkpoint_id is None or cp is None:
+            return cp, cp.id if cp is not None else None
+        return cp, saver.head(effect.thread_id)
+
+    @staticmethod
+    def _execute(effect: Execute) -> dict[str, tuple[str, Any]]:
+        tasks = effect.tasks
+        if len(tasks) == 1:
+            return {tasks[0].spec.name: _call(tasks[0], effect.state, effect.config)}
+        pool = _pool()
+        futures = [
+            pool.submit(contextvars.copy_context().run, _call, t, effect.state, effect.config)
+            for t in tasks
+        ]
+        return {t.spec.name: f.result() for t, f in zip(tasks, futures)}
+
+    def _execute_live(
+        self, effect: Execute, events: queue.SimpleQueue[Any]
+    ) -> Generator[tuple[str, Any], None, dict[str, tuple[str, Any]]]:
+        box: list[dict[str, tuple[str, Any]]] = []
+
+        def work() -> None:
+            try:
+                box.append(self._execute(effect))
+            finally:
+                events.put(_DONE)
+
+        ctx = contextvars.copy_context()
+        threading.Thread(target=ctx.run, args=(work,), daemon=True).start()
+        while True:
+            item = events.get()
+            if item is _DONE:
+                break
+            yield item
+        return box[0]
+
+    # -- the async driver -----------------------------------------------------------
+
+    async def _adrive(
+        self, program: Generator[Any, Any, Any], modes: frozenset[str], result: _Result
+    ) -> AsyncIterator[tuple[str, Any]]:
+        saver = self.saver
+        live: asyncio.Queue[Any] | None = None
+        send: Any = None
+        try:
+            while True:
+                effect = program.send(send)
+                send = None
+                kind = type(effect)
+                if kind is Execute:
+                    if live is None:
+                        send = await self._aexecute(effect)
+                        continue
+                    step = asyncio.ensure_future(self._aexecute(effect))
+                    while True:
+                        getter = asyncio.ensure_future(live.get())
+                        await asyncio.wait({getter, step}, return_when=asyncio.FIRST_COMPLETED)
+                        if getter.done():
+                            yield getter.result()
+                            continue
+                        getter.cancel()
+                        while not live.empty():
+                            yield live.get_nowait()
+                        break
+                    send = step.result()
+                elif kind is Emit:
+                    yield effect.mode, effect.payload
+                elif kind is Put:
+                    assert saver is not None
+                    with saver_errors():
+                        await saver.aput(
+                            effect.thread_id, effect.write, expected_head=effect.expected_head
+                        )
+                elif kind is Load:
+                    assert saver is not None
+                    with saver_errors():
+                        cp = await saver.aget(effect.thread_id, effect.checkpoint_id)
+                        if effect.checkpoint_id is None or cp is None:
+                            send = (cp, cp.id if cp is not None else None)
+                        else:
+                            send = (cp, await saver.ahead(effect.thread_id))
+                elif kind is PutWrites:
+                    assert saver is not None
+                    with saver_errors():
+                        await saver.aput_writes(
+                            effect.thread_id, effect.checkpoint_id, effect.writes
+                        )
+                elif effect is _LIVE_SETUP:
+                    loop = asyncio.get_running_loop()
+                    q: asyncio.Queue[Any] = asyncio.Queue()
+                    live = q
+                    owner = threading.get_ident()
+
+                    def put(item: Any) -> None:
+                        if threading.get_ident() == owner:
+                            q.put_nowait(item)
+                        else:
+                            loop.call_soon_threadsafe(q.put_nowait, item)
+
+                    send = put
+        except StopIteration as stop:
+            result.value = stop.value
+
+    @staticmethod
+    async def _aexecute(effect: Execute) -> dict[str, tuple[str, Any]]:
+        tasks = effect.tasks
+        if len(tasks) == 1:
+            task = tasks[0]
+            return {task.spec.name: await _acall(task, effect.state, effect.config, False)}
+        outcomes = await asyncio.gather(
+            *(_acall(t, effect.state, effect.config, False) for t in tasks)
+        )
+        return {t.spec.name: o for t, o in zip(tasks, outcomes)}
+
+    # -- programs --------------------------------------------------------------------
+
+    def _program(
+        self, input: Any, config: RunnableConfig, modes: frozenset[str]
+    ) -> Generator[Any, Any, Any]:
+        if modes & _LIVE:
+            put = yield _LIVE_SETUP
+            config = config.model_copy(update={"writer": lambda p: put(("custom", p))})
+        return (yield from run_program(self, input, config, modes))
+
+    def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:
+        return ensure_config(config, thread_id=thread_id)
+
+    # -- public run API --------------------------------------------------------------
+
+    def invoke(
+        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+    ) -> dict[str, Any]:
+        """Run the graph to the end (or to an interrupt) and return the final state.
+
+        Args:
+            input: a dict of state keys; ``None`` to continue a paused thread;
+                ``Command(resume=answer)`` to answer an ``interrupt()``.
+            config: a :class:`RunnableConfig` or a dict with its keys.
+            thread_id: shortcut for ``config={"thread_id": ...}``.
+
+        Example:
+            >>> app.invoke({"count": 0}, {"thread_id": "t1"})  # doctest: +SKIP
+        """
+        cfg = self._config(config, thread_id)
+        result = _Result()
+        for _ in self._drive(run_program(self, input, cfg, frozenset()), frozenset(), result):
+            pass
+        return result.value  # type: ignore[no-any-return]
+
+    async def ainvoke(
+        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+    ) -> dict[str, Any]:
+        """Async :meth:`invoke`; async nodes and async savers are awaited natively."""
+        cfg = self._config(config, thread_id)
+        result = _Result()
+        async for _ in self._adrive(
+            run_program(self, input, cfg, frozenset()), frozenset(), result
+        ):
+            pass
+        return result.value  # type: ignore[no-any-return]
+
+    def stream(
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        mode: str | Sequence[str] = "updates",
+        thread_id: str | None = None,
+        stream_mode: str | Sequence[str] | None = None,
+    ) -> Iterator[Any]:
+        """Run the graph, yielding events as they happen.
+
+        Modes: ``"updates"`` (``{node: update}`` per node per step), ``"values"`` (the
+        whole state after the input and after each step), ``"custom"`` (what nodes
+        pass to ``config.writer``, as they write it), ``"messages"`` (model tokens, from
+        agents), ``"debug"`` (tasks and checkpoints). A list of modes yields
+        ``(mode, payload)`` pairs.
+
+        Example:
+            >>> for update in app.stream({"count": 0}):       # doctest: +SKIP
+            ...     print(update)
+        """
+        modes, pairs = _parse_modes(stream_mode or mode)
+        cfg = self._config(config, thread_id)
+        result = _Result()
+        for m, payload in self._drive(self._program(input, cfg, modes), modes, result):
+            if m in modes:
+                yield (m, payload) if pairs else payload
+
+    async def astream(
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        mode: str | Sequence[str] = "updates",
+        thread_id: str | None = None,
+        stream_mode: str | Sequence[str] | None = None,
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`stream`."""
+        modes, pairs = _parse_modes(stream_mode or mode)
+        cfg = self._config(config, thread_id)
+        result = _Result()
+        async for m, payload in self._adrive(self._program(input, cfg, modes), modes, result):
+            if m in modes:
+                yield (m, payload) if pairs else payload
+
+    # -- as a node of another graph ----------------------------------------------------
+
+    def as_node_function(
+        self, parent: Schema | None = None
+    ) -> Callable[[OverAllState, RunnableConfig], dict[str, Any]]:
+        """This graph as a node function for a parent graph (used by ``add_node``)."""
+
+        def run_subgraph(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+            net: dict[str, Change] = {}
+            result = _Result()
+            program = run_program(self, self._sub_input(state), config, frozenset(), net=net)
+            for _ in self._drive(program, frozenset(), result):
+                pass
+            return self._net_update(net, result.value, parent)
+
+        return run_subgraph
+
+    async def _anode(
+        self, state: OverAllState, config: RunnableConfig, metadata: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        net: dict[str, Change] = {}
+        result = _Result()
+        program = run_program(self, self._sub_input(state), config, frozenset(), net=net)
+        async for _ in self._adrive(program, frozenset(), result):
+            pass
+        parent = metadata.get("parent_schema") if metadata else None
+        return self._net_update(net, result.value, parent)
+
+    def _sub_input(self, state: OverAllState) -> dict[str, Any]:
+        if self.schema.closed:
+            return {k: v for k, v in state.items() if k in self.schema.strategies}
+        return dict(state)
+
+    @staticmethod
+    def _net_update(
+        net: dict[str, Change], values: dict[str, Any], parent: Schema | None
+    ) -> dict[str, Any]:
+        # Appended items go up as items, so the parent's strategy appends them once;
+        # a parent key that replaces gets the subgraph's final value instead.
+        update: dict[str, Any] = {}
+        for key, (kind, payload) in net.items():
+            strategy = parent.strategies.get(key) if parent is not None else None
+            replaces = strategy is None or getattr(strategy, "replaces", False)
+            update[key] = payload if kind == "append" and not replaces else values[key]
+        return update
+
+    # -- threads: state, history, updates -----------------------------------------------
+
+    def _need_saver(self, what: str) -> CheckpointSaver:
+        if self.saver is None:
+            raise UserError(f"{what} needs a saver: compile(saver=MemorySaver()) or RedisSaver")
+        return self.saver
+
+    def _thread(self, config: ConfigLike, thread_id: str | None, what: str) -> RunnableConfig:
+        cfg = self._config(config, thread_id)
+        if cfg.thread_id is None:
+            raise UserError(f"{what} needs a thread_id: pass config={{'thread_id': ...}}")
+        return cfg
+
+    def get_state(self, config: ConfigLike = None, *, thread_id: str | None = None) -> StateSnapshot:
+        """The thread's latest state (or the one at ``config.checkpoint_id``)."""
+        saver = self._need_saver("get_state")
+        cfg = self._thread(config, thread_id, "get_state")
+        assert cfg.thread_id is not None
+        with saver_errors():
+            cp = saver.get(cfg.thread_id, cfg.checkpoint_id)
+        return StateSnapshot.from_checkpoint(cp, cfg)
+
+    async def aget_state(
+        self, config: ConfigLike = None, *, thread_id: str | None = None
+    ) -> StateSnapshot:
+        """Async :meth:`get_state`."""
+        saver = self._need_saver("get_state")
+        cfg = self._thread(config, thread_id, "get_state")
+        assert cfg.thread_id is not None
+        with saver_errors():
+            cp = await saver.aget(cfg.thread_id, cfg.checkpoint_id)
+        return StateSnapshot.from_checkpoint(cp, cfg)
+
+    def get_state_history(
+        self,
+        config: ConfigLike = None,
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+        thread_id: str | None = None,
+    ) -> list[StateSnapshot]:
+        """The thread's checkpoints, newest first (``before``: only older than that id)."""
+        saver = self._need_saver("get_state_history")
+        cfg = self._thread(config, thread_id, "get_state_history")
+        assert cfg.thread_id is not None
+        with saver_errors():
+            cps = saver.list(cfg.thread_id, limit=limit, before=before)
+        return [StateSnapshot.from_checkpoint(cp, cfg) for cp in cps]
+
+    async def aget_state_history(
+        self,
+        config: ConfigLike = None,
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+        thread_id: str | None = None,
+    ) -> list[StateSnapshot]:
+        """Async :meth:`get_state_history`."""
+        saver = self._need_saver("get_state_history")
+        cfg = self._thread(config, thread_id, "get_state_history")
+        assert cfg.thread_id is not None
+        with saver_errors():
+            cps = await saver.alist(cfg.thread_id, limit=limit, before=before)
+        return [StateSnapshot.from_checkpoint(cp, cfg) for cp in cps]
+
+    def update_state(
+        self,
+        config: ConfigLike,
+        values: Mapping[str, Any] | None,
+        as_node: str | None = None,
+    ) -> RunnableConfig:
+        """Write ``values`` into the thread as if ``as_node`` had returned them.
+
+        On the latest checkpoint this continues the thread; on an older
+        ``checkpoint_id`` it forks a new branch from there. With ``as_node``, the
+        thread's next nodes become that node's successors.
+
+        Returns:
+            a config pointing at the new checkpoint.
+        """
+        self._need_saver("update_state")
+        cfg = self._thread(config, None, "update_state")
+        result = _Result()
+        for _ in self._drive(update_program(self, cfg, values, as_node), frozenset(), result):
+            pass
+        return cfg.model_copy(update={"checkpoint_id": result.value})
+
+    async def aupdate_state(
+        self,
+        config: ConfigLike,
+        values: Mapping[str, Any] | None,
+        as_node: str | None = None,
+    ) -> RunnableConfig:
+        """Async :meth:`update_state`."""
+        self._need_saver("update_state")
+        cfg = self._thread(config, None, "update_state")
+        result = _Result()
+        async for _ in self._adrive(
+            update_program(self, cfg, values, as_node), frozenset(), result
+        ):
+            pass
+        return cfg.model_copy(update={"checkpoint_id": result.value})
+
+    def delete_thread(self, config: ConfigLike = None, *, thread_id: str | None = None) -> None:
+        """Forget everything saved for the thread."""
+        saver = self._need_saver("delete_thread")
+        cfg = self._thread(config, thread_id, "delete_thread")
+        assert cfg.thread_id is not None
+        with saver_errors():
+            saver.delete_thread(cfg.thread_id)
+
+    async def adelete_thread(
+        self, config: ConfigLike = None, *, thread_id: str | None = None
+    ) -> None:
+        """Async :meth:`delete_thread`."""
+        saver = self._need_saver("delete_thread")
+        cfg = self._thread(config, thread_id, "delete_thread")
+        assert cfg.thread_id is not None
+        with saver_errors():
+            await saver.adelete_thread(cfg.thread_id)
+
+    # -- looking at it -------------------------------------------------------------------
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """A copy of the topology (node attr ``kind``; edge attrs ``conditional``, ``label``)."""
+        return self.topology.digraph.copy()
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """The node names, in the order they were added."""
+        return tuple(self.topology.nodes)
+
+    def draw(self, fmt: str = "mermaid") -> str:
+        """The graph as ``"mermaid"``, ``"dot"``, ``"ascii"`` or ``"svg"`` text (offline)."""
+        from graphagent.graph._draw import draw
+
+        return draw(self, fmt)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from graphagent.graph._draw import draw
+
+        return {
+            "image/svg+xml": draw(self, "svg"),
+            "text/vnd.mermaid": draw(self, "mermaid"),
+            "text/plain": repr(self),
+        }
+
+    def __repr__(self) -> str:
+        saver = type(self.saver).__name__ if self.saver is not None else "no saver"
+        return f"<CompiledGraph {self.name!r}: {len(self.topology.nodes)} nodes, {saver}>"
+
+
+_LIVE_SETUP = object()

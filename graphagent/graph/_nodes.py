@@ -1,0 +1,78 @@
+"""How user callables (nodes and routers) are described and called."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Branch", "Join", "NodeSpec", "accepts_config", "is_async_callable"]
+
+
+def is_async_callable(fn: Any) -> bool:
+    """True for ``async def`` functions and objects whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects count too
+    return inspect.iscoroutinefunction(call)
+
+
+def accepts_config(fn: Callable[..., Any]) -> bool:
+    """True when ``fn`` takes a second positional argument (the run's config)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True
+    positional = 0
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A node: its callable, how to call it, and what kind it is (for drawing).
+
+    Attributes:
+        name: the node's name.
+        fn: ``(state)`` or ``(state, config)``, sync or async.
+        is_async: whether ``fn`` returns an awaitable.
+        takes_config: whether ``fn`` takes the config as its second argument.
+        kind: ``"node"``, ``"subgraph"``, or an agent kind (``"model"``, ``"tools"``, ``"hook"``).
+        subgraph: the compiled graph, when the node is one.
+        metadata: free-form details shown when drawing.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool
+    takes_config: bool
+    kind: str = "node"
+    subgraph: Any = None
+    metadata: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Conditional edges out of ``source``: ``router`` picks, ``path_map`` translates."""
+
+    source: str
+    router: Callable[..., Any]
+    takes_config: bool
+    path_map: Mapping[Any, str] | None
+
+    def targets(self) -> tuple[str, ...]:
+        """Every node this branch can route to (empty when it has no path map)."""
+        return tuple(dict.fromkeys(self.path_map.values())) if self.path_map else ()
+
+
+@dataclass(frozen=True)
+class Join:
+    """A fan-in edge: ``target`` runs once every node in ``sources`` has finished."""
+
+    sources: tuple[str, ...]
+    target: str

@@ -1,0 +1,130 @@
+"""The read-only state view nodes receive, and schema parsing."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from graphagent.graph._strategies import KeyStrategy, ReplaceStrategy, as_strategy
+
+__all__ = ["OverAllState", "Schema", "parse_schema"]
+
+
+class OverAllState(Mapping[str, Any]):
+    """The overall state as a node sees it: a read-only mapping of key -> value.
+
+    Nodes never change it; they return partial updates. Every node of a super-step
+    sees the same snapshot.
+
+    Example:
+        >>> s = OverAllState({"count": 1})
+        >>> s["count"], s.get("missing", 0), s.value("count")
+        (1, 0, 1)
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, or ``default`` when the state has none (Spring AI style)."""
+        return self._data.get(key, default)
+
+    def data(self) -> dict[str, Any]:
+        """A shallow copy of the state as a plain dict."""
+        return dict(self._data)
+
+    def __repr__(self) -> str:
+        return f"OverAllState({dict(self._data)!r})"
+
+
+class Schema:
+    """What the builder knows about the state: key strategies and, if typed, the keys.
+
+    Attributes:
+        strategies: key -> strategy for every declared key.
+        closed: True when the schema is a class, so unknown keys are an error.
+        defaults: initial values (pydantic field defaults).
+    """
+
+    __slots__ = ("closed", "defaults", "name", "strategies")
+
+    def __init__(
+        self,
+        strategies: dict[str, KeyStrategy],
+        *,
+        closed: bool,
+        defaults: dict[str, Any],
+        name: str,
+    ) -> None:
+        self.strategies = strategies
+        self.closed = closed
+        self.defaults = defaults
+        self.name = name
+
+
+_REPLACE = ReplaceStrategy()
+
+
+def _strategy_from_metadata(metadata: typing.Iterable[Any], value_type: Any) -> KeyStrategy:
+    for meta in metadata:
+        if hasattr(meta, "merge") or callable(meta):
+            if isinstance(meta, type) and not hasattr(meta, "merge"):
+                continue
+            return as_strategy(meta, value_type)
+    return _REPLACE
+
+
+def parse_schema(schema: Any) -> Schema:
+    """Read a schema: ``None``, a dict of key -> strategy, a TypedDict or a pydantic model.
+
+    Raises:
+        TypeError: the schema is none of those, or a strategy is not one.
+    """
+    if schema is None:
+        return Schema({}, closed=False, defaults={}, name="dict")
+    if isinstance(schema, Mapping):
+        return Schema(
+            {str(k): as_strategy(v) for k, v in schema.items()},
+            closed=False,
+            defaults={},
+            name="dict",
+        )
+    if isinstance(schema, type):
+        fields = getattr(schema, "model_fields", None)
+        if fields is not None:  # pydantic model
+            strategies: dict[str, KeyStrategy] = {}
+            defaults: dict[str, Any] = {}
+            for key, info in fields.items():
+                strategies[key] = _strategy_from_metadata(info.metadata, info.annotation)
+                if not info.is_required():
+                    defaults[key] = info.get_default(call_default_factory=True)
+            return Schema(strategies, closed=True, defaults=defaults, name=schema.__name__)
+        if typing.is_typeddict(schema):
+            hints = typing.get_type_hints(schema, include_extras=True)
+            strategies = {}
+            for key, hint in hints.items():
+                args = typing.get_args(hint)
+                if typing.get_origin(hint) is typing.Annotated:
+                    strategies[key] = _strategy_from_metadata(args[1:], args[0])
+                else:
+                    strategies[key] = _REPLACE
+            return Schema(strategies, closed=True, defaults={}, name=schema.__name__)
+    raise TypeError(
+        f"unsupported state schema {schema!r}; use a dict of key -> strategy, "
+        "a TypedDict or a pydantic model"
+    )

@@ -1,0 +1,209 @@
+"""Key strategies: how a node's update to one state key merges with the old value.
+
+Besides the merged value, each strategy reports the *change* the merge made, in the
+form a checkpoint stores: ``("set", value)`` or, for append-style keys,
+``("append", items)`` when the old list is a prefix of the new one and
+``("reset", items)`` otherwise. That is what keeps a step's checkpoint as small as
+the step's change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from graphagent.messages import Message, RemoveMessage, add_messages
+
+__all__ = [
+    "MISSING",
+    "AppendStrategy",
+    "Change",
+    "KeyStrategy",
+    "MergeStrategy",
+    "ReplaceStrategy",
+    "as_strategy",
+]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+"""The old value of a key that has never been written."""
+
+Change = tuple[str, Any]
+
+
+@runtime_checkable
+class KeyStrategy(Protocol):
+    """How updates to one key merge. Implement ``merge``; the rest has defaults."""
+
+    def merge(self, old: Any, new: Any) -> Any:
+        """Return the key's value after ``new`` is applied to ``old`` (``MISSING`` if unset)."""
+        ...
+
+
+class ReplaceStrategy:
+    """The new value replaces the old one. Two replace-writes in one step conflict.
+
+    Example:
+        >>> ReplaceStrategy().merge(1, 2)
+        2
+    """
+
+    replaces = True
+
+    def merge(self, old: Any, new: Any) -> Any:
+        """Return ``new``."""
+        return new
+
+    def __repr__(self) -> str:
+        return "ReplaceStrategy()"
+
+
+class MergeStrategy:
+    """Dict values merge shallowly: new keys added, existing keys overwritten.
+
+    Example:
+        >>> MergeStrategy().merge({"a": 1}, {"b": 2})
+        {'a': 1, 'b': 2}
+    """
+
+    replaces = False
+
+    def merge(self, old: Any, new: Any) -> Any:
+        """Return ``{**old, **new}``; raises ``TypeError`` if ``new`` is not a mapping."""
+        if not isinstance(new, Mapping):
+            raise TypeError(f"MergeStrategy takes a dict update, got {type(new).__name__}")
+        if old is MISSING or old is None:
+            return dict(new)
+        return {**old, **new}
+
+    def __repr__(self) -> str:
+        return "MergeStrategy()"
+
+
+class _IdList(list):  # type: ignore[type-arg]
+    """A list that shares a message-id -> position index with the lists it grew from.
+
+    Appending to a long history then needs no O(n) scan for id collisions: a
+    lookup is checked against the list itself, so an index entry written by a
+    sibling fork can cause a (correct) slow path, never a wrong answer.
+    """
+
+    __slots__ = ("ids",)
+    ids: dict[str, int]
+
+
+class AppendStrategy:
+    """List values grow: the update (one item or a list) is appended.
+
+    Items that are :class:`~graphagent.messages.Message` follow ``add_messages``:
+    an existing id is replaced in place and :class:`RemoveMessage` deletes.
+
+    Example:
+        >>> AppendStrategy().merge([1], [2, 3])
+        [1, 2, 3]
+    """
+
+    replaces = False
+
+    def merge(self, old: Any, new: Any) -> Any:
+        """Return the old list with ``new`` appended (messages merged by id)."""
+        return self.merge_change(old, new)[0]
+
+    def merge_change(self, old: Any, new: Any) -> tuple[list[Any], Change]:
+        """Merge and report the change: ``("append", items)`` or ``("reset", whole)``."""
+        base: Sequence[Any] = () if old is MISSING or old is None else old
+        items = _as_items(new)
+        ids = base.ids if isinstance(base, _IdList) else None
+        if ids is None:
+            ids = {m.id: i for i, m in enumerate(base) if isinstance(m, Message)}
+        n = len(base)
+        fresh: set[str] = set()
+        for item in items:
+            if not isinstance(item, Message):
+                continue
+            if isinstance(item, RemoveMessage) or item.id in fresh:
+                return self._slow(base, items)
+            pos = ids.get(item.id)
+            if pos is not None and (
+                (pos < n and base[pos].id == item.id) or any(m.id == item.id for m in base)
+            ):
+                return self._slow(base, items)
+            fresh.add(item.id)
+        merged = _IdList(base)
+        merged.extend(items)
+        for offset, item in enumerate(items):
+            if isinstance(item, Message):
+                ids[item.id] = n + offset
+        merged.ids = ids
+        return merged, ("append", items)
+
+    @staticmethod
+    def _slow(base: Sequence[Any], items: list[Any]) -> tuple[list[Any], Change]:
+        whole = _IdList(add_messages(base, items))
+        whole.ids = {m.id: i for i, m in enumerate(whole) if isinstance(m, Message)}
+        return whole, ("reset", list(whole))
+
+    def __repr__(self) -> str:
+        return "AppendStrategy()"
+
+
+def _as_items(new: Any) -> list[Any]:
+    if isinstance(new, (str, bytes, Mapping, Message)) or not isinstance(new, Iterable):
+        return [new]
+    return list(new)
+
+
+class _FunctionStrategy:
+    """Wraps an ``(old, new) -> merged`` callable."""
+
+    replaces = False
+
+    def __init__(self, fn: Callable[[Any, Any], Any], initial: Callable[[], Any] | None) -> None:
+        self.fn = fn
+        self.initial = initial
+
+    def merge(self, old: Any, new: Any) -> Any:
+        if old is MISSING:
+            if self.initial is None:
+                return new
+            old = self.initial()
+        return self.fn(old, new)
+
+    def __repr__(self) -> str:
+        return f"FunctionStrategy({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+def as_strategy(value: Any, value_type: Any = None) -> KeyStrategy:
+    """Turn a strategy, a strategy class, or an ``(old, new)`` callable into a strategy.
+
+    Args:
+        value: the declared strategy.
+        value_type: the key's type, when known; a callable's first merge starts from
+            ``value_type()`` (e.g. ``[]`` for ``list``) instead of taking the update as is.
+
+    Raises:
+        TypeError: ``value`` is neither a strategy nor a callable.
+    """
+    if isinstance(value, type) and issubclass(
+        value, (ReplaceStrategy, AppendStrategy, MergeStrategy)
+    ):
+        return value()  # type: ignore[no-any-return]
+    if hasattr(value, "merge") and callable(value.merge):
+        return value  # type: ignore[no-any-return]
+    if callable(value):
+        origin = getattr(value_type, "__origin__", value_type)
+        initial = origin if isinstance(origin, type) and origin in (list, dict, set, str) else None
+        if origin in (int, float):
+            initial = origin
+        return _FunctionStrategy(value, initial)
+    raise TypeError(
+        f"{value!r} is not a key strategy; use ReplaceStrategy(), AppendStrategy(), "
+        "MergeStrategy() or an (old, new) -> merged callable"
+    )

@@ -1,0 +1,211 @@
+"""Chat messages and the ``add_messages`` rule for a ``"messages"`` state key.
+
+Every message is an immutable pydantic model with an ``id`` (a fresh one unless
+given) and a ``.text``. Appending follows the rule users of LangGraph know: a
+message whose ``id`` is already in the list replaces it in place, a
+:class:`RemoveMessage` deletes the message with its id, anything else appends.
+
+Example:
+    >>> from graphagent.messages import UserMessage, AssistantMessage, add_messages
+    >>> history = add_messages([], UserMessage("hi"))
+    >>> history = add_messages(history, AssistantMessage("hello!"))
+    >>> [m.role for m in history]
+    ['user', 'assistant']
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AnyMessage",
+    "AssistantMessage",
+    "Message",
+    "RemoveMessage",
+    "SystemMessage",
+    "ToolCall",
+    "ToolResponseMessage",
+    "UserMessage",
+    "add_messages",
+    "coerce_message",
+]
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Message(BaseModel):
+    """Base of all messages: ``content`` text, an ``id`` and free-form ``metadata``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    role: ClassVar[str] = "message"
+
+    content: str = ""
+    id: str = Field(default_factory=_new_id)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, content: str = "", /, **data: Any) -> None:
+        if content:
+            data["content"] = content
+        super().__init__(**data)
+
+    @property
+    def text(self) -> str:
+        """The message's text."""
+        return self.content
+
+
+class SystemMessage(Message):
+    """Instructions for the model."""
+
+    role: ClassVar[str] = "system"
+
+
+class UserMessage(Message):
+    """What the user said."""
+
+    role: ClassVar[str] = "user"
+
+
+class ToolCall(BaseModel):
+    """One tool call requested by the model.
+
+    Attributes:
+        id: the model's id for this call; the tool's answer carries it back.
+        name: the tool to call.
+        arguments: the arguments as JSON text, as the model wrote them.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    @property
+    def args(self) -> Any:
+        """The arguments parsed from JSON (raises ``json.JSONDecodeError`` if invalid)."""
+        return json.loads(self.arguments or "{}")
+
+
+class AssistantMessage(Message):
+    """What the model answered: text, tool calls, or both.
+
+    ``metadata`` holds provider details such as ``usage`` and ``finish_reason``.
+    """
+
+    role: ClassVar[str] = "assistant"
+
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolResponseMessage(Message):
+    """A tool's result, sent back to the model for the call ``tool_call_id``."""
+
+    role: ClassVar[str] = "tool"
+
+    tool_call_id: str
+    name: str
+
+
+class RemoveMessage(Message):
+    """Appending this to a ``"messages"`` key deletes the message with this ``id``."""
+
+    role: ClassVar[str] = "remove"
+
+    def __init__(self, id: str, /, **data: Any) -> None:  # noqa: A002 - matches LangGraph's name
+        super().__init__(id=id, **data)
+
+
+AnyMessage = Union[SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage]
+
+_ROLES: dict[str, type[Message]] = {
+    "system": SystemMessage,
+    "user": UserMessage,
+    "human": UserMessage,
+    "assistant": AssistantMessage,
+    "ai": AssistantMessage,
+    "tool": ToolResponseMessage,
+    "remove": RemoveMessage,
+}
+
+
+def coerce_message(value: Any) -> Message:
+    """Turn a message, a string (a user message) or a ``{"role": ..., ...}`` dict into a message.
+
+    Raises:
+        TypeError: for anything else, naming what was given.
+    """
+    if isinstance(value, Message):
+        return value
+    if isinstance(value, str):
+        return UserMessage(value)
+    if isinstance(value, Mapping) and "role" in value:
+        data = dict(value)
+        cls = _ROLES.get(str(data.pop("role")))
+        if cls is not None:
+            if cls is RemoveMessage:
+                return RemoveMessage(str(data["id"]))
+            return cls(**data)
+    raise TypeError(
+        f"cannot use {type(value).__name__} {value!r:.80} as a message; pass a Message, "
+        "a string (a user message) or a dict with a 'role' key"
+    )
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, (str, Message, Mapping)):
+        return [value]
+    if isinstance(value, Iterable):
+        return list(value)
+    return [value]
+
+
+def add_messages(left: Sequence[Any] | None, right: Any) -> list[Message]:
+    """Merge ``right`` (one message or several) into ``left`` by message id.
+
+    A message whose id is in ``left`` replaces it in place; :class:`RemoveMessage`
+    deletes the message with its id (an unknown id is an error); others append.
+    Neither argument is modified.
+
+    Raises:
+        ValueError: a :class:`RemoveMessage` names an id that is not in the list.
+    """
+    merged: list[Message | None] = [coerce_message(m) for m in (left or ())]
+    index = {m.id: i for i, m in enumerate(merged) if m is not None}
+    removed = False
+    for raw in _as_list(right):
+        msg = coerce_message(raw)
+        position = index.get(msg.id)
+        if isinstance(msg, RemoveMessage):
+            if position is None:
+                raise ValueError(f"RemoveMessage names id {msg.id!r}, which is not in the list")
+            merged[position] = None
+            del index[msg.id]
+            removed = True
+        elif position is not None:
+            merged[position] = msg
+        else:
+            index[msg.id] = len(merged)
+            merged.append(msg)
+    return [m for m in merged if m is not None] if removed else merged  # type: ignore[misc]
+
+
+def _register_with_serde() -> None:
+    # Stored threads name message types by these stable names, never by import path.
+    from checkpoint import serde
+
+    for cls in (SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage):
+        if not serde.default_serde.is_registered(cls):
+            serde.register(cls, name=f"graphagent.{cls.__name__}")
+    if not serde.default_serde.is_registered(ToolCall):
+        serde.register(ToolCall, name="graphagent.ToolCall")
+
+
+_register_with_serde()
