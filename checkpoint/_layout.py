@@ -225,9 +225,7 @@ def decode_writes(blob: bytes, loads: Loads) -> list[PendingWrite]:
     return [PendingWrite(task, kind, value) for task, kind, value in loads(blob)]
 
 
-def plan_prune(
-    dropped: Sequence[Record], kept: Sequence[Record]
-) -> tuple[list[str], list[str]]:
+def plan_prune(dropped: Sequence[Record], kept: Sequence[Record]) -> tuple[list[str], list[str]]:
     """Which record ids and data fields can go when ``dropped`` records are deleted.
 
     Values and log items still referenced by a kept record stay.

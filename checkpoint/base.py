@@ -9,6 +9,7 @@ the state rebuilt from those changes.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 import threading
 import time
@@ -154,7 +155,7 @@ class CheckpointSaver(ABC):
     @abstractmethod
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> list[Checkpoint]:
+    ) -> builtins.list[Checkpoint]:
         """The thread's checkpoints, newest first, optionally only those before an id."""
 
     @abstractmethod
@@ -184,7 +185,7 @@ class CheckpointSaver(ABC):
 
     async def alist(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> list[Checkpoint]:
+    ) -> builtins.list[Checkpoint]:
         """Async :meth:`list`."""
         return await asyncio.to_thread(self.list, thread_id, limit=limit, before=before)
 

@@ -7,6 +7,7 @@ change what is stored, and a graph that runs on memory runs on Redis.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -141,7 +142,7 @@ class MemorySaver(CheckpointSaver):
 
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> list[Checkpoint]:
+    ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
         with self._lock:
             t = self._threads.get(thread_id)
@@ -166,7 +167,7 @@ class MemorySaver(CheckpointSaver):
             t = self._threads.get(thread_id)
             return t.head if t else None
 
-    def threads(self) -> list[str]:
+    def threads(self) -> builtins.list[str]:
         """Every thread id held."""
         with self._lock:
             return sorted(self._threads)
@@ -189,7 +190,7 @@ class MemorySaver(CheckpointSaver):
 
     async def alist(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> list[Checkpoint]:
+    ) -> builtins.list[Checkpoint]:
         """Async :meth:`list` (runs inline)."""
         return self.list(thread_id, limit=limit, before=before)
 

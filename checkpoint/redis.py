@@ -17,8 +17,7 @@ Only ordinary data commands and ``EVALSHA``/``EVAL`` are used.
 
 from __future__ import annotations
 
-import asyncio
-import weakref
+import builtins
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -205,9 +204,7 @@ class _RedisLogic:
 
     def pending(self, checkpoint_id: str, all_writes: dict[bytes, bytes]) -> list[PendingWrite]:
         prefix = f"{checkpoint_id}|".encode()
-        mine = {
-            k.decode()[len(prefix) :]: v for k, v in all_writes.items() if k.startswith(prefix)
-        }
+        mine = {k.decode()[len(prefix) :]: v for k, v in all_writes.items() if k.startswith(prefix)}
         return layout.group_writes(mine, self.serde.loads)
 
     def not_found(self, thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:
@@ -218,14 +215,14 @@ class RedisSaver(CheckpointSaver):
     """Keep threads in Redis, so any process that reaches it can resume them.
 
     Args:
-        client: a ``redis.Redis`` (sync) client; async methods use ``async_client``,
-            or run the sync calls in a worker thread when there is none.
+        client: a ``redis.Redis`` (sync) client. The async twins run its calls in a
+            worker thread; for a native ``redis.asyncio`` client use
+            :class:`AsyncRedisSaver`.
         prefix: first part of every key; threads of different prefixes never meet.
         ttl: seconds after the last write that a thread's keys expire (``None``: never).
         keep_last: keep only this many newest checkpoints per thread (costs an extra
             round trip on steps that prune).
         serde: the codec (default: the process-wide one).
-        async_url: URL for native async clients (one per event loop).
 
     Example:
         >>> saver = RedisSaver.from_url("redis://localhost:6379/0", ttl=7 * 86400)  # doctest: +SKIP
@@ -240,16 +237,11 @@ class RedisSaver(CheckpointSaver):
         ttl: float | None = None,
         keep_last: int | None = None,
         serde: Serde | None = None,
-        async_url: str | None = None,
     ) -> None:
         self.client = client
         self.logic = _RedisLogic(prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde)
         self._put = client.register_script(_PUT)
         self._read = client.register_script(_READ)
-        self._async_url = async_url
-        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncRedisSaver] = (
-            weakref.WeakKeyDictionary()
-        )
 
     @classmethod
     def from_url(
@@ -268,9 +260,7 @@ class RedisSaver(CheckpointSaver):
         :class:`CheckpointStorageError`.
         """
         client = redis.Redis.from_url(url, **client_options)
-        return cls(
-            client, prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde, async_url=url
-        )
+        return cls(client, prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde)
 
     @property
     def prefix(self) -> str:
@@ -284,7 +274,7 @@ class RedisSaver(CheckpointSaver):
         blob = self.client.hget(self.logic.keys(thread_id).cp, checkpoint_id)
         if blob is None:
             raise self.logic.not_found(thread_id, checkpoint_id)
-        return self.logic.decode_record(thread_id, blob)  # type: ignore[arg-type]
+        return self.logic.decode_record(thread_id, bytes(blob))  # type: ignore[arg-type]
 
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
         """Store ``write`` as the new head in one round trip (see ``CheckpointSaver.put``)."""
@@ -357,7 +347,7 @@ class RedisSaver(CheckpointSaver):
 
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> list[Checkpoint]:
+    ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
         k = self.logic.keys(thread_id)
         with _redis_errors(f"listing thread {thread_id!r}"):
@@ -380,7 +370,7 @@ class RedisSaver(CheckpointSaver):
             raw = self.client.get(self.logic.keys(thread_id).head)
         return raw.decode() if isinstance(raw, bytes) else None
 
-    def threads(self) -> list[str]:
+    def threads(self) -> builtins.list[str]:
         """Every thread id under this prefix (uses SCAN; for tools, not hot paths)."""
         with _redis_errors("listing threads"):
             pattern = f"{{{self.prefix}:*}}:head"
@@ -390,73 +380,16 @@ class RedisSaver(CheckpointSaver):
             }
         return sorted(found)
 
-    def _async_saver(self) -> AsyncRedisSaver | None:
-        if self._async_url is None:
-            return None
-        loop = asyncio.get_running_loop()
-        saver = self._async.get(loop)
-        if saver is None:
-            saver = AsyncRedisSaver(
-                aredis.Redis.from_url(self._async_url),
-                prefix=self.logic.prefix,
-                ttl=self.logic.ttl_ms / 1000 or None,
-                keep_last=self.logic.keep_last,
-                serde=self.logic.serde,
-            )
-            saver.logic = self.logic
-            self._async[loop] = saver
-        return saver
-
-    async def aput(
-        self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
-    ) -> None:
-        """Async :meth:`put`."""
-        native = self._async_saver()
-        if native is None:
-            return await super().aput(thread_id, write, expected_head=expected_head)
-        await native.aput(thread_id, write, expected_head=expected_head)
-
-    async def aput_writes(
-        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
-    ) -> None:
-        """Async :meth:`put_writes`."""
-        native = self._async_saver()
-        if native is None:
-            return await super().aput_writes(thread_id, checkpoint_id, writes)
-        await native.aput_writes(thread_id, checkpoint_id, writes)
-
-    async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        """Async :meth:`get`."""
-        native = self._async_saver()
-        if native is None:
-            return await super().aget(thread_id, checkpoint_id)
-        return await native.aget(thread_id, checkpoint_id)
-
-    async def alist(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> list[Checkpoint]:
-        """Async :meth:`list`."""
-        native = self._async_saver()
-        if native is None:
-            return await super().alist(thread_id, limit=limit, before=before)
-        return await native.alist(thread_id, limit=limit, before=before)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread`."""
-        native = self._async_saver()
-        if native is None:
-            return await super().adelete_thread(thread_id)
-        await native.adelete_thread(thread_id)
-
     def close(self) -> None:
         """Close the sync client's connections."""
         self.client.close()
 
 
 class AsyncRedisSaver(CheckpointSaver):
-    """``RedisSaver`` over a ``redis.asyncio.Redis`` client, for async-only services.
+    """``RedisSaver`` over a ``redis.asyncio.Redis`` client, for async services.
 
-    Its sync methods are not available (they raise ``TypeError``); use the ``a``-twins.
+    Same keys and layout as :class:`RedisSaver` (the two read each other's threads).
+    Its sync methods raise ``TypeError``; use the ``a``-twins and ``aclose()``.
     """
 
     def __init__(
@@ -491,17 +424,17 @@ class AsyncRedisSaver(CheckpointSaver):
         sha = _SHAS.get(script)
         if sha is not None:
             try:
-                return await self.client.evalsha(sha, len(keys), *keys, *args)  # type: ignore[misc]
+                return await self.client.evalsha(sha, len(keys), *keys, *args)
             except NoScriptError:
                 pass
         _SHAS[script] = await self.client.script_load(script)
-        return await self.client.evalsha(_SHAS[script], len(keys), *keys, *args)  # type: ignore[misc]
+        return await self.client.evalsha(_SHAS[script], len(keys), *keys, *args)
 
     async def _record(self, thread_id: str, checkpoint_id: str) -> layout.Record:
         record = self.logic.cached(thread_id, checkpoint_id)
         if record is not None:
             return record
-        blob = await self.client.hget(self.logic.keys(thread_id).cp, checkpoint_id)  # type: ignore[misc]
+        blob: Any = await self.client.hget(self.logic.keys(thread_id).cp, checkpoint_id)
         if blob is None:
             raise self.logic.not_found(thread_id, checkpoint_id)
         return self.logic.decode_record(thread_id, blob)
@@ -524,7 +457,8 @@ class AsyncRedisSaver(CheckpointSaver):
     async def _prune(self, thread_id: str) -> None:
         assert self.logic.keep_last is not None
         k = self.logic.keys(thread_id)
-        ids = [i.decode() for i in await self.client.zrange(k.ids, 0, -1)]
+        raw: Any = await self.client.zrange(k.ids, 0, -1)
+        ids = [i.decode() for i in raw]
         if len(ids) <= self.logic.keep_last:
             return
         records = [await self._record(thread_id, i) for i in ids]
@@ -581,7 +515,7 @@ class AsyncRedisSaver(CheckpointSaver):
 
     async def alist(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> list[Checkpoint]:
+    ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
         k = self.logic.keys(thread_id)
         with _redis_errors(f"listing thread {thread_id!r}"):
@@ -591,7 +525,8 @@ class AsyncRedisSaver(CheckpointSaver):
             else:
                 raw = await self.client.zrevrangebylex(k.ids, top, "-", start=0, num=limit)
             out = []
-            for i in raw:
+            found: Any = raw
+            for i in found:
                 out.append(await self._load(thread_id, await self._record(thread_id, i.decode())))
             return out
 
@@ -605,6 +540,10 @@ class AsyncRedisSaver(CheckpointSaver):
         with _redis_errors(f"reading thread {thread_id!r}"):
             raw = await self.client.get(self.logic.keys(thread_id).head)
         return raw.decode() if isinstance(raw, bytes) else None
+
+    async def aclose(self) -> None:
+        """Close the async client's connections."""
+        await self.client.aclose()
 
     def _sync_only(self) -> TypeError:
         return TypeError("AsyncRedisSaver has only async methods; use RedisSaver for sync runs")
@@ -625,7 +564,7 @@ class AsyncRedisSaver(CheckpointSaver):
 
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> list[Checkpoint]:
+    ) -> builtins.list[Checkpoint]:
         """Not available: use :meth:`alist`."""
         raise self._sync_only()
 

@@ -145,7 +145,9 @@ class Serde:
         if isinstance(obj, _dt.date):
             return msgpack.ExtType(_DATE, obj.isoformat().encode())
         if isinstance(obj, _dt.timedelta):
-            return msgpack.ExtType(_TIMEDELTA, self._pack([obj.days, obj.seconds, obj.microseconds]))
+            return msgpack.ExtType(
+                _TIMEDELTA, self._pack([obj.days, obj.seconds, obj.microseconds])
+            )
         if isinstance(obj, uuid.UUID):
             return msgpack.ExtType(_UUID, obj.bytes)
         if isinstance(obj, str):

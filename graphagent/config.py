@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Union
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -46,7 +46,7 @@ class RunnableConfig(BaseModel):
     writer: Callable[[Any], None] = Field(default=_discard, exclude=True, repr=False)
 
 
-ConfigLike = Union[RunnableConfig, Mapping[str, Any], None]
+ConfigLike = RunnableConfig | Mapping[str, Any] | None
 
 
 def ensure_config(config: ConfigLike = None, **overrides: Any) -> RunnableConfig:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,11 +66,23 @@ class SystemMessage(Message):
 
     role: ClassVar[str] = "system"
 
+    if TYPE_CHECKING:  # pydantic would otherwise hide the positional ``content``
+
+        def __init__(
+            self, content: str = "", /, *, id: str = ..., metadata: dict[str, Any] = ...
+        ) -> None: ...
+
 
 class UserMessage(Message):
     """What the user said."""
 
     role: ClassVar[str] = "user"
+
+    if TYPE_CHECKING:  # pydantic would otherwise hide the positional ``content``
+
+        def __init__(
+            self, content: str = "", /, *, id: str = ..., metadata: dict[str, Any] = ...
+        ) -> None: ...
 
 
 class ToolCall(BaseModel):
@@ -104,6 +116,18 @@ class AssistantMessage(Message):
 
     tool_calls: tuple[ToolCall, ...] = ()
 
+    if TYPE_CHECKING:  # pydantic would otherwise hide the positional ``content``
+
+        def __init__(
+            self,
+            content: str = "",
+            /,
+            *,
+            id: str = ...,
+            metadata: dict[str, Any] = ...,
+            tool_calls: tuple[ToolCall, ...] | list[ToolCall] = ...,
+        ) -> None: ...
+
 
 class ToolResponseMessage(Message):
     """A tool's result, sent back to the model for the call ``tool_call_id``."""
@@ -113,17 +137,32 @@ class ToolResponseMessage(Message):
     tool_call_id: str
     name: str
 
+    if TYPE_CHECKING:  # pydantic would otherwise hide the positional ``content``
+
+        def __init__(
+            self,
+            content: str = "",
+            /,
+            *,
+            id: str = ...,
+            metadata: dict[str, Any] = ...,
+            tool_call_id: str,
+            name: str,
+        ) -> None: ...
+
 
 class RemoveMessage(Message):
     """Appending this to a ``"messages"`` key deletes the message with this ``id``."""
 
     role: ClassVar[str] = "remove"
 
-    def __init__(self, id: str, /, **data: Any) -> None:  # noqa: A002 - matches LangGraph's name
+    def __init__(self, id: str, /, **data: Any) -> None:
         super().__init__(id=id, **data)
 
 
-AnyMessage = Union[SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage]
+AnyMessage = Union[  # noqa: UP007 - a runtime alias, valid on Python 3.10
+    SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage
+]
 
 _ROLES: dict[str, type[Message]] = {
     "system": SystemMessage,
@@ -194,7 +233,9 @@ def add_messages(left: Sequence[Any] | None, right: Any) -> list[Message]:
         else:
             index[msg.id] = len(merged)
             merged.append(msg)
-    return [m for m in merged if m is not None] if removed else merged  # type: ignore[misc]
+    if removed:
+        return [m for m in merged if m is not None]
+    return [m for m in merged if m is not None] if None in merged else merged  # type: ignore[return-value]
 
 
 def _register_with_serde() -> None:

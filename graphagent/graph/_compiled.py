@@ -7,6 +7,7 @@ in how they perform its effects: node calls, saver calls, handing out events.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextvars
 import queue
 import threading
@@ -18,7 +19,7 @@ import networkx as nx
 
 from checkpoint.base import CheckpointSaver
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
-from graphagent.errors import GraphInterrupt, UserError, saver_errors
+from graphagent.errors import UserError, saver_errors
 from graphagent.graph._command import current_task
 from graphagent.graph._effects import Emit, Execute, Load, Put, PutWrites, Task
 from graphagent.graph._loop import run_program, update_program
@@ -117,6 +118,21 @@ async def _acall(
         _TASK.reset(token)
 
 
+def _async_sink() -> tuple[asyncio.Queue[Any], Callable[[Any], None]]:
+    """A queue for live events and a ``put`` that works from the loop or any thread."""
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[Any] = asyncio.Queue()
+    owner = threading.get_ident()
+
+    def put(item: Any) -> None:
+        if threading.get_ident() == owner:
+            events.put_nowait(item)
+        else:
+            loop.call_soon_threadsafe(events.put_nowait, item)
+
+    return events, put
+
+
 class CompiledGraph:
     """A validated, immutable graph you can run, stream, inspect and draw.
 
@@ -170,7 +186,9 @@ class CompiledGraph:
                 elif kind is Put:
                     assert saver is not None
                     with saver_errors():
-                        saver.put(effect.thread_id, effect.write, expected_head=effect.expected_head)
+                        saver.put(
+                            effect.thread_id, effect.write, expected_head=effect.expected_head
+                        )
                 elif kind is Load:
                     assert saver is not None
                     with saver_errors():
@@ -202,7 +220,7 @@ class CompiledGraph:
             pool.submit(contextvars.copy_context().run, _call, t, effect.state, effect.config)
             for t in tasks
         ]
-        return {t.spec.name: f.result() for t, f in zip(tasks, futures)}
+        return {t.spec.name: f.result() for t, f in zip(tasks, futures, strict=True)}
 
     def _execute_live(
         self, effect: Execute, events: queue.SimpleQueue[Any]
@@ -276,18 +294,7 @@ class CompiledGraph:
                             effect.thread_id, effect.checkpoint_id, effect.writes
                         )
                 elif effect is _LIVE_SETUP:
-                    loop = asyncio.get_running_loop()
-                    q: asyncio.Queue[Any] = asyncio.Queue()
-                    live = q
-                    owner = threading.get_ident()
-
-                    def put(item: Any) -> None:
-                        if threading.get_ident() == owner:
-                            q.put_nowait(item)
-                        else:
-                            loop.call_soon_threadsafe(q.put_nowait, item)
-
-                    send = put
+                    live, send = _async_sink()
         except StopIteration as stop:
             result.value = stop.value
 
@@ -300,7 +307,7 @@ class CompiledGraph:
         outcomes = await asyncio.gather(
             *(_acall(t, effect.state, effect.config, False) for t in tasks)
         )
-        return {t.spec.name: o for t, o in zip(tasks, outcomes)}
+        return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True)}
 
     # -- programs --------------------------------------------------------------------
 
@@ -453,7 +460,9 @@ class CompiledGraph:
             raise UserError(f"{what} needs a thread_id: pass config={{'thread_id': ...}}")
         return cfg
 
-    def get_state(self, config: ConfigLike = None, *, thread_id: str | None = None) -> StateSnapshot:
+    def get_state(
+        self, config: ConfigLike = None, *, thread_id: str | None = None
+    ) -> StateSnapshot:
         """The thread's latest state (or the one at ``config.checkpoint_id``)."""
         saver = self._need_saver("get_state")
         cfg = self._thread(config, thread_id, "get_state")
@@ -480,7 +489,7 @@ class CompiledGraph:
         limit: int | None = None,
         before: str | None = None,
         thread_id: str | None = None,
-    ) -> list[StateSnapshot]:
+    ) -> builtins.list[StateSnapshot]:
         """The thread's checkpoints, newest first (``before``: only older than that id)."""
         saver = self._need_saver("get_state_history")
         cfg = self._thread(config, thread_id, "get_state_history")
@@ -496,7 +505,7 @@ class CompiledGraph:
         limit: int | None = None,
         before: str | None = None,
         thread_id: str | None = None,
-    ) -> list[StateSnapshot]:
+    ) -> builtins.list[StateSnapshot]:
         """Async :meth:`get_state_history`."""
         saver = self._need_saver("get_state_history")
         cfg = self._thread(config, thread_id, "get_state_history")
@@ -564,7 +573,7 @@ class CompiledGraph:
     # -- looking at it -------------------------------------------------------------------
 
     @property
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> nx.DiGraph[str]:
         """A copy of the topology (node attr ``kind``; edge attrs ``conditional``, ``label``)."""
         return self.topology.digraph.copy()
 

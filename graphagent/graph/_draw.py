@@ -33,7 +33,7 @@ def _label(name: str) -> str:
     return _LABELS.get(name, name)
 
 
-def _ids(g: nx.DiGraph) -> dict[str, str]:
+def _ids(g: nx.DiGraph[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for i, name in enumerate(g.nodes):
         safe = re.sub(r"\W", "_", _label(name))
@@ -59,7 +59,7 @@ def draw(graph: CompiledGraph, fmt: str = "mermaid") -> str:
     raise UserError(f"unknown drawing format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
-def _mermaid(g: nx.DiGraph, name: str) -> str:
+def _mermaid(g: nx.DiGraph[str], name: str) -> str:
     ids = _ids(g)
     lines = ["---", f"title: {name}", "---", "flowchart TD"]
     for node, data in g.nodes(data=True):
@@ -77,15 +77,20 @@ def _mermaid(g: nx.DiGraph, name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _dot(g: nx.DiGraph, name: str) -> str:
+def _dot(g: nx.DiGraph[str], name: str) -> str:
     def q(s: str) -> str:
         return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-    lines = [f"digraph {q(name)} {{", "  rankdir=TB;", '  node [shape=box, style="rounded,filled"];']
+    lines = [
+        f"digraph {q(name)} {{",
+        "  rankdir=TB;",
+        '  node [shape=box, style="rounded,filled"];',
+    ]
     for node, data in g.nodes(data=True):
         kind = data.get("kind", "node")
         shape = ", shape=oval" if kind in ("start", "end") else ""
-        lines.append(f"  {q(node)} [label={q(_label(node))}, fillcolor={q(_FILL.get(kind, '#fafafa'))}{shape}];")
+        fill = q(_FILL.get(kind, "#fafafa"))
+        lines.append(f"  {q(node)} [label={q(_label(node))}, fillcolor={fill}{shape}];")
     for src, dst, data in g.edges(data=True):
         attrs = []
         if data.get("conditional"):
@@ -98,7 +103,7 @@ def _dot(g: nx.DiGraph, name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def layers(g: nx.DiGraph) -> tuple[list[list[str]], set[tuple[str, str]]]:
+def layers(g: nx.DiGraph[str]) -> tuple[list[list[str]], set[tuple[str, str]]]:
     """Layer the graph top-down: back edges (loops) removed by DFS from START.
 
     Returns the layers (each ordered to reduce crossings) and the back edges.
@@ -120,7 +125,7 @@ def layers(g: nx.DiGraph) -> tuple[list[list[str]], set[tuple[str, str]]]:
     for root in [START, *g.nodes]:
         if root not in seen and root in g:
             visit(root)
-    dag = nx.DiGraph()
+    dag: nx.DiGraph[str] = nx.DiGraph()
     dag.add_nodes_from(g.nodes)
     dag.add_edges_from((u, v) for u, v in g.edges if (u, v) not in back)
     depth: dict[str, int] = {}
@@ -145,7 +150,7 @@ def layers(g: nx.DiGraph) -> tuple[list[list[str]], set[tuple[str, str]]]:
     return [layer for layer in result if layer], back
 
 
-def _ascii(g: nx.DiGraph, name: str) -> str:
+def _ascii(g: nx.DiGraph[str], name: str) -> str:
     rows, _ = layers(g)
     width = max((len(" ".join(f"[{_label(n)}]" for n in row)) for row in rows), default=0)
     out = [f"graph {name!r}"]
@@ -163,9 +168,9 @@ def _ascii(g: nx.DiGraph, name: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _svg(g: nx.DiGraph, name: str) -> str:
+def _svg(g: nx.DiGraph[str], name: str) -> str:
     rows, back = layers(g)
-    char_w, box_h, gap_x, gap_y, pad = 7.5, 34, 28, 56, 24
+    char_w, box_h, gap_x, gap_y, pad = 7.5, 34.0, 28.0, 56.0, 24.0
     size = {n: max(64.0, len(_label(n)) * char_w + 24) for n in g.nodes}
     row_w = [sum(size[n] for n in row) + gap_x * (len(row) - 1) for row in rows]
     total_w = max(row_w, default=0) + 2 * pad + 80
@@ -181,10 +186,10 @@ def _svg(g: nx.DiGraph, name: str) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" height="{total_h:.0f}" '
         f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" font-family="Helvetica, Arial, sans-serif" '
         'font-size="13">',
-        "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" "
-        "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
-        "<path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#555\"/></marker></defs>",
-        f'<title>{html.escape(name)}</title>',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        '<path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>',
+        f"<title>{html.escape(name)}</title>",
     ]
     for src, dst, data in g.edges(data=True):
         (x1, y1), (x2, y2) = pos[src], pos[dst]

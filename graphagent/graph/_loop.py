@@ -478,8 +478,10 @@ def run_program(
                     "values": dict(loop.values),
                 },
             )
-        if saver is not None and graph.interrupt_after and any(
-            n in graph.interrupt_after for n in ran
+        if (
+            saver is not None
+            and graph.interrupt_after
+            and any(n in graph.interrupt_after for n in ran)
         ):
             return loop.values
     return loop.values

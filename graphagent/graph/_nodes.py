@@ -19,18 +19,28 @@ def is_async_callable(fn: Any) -> bool:
 
 
 def accepts_config(fn: Callable[..., Any]) -> bool:
-    """True when ``fn`` takes a second positional argument (the run's config)."""
+    """True when ``fn`` wants the run's config as its second argument.
+
+    That is: its second positional parameter has no default, or is named ``config``
+    (so ``def node(state, name=name)`` closures keep their default).
+    """
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return True
-    positional = 0
-    for p in sig.parameters.values():
-        if p.kind is p.VAR_POSITIONAL:
-            return True
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            positional += 1
-    return positional >= 2
+        return False
+    positional = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    if len(positional) < 2:
+        return False
+    second = positional[1]
+    return (
+        second.kind is second.VAR_POSITIONAL
+        or second.default is second.empty
+        or second.name == "config"
+    )
 
 
 @dataclass(frozen=True)

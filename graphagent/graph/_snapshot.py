@@ -44,9 +44,7 @@ class StateSnapshot:
         """Build a snapshot (an empty one for an unknown thread)."""
         if cp is None:
             return StateSnapshot({}, (), None, None, {}, None, (), config, -1)
-        interrupts = tuple(
-            Interrupt(*w.value) for w in cp.pending_writes if w.kind == "interrupt"
-        )
+        interrupts = tuple(Interrupt(*w.value) for w in cp.pending_writes if w.kind == "interrupt")
         return StateSnapshot(
             values=cp.values,
             next=cp.next,

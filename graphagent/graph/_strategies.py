@@ -194,7 +194,7 @@ def as_strategy(value: Any, value_type: Any = None) -> KeyStrategy:
     if isinstance(value, type) and issubclass(
         value, (ReplaceStrategy, AppendStrategy, MergeStrategy)
     ):
-        return value()  # type: ignore[no-any-return]
+        return value()
     if hasattr(value, "merge") and callable(value.merge):
         return value  # type: ignore[no-any-return]
     if callable(value):

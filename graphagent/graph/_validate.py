@@ -36,7 +36,7 @@ class Topology:
     branches: dict[str, tuple[Branch, ...]]
     joins: tuple[Join, ...]
     joins_by_source: dict[str, tuple[int, ...]]
-    digraph: nx.DiGraph
+    digraph: nx.DiGraph[str]
 
 
 def _check_target(name: str, where: str, nodes: dict[str, NodeSpec], problems: list[str]) -> None:
@@ -66,7 +66,7 @@ def validate(
     """
     problems = list(problems)
     nodes = builder.nodes
-    g = nx.DiGraph()
+    g: nx.DiGraph[str] = nx.DiGraph()
     g.add_node(START, kind="start")
     g.add_node(END, kind="end")
     for spec in nodes.values():
@@ -139,10 +139,13 @@ def validate(
                     f"after it) to END, or declare its Command targets with destinations="
                 )
 
-    for label, spec in (("interrupt_before", interrupt_before), ("interrupt_after", interrupt_after)):
-        if spec == "*":
+    for label, names in (
+        ("interrupt_before", interrupt_before),
+        ("interrupt_after", interrupt_after),
+    ):
+        if names == "*":
             continue
-        for name in [spec] if isinstance(spec, str) else spec:
+        for name in [names] if isinstance(names, str) else names:
             if name not in nodes:
                 problems.append(f"{label}: unknown node {name!r}")
 
