@@ -184,18 +184,26 @@ _MIRRORS: tuple[tuple[type[_cp.CheckpointError], type[CheckpointError]], ...] = 
 )
 
 
+def mirror_error(exc: _cp.CheckpointError) -> CheckpointError:
+    """The ``GraphAgentError`` mirror of a ``checkpoint`` error (same message, chained)."""
+    if isinstance(exc, CheckpointError):
+        return exc
+    for source, mirror in _MIRRORS:
+        if isinstance(exc, source):
+            made = mirror(str(exc))
+            made.__cause__ = exc
+            return made
+    raise AssertionError("unreachable: _MIRRORS ends with the root")  # pragma: no cover
+
+
 @contextmanager
 def saver_errors() -> Iterator[None]:
     """Re-raise ``checkpoint`` errors as their ``GraphAgentError`` mirrors.
 
-    The one boundary between a graph run and its saver.
+    The one boundary between a graph run and its saver (hot loops call
+    :func:`mirror_error` from a plain ``try`` instead).
     """
     try:
         yield
-    except CheckpointError:
-        raise
     except _cp.CheckpointError as exc:
-        for source, mirror in _MIRRORS:
-            if isinstance(exc, source):
-                raise mirror(str(exc)) from exc
-        raise  # pragma: no cover - _MIRRORS ends with the root
+        raise mirror_error(exc) from exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from graphagent.errors import GraphInterrupt
@@ -55,13 +55,15 @@ class Interrupt:
         return Interrupt(value=value, id=digest, node=node)
 
 
-@dataclass
 class TaskScope:
     """Per-node-execution context: resume answers received so far and the call counter."""
 
-    node: str
-    resume: list[Any] = field(default_factory=list)
-    calls: int = 0
+    __slots__ = ("calls", "node", "resume")
+
+    def __init__(self, node: str, resume: list[Any] | tuple[Any, ...] = ()) -> None:
+        self.node = node
+        self.resume = resume
+        self.calls = 0
 
 
 _TASK: ContextVar[TaskScope | None] = ContextVar("graphagent_task", default=None)

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from checkpoint.base import CheckpointSaver
+from checkpoint.errors import CheckpointError
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
-from graphagent.errors import UserError, saver_errors
+from graphagent.errors import UserError, mirror_error, saver_errors
 from graphagent.graph._command import current_task
 from graphagent.graph._effects import Emit, Execute, Load, Put, PutWrites, Task
 from graphagent.graph._loop import run_program, update_program
@@ -202,6 +203,9 @@ class CompiledGraph:
                     send = live.put
         except StopIteration as stop:
             result.value = stop.value
+        except CheckpointError as exc:
+            # the one saver boundary of a run: checkpoint errors become GraphAgentErrors
+            raise mirror_error(exc) from exc
 
     @staticmethod
     def _load(saver: CheckpointSaver, effect: Load) -> tuple[Any, str | None]:
@@ -275,28 +279,26 @@ class CompiledGraph:
                     yield effect.mode, effect.payload
                 elif kind is Put:
                     assert saver is not None
-                    with saver_errors():
-                        await saver.aput(
-                            effect.thread_id, effect.write, expected_head=effect.expected_head
-                        )
+                    await saver.aput(
+                        effect.thread_id, effect.write, expected_head=effect.expected_head
+                    )
                 elif kind is Load:
                     assert saver is not None
-                    with saver_errors():
-                        cp = await saver.aget(effect.thread_id, effect.checkpoint_id)
-                        if effect.checkpoint_id is None or cp is None:
-                            send = (cp, cp.id if cp is not None else None)
-                        else:
-                            send = (cp, await saver.ahead(effect.thread_id))
+                    cp = await saver.aget(effect.thread_id, effect.checkpoint_id)
+                    if effect.checkpoint_id is None or cp is None:
+                        send = (cp, cp.id if cp is not None else None)
+                    else:
+                        send = (cp, await saver.ahead(effect.thread_id))
                 elif kind is PutWrites:
                     assert saver is not None
-                    with saver_errors():
-                        await saver.aput_writes(
-                            effect.thread_id, effect.checkpoint_id, effect.writes
-                        )
+                    await saver.aput_writes(effect.thread_id, effect.checkpoint_id, effect.writes)
                 elif effect is _LIVE_SETUP:
                     live, send = _async_sink()
         except StopIteration as stop:
             result.value = stop.value
+        except CheckpointError as exc:
+            # the one saver boundary of a run: checkpoint errors become GraphAgentErrors
+            raise mirror_error(exc) from exc
 
     @staticmethod
     async def _aexecute(effect: Execute) -> dict[str, tuple[str, Any]]:

@@ -10,7 +10,7 @@ from graphagent.graph._command import TaskScope
 from graphagent.graph._nodes import NodeSpec
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Load:
     """Read a thread: returns ``(checkpoint or None, head id or None)``."""
 
@@ -18,7 +18,7 @@ class Load:
     checkpoint_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Put:
     """Store a step's checkpoint; returns nothing."""
 
@@ -27,7 +27,7 @@ class Put:
     expected_head: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PutWrites:
     """Store finished work of an unfinished step; returns nothing."""
 
@@ -36,7 +36,7 @@ class PutWrites:
     writes: tuple[PendingWrite, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Task:
     """One node execution within a step."""
 
@@ -44,7 +44,7 @@ class Task:
     scope: TaskScope
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Execute:
     """Run a step's tasks on one state snapshot.
 
@@ -56,7 +56,7 @@ class Execute:
     config: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Emit:
     """Hand a stream event to the caller; returns nothing."""
 

@@ -387,6 +387,8 @@ def run_program(
 
         tasks = tuple(
             Task(graph.topology.nodes[n], TaskScope(n, list(loop.resume.get(n, ()))))
+            if loop.resume
+            else Task(graph.topology.nodes[n], TaskScope(n))
             for n in loop.next
             if n not in loop.done
         )
@@ -432,7 +434,7 @@ def run_program(
                 ]
                 for node, values in new_interrupts:
                     scope = next(t.scope for t in tasks if t.spec.name == node)
-                    pending.append(PendingWrite(node, "resume", scope.resume))
+                    pending.append(PendingWrite(node, "resume", list(scope.resume)))
                     for intr in values:
                         if isinstance(intr, Interrupt):
                             pending.append(
