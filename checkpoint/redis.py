@@ -4,8 +4,8 @@ Keys of one thread share the hash tag ``{<prefix>:<thread>}`` so they live in on
 cluster slot::
 
     {p:t}:head     string  id of the newest checkpoint
-    {p:t}:cp       hash    checkpoint id -> record (bookkeeping, see ``_layout``)
-    {p:t}:ids      zset    checkpoint ids, all score 0, ordered by id (time)
+    {p:t}:cp       hash    checkpoint id -> record (bookkeeping, see ``_layout``);
+                           ids are time-ordered, so history is the sorted field names
     {p:t}:data     hash    values and log items
     {p:t}:writes   hash    "<checkpoint id>|<task>" -> pending writes
 
@@ -42,29 +42,29 @@ _PUT = """
 local cur = redis.call('GET', KEYS[1]) or ''
 if cur ~= ARGV[1] then return {0, cur} end
 local n = tonumber(ARGV[6])
-local i = 7
+local i = 8
 while n > 0 do
   local batch = math.min(n, 256)
   local args = {}
   for j = 1, batch * 2 do args[j] = ARGV[i + j - 1] end
-  redis.call('HSET', KEYS[4], unpack(args))
+  redis.call('HSET', KEYS[3], unpack(args))
   i = i + batch * 2
   n = n - batch
 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-redis.call('ZADD', KEYS[3], 0, ARGV[2])
 redis.call('SET', KEYS[1], ARGV[2])
-if ARGV[5] ~= '' and redis.call('EXISTS', KEYS[5]) == 1 then
+if ARGV[5] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then
   local prefix = ARGV[5] .. '|'
-  for _, f in ipairs(redis.call('HKEYS', KEYS[5])) do
-    if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', KEYS[5], f) end
+  for _, f in ipairs(redis.call('HKEYS', KEYS[4])) do
+    if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', KEYS[4], f) end
   end
 end
 local ttl = tonumber(ARGV[4])
 if ttl > 0 then
-  for k = 1, 5 do redis.call('PEXPIRE', KEYS[k], ttl) end
+  for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ttl) end
 end
-return {1, redis.call('ZCARD', KEYS[3])}
+if ARGV[7] == '1' then return {1, redis.call('HLEN', KEYS[2])} end
+return {1, 0}
 """
 
 _READ = """
@@ -103,18 +103,17 @@ def _redis_errors(action: str) -> Iterator[None]:
 
 
 class _Keys:
-    __slots__ = ("cp", "data", "head", "ids", "writes")
+    __slots__ = ("cp", "data", "head", "writes")
 
     def __init__(self, prefix: str, thread_id: str) -> None:
         tag = f"{{{prefix}:{escape_thread_id(thread_id)}}}"
         self.head = f"{tag}:head"
         self.cp = f"{tag}:cp"
-        self.ids = f"{tag}:ids"
         self.data = f"{tag}:data"
         self.writes = f"{tag}:writes"
 
     def all(self) -> list[str]:
-        return [self.head, self.cp, self.ids, self.data, self.writes]
+        return [self.head, self.cp, self.data, self.writes]
 
 
 class _RedisLogic:
@@ -171,6 +170,7 @@ class _RedisLogic:
             self.ttl_ms,
             write.parent_id or "",
             len(plan.data),
+            "1" if self.keep_last is not None else "0",
         ]
         for f, v in plan.data.items():
             args.append(f)
@@ -207,6 +207,13 @@ class _RedisLogic:
         mine = {k.decode()[len(prefix) :]: v for k, v in all_writes.items() if k.startswith(prefix)}
         return layout.group_writes(mine, self.serde.loads)
 
+    @staticmethod
+    def history_ids(raw: Any, limit: int | None, before: str | None) -> list[str]:
+        ids = sorted((i.decode() if isinstance(i, bytes) else str(i) for i in raw), reverse=True)
+        if before is not None:
+            ids = [i for i in ids if i < before]
+        return ids if limit is None else ids[:limit]
+
     def not_found(self, thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:
         return CheckpointNotFoundError(f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}")
 
@@ -240,8 +247,7 @@ class RedisSaver(CheckpointSaver):
     ) -> None:
         self.client = client
         self.logic = _RedisLogic(prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde)
-        self._put = client.register_script(_PUT)
-        self._read = client.register_script(_READ)
+        self._shas: dict[str, str] = {}
 
     @classmethod
     def from_url(
@@ -267,6 +273,17 @@ class RedisSaver(CheckpointSaver):
         """The key prefix."""
         return self.logic.prefix
 
+    def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
+        # EVALSHA straight on the client: redis-py's Script wrapper costs ~10 us a call.
+        sha = self._shas.get(script)
+        if sha is not None:
+            try:
+                return self.client.evalsha(sha, len(keys), *keys, *args)
+            except NoScriptError:
+                pass
+        self._shas[script] = sha = str(self.client.script_load(script))
+        return self.client.evalsha(sha, len(keys), *keys, *args)
+
     def _record(self, thread_id: str, checkpoint_id: str) -> layout.Record:
         record = self.logic.cached(thread_id, checkpoint_id)
         if record is not None:
@@ -283,14 +300,14 @@ class RedisSaver(CheckpointSaver):
                 self._record(thread_id, write.parent_id) if write.parent_id is not None else None
             )
             keys, args, record = self.logic.put_args(thread_id, write, expected_head, parent)
-            result = self._put(keys=keys, args=args)
+            result = self._eval(_PUT, keys, args)
             if self.logic.check_put(thread_id, result, expected_head, record):
                 self._prune(thread_id)
 
     def _prune(self, thread_id: str) -> None:
         assert self.logic.keep_last is not None
         k = self.logic.keys(thread_id)
-        ids = [i.decode() for i in self.client.zrange(k.ids, 0, -1)]  # type: ignore[union-attr]
+        ids = self.logic.history_ids(self.client.hkeys(k.cp), None, None)[::-1]
         if len(ids) <= self.logic.keep_last:
             return
         records = [self._record(thread_id, i) for i in ids]
@@ -298,7 +315,6 @@ class RedisSaver(CheckpointSaver):
         drop, fields = layout.plan_prune(records[:cut], records[cut:])
         pipe = self.client.pipeline(transaction=True)
         pipe.hdel(k.cp, *drop)
-        pipe.zrem(k.ids, *drop)
         if fields:
             pipe.hdel(k.data, *fields)
         pipe.execute()
@@ -321,7 +337,7 @@ class RedisSaver(CheckpointSaver):
         """The head (or the named checkpoint) with its state; two round trips."""
         k = self.logic.keys(thread_id)
         with _redis_errors(f"reading thread {thread_id!r}"):
-            found = self._read(keys=[k.head, k.cp], args=[checkpoint_id or ""])
+            found = self._eval(_READ, [k.head, k.cp], [checkpoint_id or ""])
             if found is None:
                 if checkpoint_id is not None:
                     raise self.logic.not_found(thread_id, checkpoint_id)
@@ -351,12 +367,7 @@ class RedisSaver(CheckpointSaver):
         """Checkpoints newest first."""
         k = self.logic.keys(thread_id)
         with _redis_errors(f"listing thread {thread_id!r}"):
-            top = f"({before}" if before else "+"
-            if limit is None:
-                raw = self.client.zrevrangebylex(k.ids, top, "-")
-            else:
-                raw = self.client.zrevrangebylex(k.ids, top, "-", start=0, num=limit)
-            ids = [i.decode() for i in raw]  # type: ignore[union-attr]
+            ids = self.logic.history_ids(self.client.hkeys(k.cp), limit, before)
             return [self._load(thread_id, self._record(thread_id, i)) for i in ids]
 
     def delete_thread(self, thread_id: str) -> None:
@@ -457,8 +468,8 @@ class AsyncRedisSaver(CheckpointSaver):
     async def _prune(self, thread_id: str) -> None:
         assert self.logic.keep_last is not None
         k = self.logic.keys(thread_id)
-        raw: Any = await self.client.zrange(k.ids, 0, -1)
-        ids = [i.decode() for i in raw]
+        raw: Any = await self.client.hkeys(k.cp)
+        ids = self.logic.history_ids(raw, None, None)[::-1]
         if len(ids) <= self.logic.keep_last:
             return
         records = [await self._record(thread_id, i) for i in ids]
@@ -466,7 +477,6 @@ class AsyncRedisSaver(CheckpointSaver):
         drop, fields = layout.plan_prune(records[:cut], records[cut:])
         pipe = self.client.pipeline(transaction=True)
         pipe.hdel(k.cp, *drop)
-        pipe.zrem(k.ids, *drop)
         if fields:
             pipe.hdel(k.data, *fields)
         await pipe.execute()
@@ -519,15 +529,10 @@ class AsyncRedisSaver(CheckpointSaver):
         """Checkpoints newest first."""
         k = self.logic.keys(thread_id)
         with _redis_errors(f"listing thread {thread_id!r}"):
-            top = f"({before}" if before else "+"
-            if limit is None:
-                raw = await self.client.zrevrangebylex(k.ids, top, "-")
-            else:
-                raw = await self.client.zrevrangebylex(k.ids, top, "-", start=0, num=limit)
+            raw: Any = await self.client.hkeys(k.cp)
             out = []
-            found: Any = raw
-            for i in found:
-                out.append(await self._load(thread_id, await self._record(thread_id, i.decode())))
+            for i in self.logic.history_ids(raw, limit, before):
+                out.append(await self._load(thread_id, await self._record(thread_id, i)))
             return out
 
     async def adelete_thread(self, thread_id: str) -> None:

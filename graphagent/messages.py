@@ -244,9 +244,9 @@ def _register_with_serde() -> None:
 
     for cls in (SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage):
         if not serde.default_serde.is_registered(cls):
-            serde.register(cls, name=f"graphagent.{cls.__name__}")
+            serde.register(cls, name=f"graphagent.{cls.__name__}", shallow=True)
     if not serde.default_serde.is_registered(ToolCall):
-        serde.register(ToolCall, name="graphagent.ToolCall")
+        serde.register(ToolCall, name="graphagent.ToolCall", shallow=True)
 
 
 _register_with_serde()
