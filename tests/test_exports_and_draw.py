@@ -79,3 +79,16 @@ def test_svg_is_standalone_and_jupyter_bundle() -> None:
 def test_version() -> None:
     """The package has a version."""
     assert graphagent.__version__
+
+
+def test_demo_runs_and_resumes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README demo builds, calls, resumes the thread and draws, in memory."""
+    from graphagent import demo
+
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    assert demo.main() == 0
+    out = capsys.readouterr().out
+    assert "thread 'demo-user-42' now holds 4 messages" in out
+    assert "flowchart TD" in out and "[classify]" in out

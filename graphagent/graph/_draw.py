@@ -66,14 +66,15 @@ def _mermaid(g: nx.DiGraph[str], name: str) -> str:
         kind = data.get("kind", "node")
         text = html.escape(_label(node), quote=True)
         shape = f"([{text}])" if kind in ("start", "end") else f'["{text}"]'
-        lines.append(f"  {ids[node]}{shape}:::{kind}")
+        lines.append(f"  {ids[node]}{shape}:::ga_{kind}")
     for src, dst, data in g.edges(data=True):
         label = data.get("label", "")
         arrow = "-.->" if data.get("conditional") else "-->"
         text = f"|{html.escape(label, quote=True)}|" if label else ""
         lines.append(f"  {ids[src]} {arrow}{text} {ids[dst]}")
     for kind, fill in _FILL.items():
-        lines.append(f"  classDef {kind} fill:{fill},stroke:#555")
+        # prefixed: "end" is a reserved word in Mermaid
+        lines.append(f"  classDef ga_{kind} fill:{fill},stroke:#555")
     return "\n".join(lines) + "\n"
 
 
