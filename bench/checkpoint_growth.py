@@ -76,7 +76,7 @@ class Inner:
         s = self.saver
         if isinstance(s, MemorySaver):
             return s._record(thread_id, s._threads[thread_id], cid)
-        return s._record(thread_id, cid)
+        return s._run(s.logic.record(thread_id, cid), "bench")
 
 
 def looping_graph(saver: CheckpointSaver, stop_at: int) -> Any:

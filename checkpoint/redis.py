@@ -18,13 +18,15 @@ Only ordinary data commands and ``EVALSHA``/``EVAL`` are used.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+import hashlib
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 import redis
 import redis.asyncio as aredis
 from redis.exceptions import NoScriptError, RedisError
+from typing_extensions import Self
 
 from checkpoint import _layout as layout
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
@@ -38,11 +40,17 @@ from checkpoint.serde import Serde, default_serde
 
 __all__ = ["AsyncRedisSaver", "RedisSaver"]
 
+T = TypeVar("T")
+
 _PUT = """
+-- ARGV[1]: "expected|id|ttl_ms|parent|n_fields|want_count" (ids are hex: no '|')
+-- ARGV[2]: the record; ARGV[3..]: n_fields field/value pairs for the data hash
+local h = {}
+for part in string.gmatch(ARGV[1] .. '|', '([^|]*)|') do h[#h + 1] = part end
 local cur = redis.call('GET', KEYS[1]) or ''
-if cur ~= ARGV[1] then return {0, cur} end
-local n = tonumber(ARGV[6])
-local i = 8
+if cur ~= h[1] then return {0, cur} end
+local n = tonumber(h[5])
+local i = 3
 while n > 0 do
   local batch = math.min(n, 256)
   local args = {}
@@ -51,19 +59,19 @@ while n > 0 do
   i = i + batch * 2
   n = n - batch
 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-redis.call('SET', KEYS[1], ARGV[2])
-if ARGV[5] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then
-  local prefix = ARGV[5] .. '|'
+redis.call('HSET', KEYS[2], h[2], ARGV[2])
+redis.call('SET', KEYS[1], h[2])
+if h[4] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then
+  local prefix = h[4] .. '|'
   for _, f in ipairs(redis.call('HKEYS', KEYS[4])) do
     if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', KEYS[4], f) end
   end
 end
-local ttl = tonumber(ARGV[4])
+local ttl = tonumber(h[3])
 if ttl > 0 then
   for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ttl) end
 end
-if ARGV[7] == '1' then return {1, redis.call('HLEN', KEYS[2])} end
+if h[6] == '1' then return {1, redis.call('HLEN', KEYS[2])} end
 return {1, 0}
 """
 
@@ -87,19 +95,14 @@ def unescape_thread_id(escaped: str) -> str:
     return escaped.replace("%7D", "}").replace("%7B", "{").replace("%25", "%")
 
 
-@contextmanager
-def _redis_errors(action: str) -> Iterator[None]:
-    """Translate redis-py errors into ``CheckpointStorageError`` at the boundary."""
-    try:
-        yield
-    except CheckpointError:
-        raise
-    except RedisError as exc:
-        raise CheckpointStorageError(
-            f"Redis failed while {action}: {type(exc).__name__}: {exc}"
-        ) from exc
-    except OSError as exc:
-        raise CheckpointStorageError(f"Redis unreachable while {action}: {exc}") from exc
+def _storage_error(action: str, exc: Exception) -> CheckpointStorageError:
+    """The ``CheckpointStorageError`` for a redis-py or socket error (the one boundary)."""
+    if isinstance(exc, RedisError):
+        made = CheckpointStorageError(f"Redis failed while {action}: {type(exc).__name__}: {exc}")
+    else:
+        made = CheckpointStorageError(f"Redis unreachable while {action}: {exc}")
+    made.__cause__ = exc
+    return made
 
 
 class _Keys:
@@ -116,8 +119,37 @@ class _Keys:
         return [self.head, self.cp, self.data, self.writes]
 
 
+@dataclass(slots=True)
+class _Eval:
+    script: str
+    keys: list[str]
+    args: list[Any]
+
+
+@dataclass(slots=True)
+class _Call:
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Pipeline:
+    calls: list[_Call]
+    transaction: bool
+
+
+_Op = _Eval | _Call | _Pipeline
+_Program = Generator[_Op, Any, T]
+
+
 class _RedisLogic:
-    """What sync and async savers share: key layout, script arguments, decoding."""
+    """Everything the sync and async savers share, as programs of Redis operations.
+
+    Each saver operation is a generator that yields ``_Eval``/``_Call``/``_Pipeline``
+    and receives their replies; ``RedisSaver`` and ``AsyncRedisSaver`` only perform
+    them, with a sync or an async client.
+    """
 
     def __init__(
         self,
@@ -140,47 +172,46 @@ class _RedisLogic:
     def keys(self, thread_id: str) -> _Keys:
         return _Keys(self.prefix, thread_id)
 
-    def cached(self, thread_id: str, checkpoint_id: str) -> layout.Record | None:
+    def _remember(self, thread_id: str, record: layout.Record) -> layout.Record:
         # Records never change once written, so caching them by id is always safe.
-        return self._records.get((thread_id, checkpoint_id))
-
-    def remember(self, thread_id: str, record: layout.Record) -> layout.Record:
         if len(self._records) > 4096:
             self._records.clear()
         self._records[(thread_id, record.id)] = record
         return record
 
-    def decode_record(self, thread_id: str, blob: bytes) -> layout.Record:
-        return self.remember(thread_id, layout.decode_record(blob, self.serde.loads))
+    def _not_found(self, thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:
+        return CheckpointNotFoundError(f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}")
 
-    def put_args(
-        self,
-        thread_id: str,
-        write: CheckpointWrite,
-        expected_head: str | None,
-        parent: layout.Record | None,
-    ) -> tuple[list[str], list[Any], layout.Record]:
+    def record(self, thread_id: str, checkpoint_id: str) -> _Program[layout.Record]:
+        cached = self._records.get((thread_id, checkpoint_id))
+        if cached is not None:
+            return cached
+        blob = yield _Call("hget", (self.keys(thread_id).cp, checkpoint_id))
+        if blob is None:
+            raise self._not_found(thread_id, checkpoint_id)
+        return self._remember(thread_id, layout.decode_record(bytes(blob), self.serde.loads))
+
+    def put(
+        self, thread_id: str, write: CheckpointWrite, expected_head: str | None
+    ) -> _Program[None]:
+        parent = None
+        if write.parent_id is not None:
+            parent = yield from self.record(thread_id, write.parent_id)
         plan = layout.plan_put(
             parent, write, on_head=write.parent_id == expected_head, dumps=self.serde.dumps
         )
-        args: list[Any] = [
-            expected_head or "",
-            write.id,
-            plan.record_blob,
-            self.ttl_ms,
-            write.parent_id or "",
-            len(plan.data),
-            "1" if self.keep_last is not None else "0",
-        ]
+        for cid in (write.id, write.parent_id, expected_head):
+            if cid and "|" in cid:
+                raise CheckpointError(f"checkpoint id {cid!r} contains '|'; ids are hex text")
+        header = (
+            f"{expected_head or ''}|{write.id}|{self.ttl_ms}|{write.parent_id or ''}|"
+            f"{len(plan.data)}|{'1' if self.keep_last is not None else '0'}"
+        )
+        args: list[Any] = [header, plan.record_blob]
         for f, v in plan.data.items():
             args.append(f)
             args.append(v)
-        return self.keys(thread_id).all(), args, plan.record
-
-    def check_put(
-        self, thread_id: str, result: Any, expected_head: str | None, record: layout.Record
-    ) -> bool:
-        ok, info = result
+        ok, info = yield _Eval(_PUT, self.keys(thread_id).all(), args)
         if not ok:
             current = info.decode() if isinstance(info, bytes) else info
             raise CheckpointConflictError(
@@ -188,66 +219,134 @@ class _RedisLogic:
                 f"expected {expected_head!r}; nothing was written. Reload the thread and run "
                 "again, or serialise runs per thread"
             )
-        self.remember(thread_id, record)
-        return self.keep_last is not None and int(info) > self.keep_last
+        self._remember(thread_id, plan.record)
+        if self.keep_last is not None and int(info) > self.keep_last:
+            yield from self._prune(thread_id, self.keep_last)
 
-    def writes_mapping(
-        self, checkpoint_id: str, writes: Sequence[PendingWrite]
-    ) -> dict[str, bytes]:
+    def _prune(self, thread_id: str, keep: int) -> _Program[None]:
+        k = self.keys(thread_id)
+        ids = self._history_ids((yield _Call("hkeys", (k.cp,))), None, None)[::-1]
+        if len(ids) <= keep:
+            return
+        records = []
+        for cid in ids:
+            records.append((yield from self.record(thread_id, cid)))
+        drop, fields = layout.plan_prune(records[: len(ids) - keep], records[len(ids) - keep :])
+        calls = [_Call("hdel", (k.cp, *drop))]
+        if fields:
+            calls.append(_Call("hdel", (k.data, *fields)))
+        yield _Pipeline(calls, transaction=True)
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> _Program[None]:
+        if not writes:
+            return
         by_task: dict[str, list[PendingWrite]] = {}
         for w in writes:
             by_task.setdefault(w.task, []).append(w)
-        return {
+        mapping = {
             f"{checkpoint_id}|{task}": layout.encode_writes(group, self.serde.dumps)
             for task, group in by_task.items()
         }
+        k = self.keys(thread_id)
+        calls = [_Call("hset", (k.writes,), {"mapping": mapping})]
+        if self.ttl_ms:
+            calls.append(_Call("pexpire", (k.writes, self.ttl_ms)))
+        yield _Pipeline(calls, transaction=True)
 
-    def pending(self, checkpoint_id: str, all_writes: dict[bytes, bytes]) -> list[PendingWrite]:
-        prefix = f"{checkpoint_id}|".encode()
-        mine = {k.decode()[len(prefix) :]: v for k, v in all_writes.items() if k.startswith(prefix)}
-        return layout.group_writes(mine, self.serde.loads)
+    def get(self, thread_id: str, checkpoint_id: str | None) -> _Program[Checkpoint | None]:
+        k = self.keys(thread_id)
+        found = yield _Eval(_READ, [k.head, k.cp], [checkpoint_id or ""])
+        if found is None:
+            if checkpoint_id is not None:
+                raise self._not_found(thread_id, checkpoint_id)
+            return None
+        cid, blob = found[0].decode(), found[1]
+        if blob is None:
+            raise self._not_found(thread_id, cid)
+        record = self._records.get((thread_id, cid)) or self._remember(
+            thread_id, layout.decode_record(blob, self.serde.loads)
+        )
+        return (yield from self._load(thread_id, record))
+
+    def _load(self, thread_id: str, record: layout.Record) -> _Program[Checkpoint]:
+        k = self.keys(thread_id)
+        fields = layout.read_fields(record)
+        calls = [_Call("hmget", (k.data, fields))] if fields else []
+        calls.append(_Call("hgetall", (k.writes,)))
+        results = yield _Pipeline(calls, transaction=False)
+        values = layout.rebuild(record, results[0] if fields else [], self.serde.loads)
+        prefix = f"{record.id}|".encode()
+        mine = {
+            key.decode()[len(prefix) :]: v
+            for key, v in results[-1].items()
+            if key.startswith(prefix)
+        }
+        pending = layout.group_writes(mine, self.serde.loads)
+        return layout.to_checkpoint(thread_id, record, values, pending)
+
+    def list(
+        self, thread_id: str, limit: int | None, before: str | None
+    ) -> _Program[builtins.list[Checkpoint]]:
+        ids = self._history_ids((yield _Call("hkeys", (self.keys(thread_id).cp,))), limit, before)
+        out = []
+        for cid in ids:
+            record = yield from self.record(thread_id, cid)
+            out.append((yield from self._load(thread_id, record)))
+        return out
+
+    def delete(self, thread_id: str) -> _Program[None]:
+        yield _Call("delete", tuple(self.keys(thread_id).all()))
+
+    def head(self, thread_id: str) -> _Program[str | None]:
+        raw = yield _Call("get", (self.keys(thread_id).head,))
+        return raw.decode() if isinstance(raw, bytes) else None
+
+    def threads(self) -> _Program[builtins.list[str]]:
+        pattern = f"{{{self.prefix}:*}}:head"
+        found: set[str] = set()
+        cursor: Any = 0
+        while True:
+            cursor, keys = yield _Call("scan", (cursor,), {"match": pattern, "count": 500})
+            for key in keys:
+                found.add(unescape_thread_id(key.decode()[len(self.prefix) + 2 : -len("}:head")]))
+            if int(cursor) == 0:
+                return sorted(found)
 
     @staticmethod
-    def history_ids(raw: Any, limit: int | None, before: str | None) -> list[str]:
+    def _history_ids(raw: Any, limit: int | None, before: str | None) -> builtins.list[str]:
         ids = sorted((i.decode() if isinstance(i, bytes) else str(i) for i in raw), reverse=True)
         if before is not None:
             ids = [i for i in ids if i < before]
         return ids if limit is None else ids[:limit]
 
-    def not_found(self, thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:
-        return CheckpointNotFoundError(f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}")
+
+# Redis names a loaded script by the SHA1 of its text.
+_SHA = {script: hashlib.sha1(script.encode()).hexdigest() for script in (_PUT, _READ)}
 
 
-class RedisSaver(CheckpointSaver):
-    """Keep threads in Redis, so any process that reaches it can resume them.
+C = TypeVar("C", redis.Redis, aredis.Redis)
 
-    Args:
-        client: a ``redis.Redis`` (sync) client. The async twins run its calls in a
-            worker thread; for a native ``redis.asyncio`` client use
-            :class:`AsyncRedisSaver`.
-        prefix: first part of every key; threads of different prefixes never meet.
-        ttl: seconds after the last write that a thread's keys expire (``None``: never).
-        keep_last: keep only this many newest checkpoints per thread (costs an extra
-            round trip on steps that prune).
-        serde: the codec (default: the process-wide one).
 
-    Example:
-        >>> saver = RedisSaver.from_url("redis://localhost:6379/0", ttl=7 * 86400)  # doctest: +SKIP
-        >>> app = graph.compile(saver=saver)                                       # doctest: +SKIP
-    """
+class _RedisSaverBase(CheckpointSaver, Generic[C]):
+    """Construction shared by the sync and the async Redis saver."""
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: C,
         *,
         prefix: str = "graphagent",
         ttl: float | None = None,
         keep_last: int | None = None,
         serde: Serde | None = None,
     ) -> None:
-        self.client = client
+        self.client: C = client
         self.logic = _RedisLogic(prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde)
-        self._shas: dict[str, str] = {}
+
+    @staticmethod
+    def _connect(url: str, **options: Any) -> C:
+        raise NotImplementedError
 
     @classmethod
     def from_url(
@@ -259,13 +358,13 @@ class RedisSaver(CheckpointSaver):
         keep_last: int | None = None,
         serde: Serde | None = None,
         **client_options: Any,
-    ) -> RedisSaver:
-        """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``).
+    ) -> Self:
+        """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``), lazily.
 
-        The connection is made lazily; a wrong URL fails on first use with a
-        :class:`CheckpointStorageError`.
+        A wrong URL fails on first use with a :class:`CheckpointStorageError`.
+        ``client_options`` go to the redis client (``socket_timeout``, ...).
         """
-        client = redis.Redis.from_url(url, **client_options)
+        client = cls._connect(url, **client_options)
         return cls(client, prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde)
 
     @property
@@ -273,278 +372,173 @@ class RedisSaver(CheckpointSaver):
         """The key prefix."""
         return self.logic.prefix
 
-    def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
-        # EVALSHA straight on the client: redis-py's Script wrapper costs ~10 us a call.
-        sha = self._shas.get(script)
-        if sha is not None:
-            try:
-                return self.client.evalsha(sha, len(keys), *keys, *args)
-            except NoScriptError:
-                pass
-        self._shas[script] = sha = str(self.client.script_load(script))
-        return self.client.evalsha(sha, len(keys), *keys, *args)
 
-    def _record(self, thread_id: str, checkpoint_id: str) -> layout.Record:
-        record = self.logic.cached(thread_id, checkpoint_id)
-        if record is not None:
-            return record
-        blob = self.client.hget(self.logic.keys(thread_id).cp, checkpoint_id)
-        if blob is None:
-            raise self.logic.not_found(thread_id, checkpoint_id)
-        return self.logic.decode_record(thread_id, bytes(blob))  # type: ignore[arg-type]
+class RedisSaver(_RedisSaverBase[redis.Redis]):
+    """Keep threads in Redis, so any process that reaches it can resume them.
+
+    Args:
+        client: a ``redis.Redis`` (sync) client. The async twins run its calls in a
+            worker thread; for a native ``redis.asyncio`` client use
+            :class:`AsyncRedisSaver`.
+        prefix: first part of every key; threads of different prefixes never meet.
+        ttl: seconds after the last write that a thread's keys expire (``None``: never).
+        keep_last: keep only this many newest checkpoints per thread (costs extra
+            round trips on steps that prune).
+        serde: the codec (default: the process-wide one).
+
+    Example:
+        >>> saver = RedisSaver.from_url("redis://localhost:6379/0", ttl=7 * 86400)  # doctest: +SKIP
+        >>> app = graph.compile(saver=saver)                                       # doctest: +SKIP
+    """
+
+    @staticmethod
+    def _connect(url: str, **options: Any) -> redis.Redis:
+        return redis.Redis.from_url(url, **options)
+
+    def _run(self, program: _Program[T], action: str) -> T:
+        send: Any = None
+        try:
+            while True:
+                op = program.send(send)
+                send = self._perform(op)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        except (RedisError, OSError) as exc:
+            raise _storage_error(action, exc) from exc
+
+    def _perform(self, op: _Op) -> Any:
+        client = self.client
+        if type(op) is _Eval:
+            # EVALSHA straight on the client (redis-py's Script wrapper costs ~10 us a call);
+            # the script is loaded once per server, on NOSCRIPT.
+            try:
+                return client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
+            except NoScriptError:
+                client.script_load(op.script)
+                return client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
+        if type(op) is _Call:
+            return getattr(client, op.name)(*op.args, **op.kwargs)
+        assert type(op) is _Pipeline
+        pipe = client.pipeline(transaction=op.transaction)
+        for call in op.calls:
+            getattr(pipe, call.name)(*call.args, **call.kwargs)
+        return pipe.execute()
 
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
         """Store ``write`` as the new head in one round trip (see ``CheckpointSaver.put``)."""
-        with _redis_errors(f"writing checkpoint {write.id} of thread {thread_id!r}"):
-            parent = (
-                self._record(thread_id, write.parent_id) if write.parent_id is not None else None
-            )
-            keys, args, record = self.logic.put_args(thread_id, write, expected_head, parent)
-            result = self._eval(_PUT, keys, args)
-            if self.logic.check_put(thread_id, result, expected_head, record):
-                self._prune(thread_id)
-
-    def _prune(self, thread_id: str) -> None:
-        assert self.logic.keep_last is not None
-        k = self.logic.keys(thread_id)
-        ids = self.logic.history_ids(self.client.hkeys(k.cp), None, None)[::-1]
-        if len(ids) <= self.logic.keep_last:
-            return
-        records = [self._record(thread_id, i) for i in ids]
-        cut = len(ids) - self.logic.keep_last
-        drop, fields = layout.plan_prune(records[:cut], records[cut:])
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hdel(k.cp, *drop)
-        if fields:
-            pipe.hdel(k.data, *fields)
-        pipe.execute()
+        action = f"writing checkpoint {write.id} of thread {thread_id!r}"
+        self._run(self.logic.put(thread_id, write, expected_head), action)
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
     ) -> None:
         """Keep a step's finished work until the step commits."""
-        if not writes:
-            return
-        k = self.logic.keys(thread_id)
-        with _redis_errors(f"saving pending writes of thread {thread_id!r}"):
-            pipe = self.client.pipeline(transaction=True)
-            pipe.hset(k.writes, mapping=self.logic.writes_mapping(checkpoint_id, writes))  # type: ignore[arg-type]
-            if self.logic.ttl_ms:
-                pipe.pexpire(k.writes, self.logic.ttl_ms)
-            pipe.execute()
+        action = f"saving pending writes of thread {thread_id!r}"
+        self._run(self.logic.put_writes(thread_id, checkpoint_id, writes), action)
 
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """The head (or the named checkpoint) with its state; two round trips."""
-        k = self.logic.keys(thread_id)
-        with _redis_errors(f"reading thread {thread_id!r}"):
-            found = self._eval(_READ, [k.head, k.cp], [checkpoint_id or ""])
-            if found is None:
-                if checkpoint_id is not None:
-                    raise self.logic.not_found(thread_id, checkpoint_id)
-                return None
-            cid, blob = found[0].decode(), found[1]
-            if blob is None:
-                raise self.logic.not_found(thread_id, cid)
-            record = self.logic.cached(thread_id, cid) or self.logic.decode_record(thread_id, blob)
-            return self._load(thread_id, record)
-
-    def _load(self, thread_id: str, record: layout.Record) -> Checkpoint:
-        k = self.logic.keys(thread_id)
-        fields = layout.read_fields(record)
-        pipe = self.client.pipeline(transaction=False)
-        if fields:
-            pipe.hmget(k.data, fields)
-        pipe.hgetall(k.writes)
-        results = pipe.execute()
-        blobs = results[0] if fields else []
-        values = layout.rebuild(record, blobs, self.logic.serde.loads)
-        pending = self.logic.pending(record.id, results[-1])
-        return layout.to_checkpoint(thread_id, record, values, pending)
+        return self._run(self.logic.get(thread_id, checkpoint_id), f"reading thread {thread_id!r}")
 
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
-        k = self.logic.keys(thread_id)
-        with _redis_errors(f"listing thread {thread_id!r}"):
-            ids = self.logic.history_ids(self.client.hkeys(k.cp), limit, before)
-            return [self._load(thread_id, self._record(thread_id, i)) for i in ids]
+        action = f"listing thread {thread_id!r}"
+        return self._run(self.logic.list(thread_id, limit, before), action)
 
     def delete_thread(self, thread_id: str) -> None:
         """Remove every key of the thread."""
-        with _redis_errors(f"deleting thread {thread_id!r}"):
-            self.client.delete(*self.logic.keys(thread_id).all())
+        self._run(self.logic.delete(thread_id), f"deleting thread {thread_id!r}")
 
     def head(self, thread_id: str) -> str | None:
         """The thread's head id (one round trip)."""
-        with _redis_errors(f"reading thread {thread_id!r}"):
-            raw = self.client.get(self.logic.keys(thread_id).head)
-        return raw.decode() if isinstance(raw, bytes) else None
+        return self._run(self.logic.head(thread_id), f"reading thread {thread_id!r}")
 
     def threads(self) -> builtins.list[str]:
         """Every thread id under this prefix (uses SCAN; for tools, not hot paths)."""
-        with _redis_errors("listing threads"):
-            pattern = f"{{{self.prefix}:*}}:head"
-            found = {
-                unescape_thread_id(key.decode()[len(self.prefix) + 2 : -len("}:head")])
-                for key in self.client.scan_iter(match=pattern, count=500)
-            }
-        return sorted(found)
+        return self._run(self.logic.threads(), "listing threads")
 
     def close(self) -> None:
-        """Close the sync client's connections."""
+        """Close the client's connections."""
         self.client.close()
 
 
-class AsyncRedisSaver(CheckpointSaver):
+class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
     """``RedisSaver`` over a ``redis.asyncio.Redis`` client, for async services.
 
     Same keys and layout as :class:`RedisSaver` (the two read each other's threads).
     Its sync methods raise ``TypeError``; use the ``a``-twins and ``aclose()``.
     """
 
-    def __init__(
-        self,
-        client: aredis.Redis,
-        *,
-        prefix: str = "graphagent",
-        ttl: float | None = None,
-        keep_last: int | None = None,
-        serde: Serde | None = None,
-    ) -> None:
-        self.client = client
-        self.logic = _RedisLogic(prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde)
+    @staticmethod
+    def _connect(url: str, **options: Any) -> aredis.Redis:
+        return aredis.Redis.from_url(url, **options)
 
-    @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        ttl: float | None = None,
-        prefix: str = "graphagent",
-        keep_last: int | None = None,
-        serde: Serde | None = None,
-    ) -> AsyncRedisSaver:
-        """Connect to ``url`` lazily."""
-        return cls(
-            aredis.Redis.from_url(url), prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde
-        )
+    async def _run(self, program: _Program[T], action: str) -> T:
+        send: Any = None
+        try:
+            while True:
+                op = program.send(send)
+                send = await self._perform(op)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        except (RedisError, OSError) as exc:
+            raise _storage_error(action, exc) from exc
 
-    async def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
-        # EVALSHA first; the script is loaded once per server on NOSCRIPT.
-        sha = _SHAS.get(script)
-        if sha is not None:
+    async def _perform(self, op: _Op) -> Any:
+        client = self.client
+        if type(op) is _Eval:
             try:
-                return await self.client.evalsha(sha, len(keys), *keys, *args)
+                return await client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
             except NoScriptError:
-                pass
-        _SHAS[script] = await self.client.script_load(script)
-        return await self.client.evalsha(_SHAS[script], len(keys), *keys, *args)
-
-    async def _record(self, thread_id: str, checkpoint_id: str) -> layout.Record:
-        record = self.logic.cached(thread_id, checkpoint_id)
-        if record is not None:
-            return record
-        blob: Any = await self.client.hget(self.logic.keys(thread_id).cp, checkpoint_id)
-        if blob is None:
-            raise self.logic.not_found(thread_id, checkpoint_id)
-        return self.logic.decode_record(thread_id, blob)
+                await client.script_load(op.script)
+                return await client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
+        if type(op) is _Call:
+            return await getattr(client, op.name)(*op.args, **op.kwargs)
+        assert type(op) is _Pipeline
+        pipe = client.pipeline(transaction=op.transaction)
+        for call in op.calls:
+            getattr(pipe, call.name)(*call.args, **call.kwargs)
+        return await pipe.execute()
 
     async def aput(
         self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
     ) -> None:
         """Store ``write`` as the new head in one round trip."""
-        with _redis_errors(f"writing checkpoint {write.id} of thread {thread_id!r}"):
-            parent = (
-                await self._record(thread_id, write.parent_id)
-                if write.parent_id is not None
-                else None
-            )
-            keys, args, record = self.logic.put_args(thread_id, write, expected_head, parent)
-            result = await self._eval(_PUT, keys, args)
-            if self.logic.check_put(thread_id, result, expected_head, record):
-                await self._prune(thread_id)
-
-    async def _prune(self, thread_id: str) -> None:
-        assert self.logic.keep_last is not None
-        k = self.logic.keys(thread_id)
-        raw: Any = await self.client.hkeys(k.cp)
-        ids = self.logic.history_ids(raw, None, None)[::-1]
-        if len(ids) <= self.logic.keep_last:
-            return
-        records = [await self._record(thread_id, i) for i in ids]
-        cut = len(ids) - self.logic.keep_last
-        drop, fields = layout.plan_prune(records[:cut], records[cut:])
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hdel(k.cp, *drop)
-        if fields:
-            pipe.hdel(k.data, *fields)
-        await pipe.execute()
+        action = f"writing checkpoint {write.id} of thread {thread_id!r}"
+        await self._run(self.logic.put(thread_id, write, expected_head), action)
 
     async def aput_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
     ) -> None:
         """Keep a step's finished work until the step commits."""
-        if not writes:
-            return
-        k = self.logic.keys(thread_id)
-        with _redis_errors(f"saving pending writes of thread {thread_id!r}"):
-            pipe = self.client.pipeline(transaction=True)
-            pipe.hset(k.writes, mapping=self.logic.writes_mapping(checkpoint_id, writes))  # type: ignore[arg-type]
-            if self.logic.ttl_ms:
-                pipe.pexpire(k.writes, self.logic.ttl_ms)
-            await pipe.execute()
+        action = f"saving pending writes of thread {thread_id!r}"
+        await self._run(self.logic.put_writes(thread_id, checkpoint_id, writes), action)
 
     async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """The head (or the named checkpoint) with its state."""
-        k = self.logic.keys(thread_id)
-        with _redis_errors(f"reading thread {thread_id!r}"):
-            found = await self._eval(_READ, [k.head, k.cp], [checkpoint_id or ""])
-            if found is None:
-                if checkpoint_id is not None:
-                    raise self.logic.not_found(thread_id, checkpoint_id)
-                return None
-            cid, blob = found[0].decode(), found[1]
-            if blob is None:
-                raise self.logic.not_found(thread_id, cid)
-            record = self.logic.cached(thread_id, cid) or self.logic.decode_record(thread_id, blob)
-            return await self._load(thread_id, record)
-
-    async def _load(self, thread_id: str, record: layout.Record) -> Checkpoint:
-        k = self.logic.keys(thread_id)
-        fields = layout.read_fields(record)
-        pipe = self.client.pipeline(transaction=False)
-        if fields:
-            pipe.hmget(k.data, fields)
-        pipe.hgetall(k.writes)
-        results = await pipe.execute()
-        blobs = results[0] if fields else []
-        values = layout.rebuild(record, blobs, self.logic.serde.loads)
-        pending = self.logic.pending(record.id, results[-1])
-        return layout.to_checkpoint(thread_id, record, values, pending)
+        action = f"reading thread {thread_id!r}"
+        return await self._run(self.logic.get(thread_id, checkpoint_id), action)
 
     async def alist(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
-        k = self.logic.keys(thread_id)
-        with _redis_errors(f"listing thread {thread_id!r}"):
-            raw: Any = await self.client.hkeys(k.cp)
-            out = []
-            for i in self.logic.history_ids(raw, limit, before):
-                out.append(await self._load(thread_id, await self._record(thread_id, i)))
-            return out
+        action = f"listing thread {thread_id!r}"
+        return await self._run(self.logic.list(thread_id, limit, before), action)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Remove every key of the thread."""
-        with _redis_errors(f"deleting thread {thread_id!r}"):
-            await self.client.delete(*self.logic.keys(thread_id).all())
+        await self._run(self.logic.delete(thread_id), f"deleting thread {thread_id!r}")
 
     async def ahead(self, thread_id: str) -> str | None:
         """The thread's head id."""
-        with _redis_errors(f"reading thread {thread_id!r}"):
-            raw = await self.client.get(self.logic.keys(thread_id).head)
-        return raw.decode() if isinstance(raw, bytes) else None
+        return await self._run(self.logic.head(thread_id), f"reading thread {thread_id!r}")
+
+    async def athreads(self) -> builtins.list[str]:
+        """Every thread id under this prefix (uses SCAN)."""
+        return await self._run(self.logic.threads(), "listing threads")
 
     async def aclose(self) -> None:
         """Close the async client's connections."""
@@ -576,6 +570,3 @@ class AsyncRedisSaver(CheckpointSaver):
     def delete_thread(self, thread_id: str) -> None:
         """Not available: use :meth:`adelete_thread`."""
         raise self._sync_only()
-
-
-_SHAS: dict[str, str] = {}
