@@ -386,9 +386,10 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
             round trips on steps that prune).
         serde: the codec (default: the process-wide one).
 
-    Example:
-        >>> saver = RedisSaver.from_url("redis://localhost:6379/0", ttl=7 * 86400)  # doctest: +SKIP
-        >>> app = graph.compile(saver=saver)                                       # doctest: +SKIP
+    Example::
+
+        saver = RedisSaver.from_url("redis://localhost:6379/0", ttl=7 * 86400)
+        app = graph.compile(saver=saver)
     """
 
     @staticmethod

@@ -14,6 +14,7 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     ├── RunError                        the run itself failed
     │   ├── GraphRecursionError         more super-steps than ``recursion_limit``
     │   ├── MaxIterationsError          the agent looped more than ``max_iterations``
+    │   ├── ToolArgumentsError          a model's arguments do not fit a tool's schema
     │   ├── ToolExecutionError          a tool failed and the failure was not sent back
     │   └── ModelError                  a chat model call failed
     │       ├── ModelHTTPError          the provider answered with an HTTP error
@@ -57,6 +58,7 @@ __all__ = [
     "ModelTimeoutError",
     "RunError",
     "SerializationError",
+    "ToolArgumentsError",
     "ToolDefinitionError",
     "ToolExecutionError",
     "UserError",
@@ -101,6 +103,13 @@ class GraphRecursionError(RunError):
 
 class MaxIterationsError(RunError):
     """The agent called the model more than ``max_iterations`` times in one run."""
+
+
+class ToolArgumentsError(RunError):
+    """The arguments a model sent do not fit the tool's schema (invalid JSON, wrong types).
+
+    By default the message is sent back to the model so it can try again.
+    """
 
 
 class ToolExecutionError(RunError):

@@ -84,10 +84,11 @@ def interrupt(value: Any) -> Any:
 
     Needs a saver and a ``thread_id``: the answer may come from another process.
 
-    Example:
-        >>> def approve(state):                                      # doctest: +SKIP
-        ...     ok = interrupt({"question": "send it?", "draft": state["draft"]})
-        ...     return {"approved": ok}
+    Example::
+
+        def approve(state):
+            ok = interrupt({"question": "send it?", "draft": state["draft"]})
+            return {"approved": ok}
     """
     scope = _TASK.get()
     if scope is None:

@@ -337,8 +337,9 @@ class CompiledGraph:
             config: a :class:`RunnableConfig` or a dict with its keys.
             thread_id: shortcut for ``config={"thread_id": ...}``.
 
-        Example:
-            >>> app.invoke({"count": 0}, {"thread_id": "t1"})  # doctest: +SKIP
+        Example::
+
+            app.invoke({"count": 0}, {"thread_id": "t1"})
         """
         cfg = self._config(config, thread_id)
         result = _Result()
@@ -375,9 +376,10 @@ class CompiledGraph:
         agents), ``"debug"`` (tasks and checkpoints). A list of modes yields
         ``(mode, payload)`` pairs.
 
-        Example:
-            >>> for update in app.stream({"count": 0}):       # doctest: +SKIP
-            ...     print(update)
+        Example::
+
+            for update in app.stream({"count": 0}):
+                print(update)
         """
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)

@@ -1,0 +1,278 @@
+"""Executing the tool calls of an assistant message: ``ToolCallingManager``."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from graphagent.config import ConfigLike
+from graphagent.errors import ToolArgumentsError, ToolExecutionError
+from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
+from graphagent.tools._context import ToolContext
+from graphagent.tools._definition import ToolCallback, ToolDefinition
+from graphagent.tools._resolve import ToolsLike, collect_tools
+
+__all__ = [
+    "DefaultToolExecutionExceptionProcessor",
+    "ToolCallingManager",
+    "ToolExecutionExceptionProcessor",
+    "ToolExecutionResult",
+]
+
+# Ctrl-C, interpreter exit and task cancellation stop the caller; they are never
+# turned into a message for the model.
+_STOP = (KeyboardInterrupt, SystemExit, asyncio.CancelledError)
+
+
+class ToolExecutionExceptionProcessor(Protocol):
+    """Decides what a tool failure becomes: text for the model, or an exception."""
+
+    def process(self, error: ToolExecutionError) -> str:
+        """Return the text the model reads, or raise."""
+        ...
+
+
+class DefaultToolExecutionExceptionProcessor:
+    """Tell the model what went wrong (default), or raise.
+
+    Args:
+        always_throw: raise every failure as :class:`ToolExecutionError`.
+        rethrow: exception types that are always raised (e.g. your ``AuthError``).
+    """
+
+    def __init__(
+        self, always_throw: bool = False, rethrow: tuple[type[BaseException], ...] = ()
+    ) -> None:
+        self.always_throw = always_throw
+        self.rethrow = rethrow
+
+    def process(self, error: ToolExecutionError) -> str:
+        """The error's message, for the model; raises when configured to."""
+        cause = error.__cause__
+        if self.always_throw or (cause is not None and isinstance(cause, self.rethrow)):
+            raise error
+        return str(error)
+
+
+@dataclass(frozen=True)
+class ToolExecutionResult:
+    """What executing one assistant message's tool calls produced.
+
+    Attributes:
+        conversation_history: the messages given, the assistant message, then one
+            ``ToolResponseMessage`` per call, in call order: send it to the model next.
+        return_direct: every called tool is ``return_direct``: the results are the answer.
+        tool_responses: the tool messages alone, in call order.
+        state_updates: what tools asked through ``ToolContext.update_state``, in call order.
+    """
+
+    conversation_history: list[Message]
+    return_direct: bool
+    tool_responses: list[ToolResponseMessage] = field(default_factory=list)
+    state_updates: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Planned:
+    call: ToolCall
+    tool: ToolCallback | None
+    context: ToolContext
+
+
+class ToolCallingManager:
+    """Runs the tool calls a model asked for; usable alone (user-controlled execution).
+
+    Args:
+        exception_processor: what failures become (default: a message for the model).
+        timeout: seconds each tool call may take (``None``: no limit).
+        max_workers: most sync tools run at once for one message.
+
+    Example:
+        >>> from graphagent.tools import tool, ToolCallingManager
+        >>> from graphagent.messages import AssistantMessage, ToolCall, UserMessage
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two numbers.'''
+        ...     return a + b
+        >>> call = ToolCall(id="c1", name="add", arguments='{"a": 1, "b": 2}')
+        >>> asked = AssistantMessage(tool_calls=[call])
+        >>> manager = ToolCallingManager()
+        >>> result = manager.execute_tool_calls([UserMessage("1+2?")], asked, tools=[add])
+        >>> result.tool_responses[0].content
+        '3'
+    """
+
+    def __init__(
+        self,
+        *,
+        exception_processor: ToolExecutionExceptionProcessor | None = None,
+        timeout: float | None = None,
+        max_workers: int = 8,
+    ) -> None:
+        self.exception_processor = exception_processor or DefaultToolExecutionExceptionProcessor()
+        self.timeout = timeout
+        self.max_workers = max_workers
+
+    @staticmethod
+    def resolve_tool_definitions(tools: ToolsLike) -> list[ToolDefinition]:
+        """The definitions to send to a model for ``tools``."""
+        return [t.definition for t in collect_tools(tools=tools).values()]
+
+    def _plan(
+        self,
+        assistant_message: AssistantMessage,
+        tools: ToolsLike | Mapping[str, ToolCallback],
+        state: Mapping[str, Any] | None,
+        config: ConfigLike,
+        tool_context: Mapping[str, Any] | None,
+        context: ToolContext | None,
+    ) -> list[_Planned]:
+        toolset = tools if isinstance(tools, Mapping) else collect_tools(tools=tools)
+        base = context or ToolContext(state=state, config=config, context=tool_context)
+        return [
+            _Planned(call, toolset.get(call.name), base.for_call(call.id))
+            for call in assistant_message.tool_calls
+        ]
+
+    def _failure(self, planned: _Planned, exc: BaseException | None, text: str) -> str:
+        call = planned.call
+        error = ToolExecutionError(text, tool_name=call.name, tool_call_id=call.id)
+        if exc is not None:
+            error.__cause__ = exc
+        return self.exception_processor.process(error)
+
+    def _outcome(self, planned: _Planned, run: Callable[[], str]) -> str:
+        call = planned.call
+        if planned.tool is None:
+            return self._failure(
+                planned, None, f"unknown tool {call.name!r}; call one of the tools you were given"
+            )
+        try:
+            return run()
+        except ToolArgumentsError as exc:
+            return self._failure(planned, exc, f"{exc} Call the tool again with valid arguments.")
+        except (TimeoutError, concurrent.futures.TimeoutError) as exc:
+            return self._failure(
+                planned, exc, f"tool {call.name!r} did not finish within {self.timeout} s"
+            )
+        except _STOP:
+            raise
+        except Exception as exc:
+            return self._failure(
+                planned, exc, f"tool {call.name!r} failed: {type(exc).__name__}: {exc}"
+            )
+        except BaseException as exc:
+            raise ToolExecutionError(
+                f"tool {call.name!r} raised {type(exc).__name__}: {exc}",
+                tool_name=call.name,
+                tool_call_id=call.id,
+            ) from exc
+
+    def _result(
+        self,
+        messages: Sequence[Message],
+        assistant_message: AssistantMessage,
+        plan: list[_Planned],
+        texts: list[str],
+    ) -> ToolExecutionResult:
+        responses = [
+            ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name)
+            for p, text in zip(plan, texts, strict=True)
+        ]
+        direct = bool(plan) and all(
+            p.tool is not None and p.tool.metadata.return_direct for p in plan
+        )
+        updates = [u for p in plan for u in p.context.updates]
+        return ToolExecutionResult(
+            conversation_history=[*messages, assistant_message, *responses],
+            return_direct=direct,
+            tool_responses=responses,
+            state_updates=updates,
+        )
+
+    def execute_tool_calls(
+        self,
+        messages: Sequence[Message],
+        assistant_message: AssistantMessage,
+        *,
+        tools: ToolsLike | Mapping[str, ToolCallback],
+        state: Mapping[str, Any] | None = None,
+        config: ConfigLike = None,
+        tool_context: Mapping[str, Any] | None = None,
+        context: ToolContext | None = None,
+    ) -> ToolExecutionResult:
+        """Run every tool call of ``assistant_message``; several run concurrently.
+
+        Results come back in call order whatever order the tools finish in. Failures
+        become tool messages (see ``exception_processor``).
+        """
+        plan = self._plan(assistant_message, tools, state, config, tool_context, context)
+
+        def runner(p: _Planned) -> Callable[[], str]:
+            def run() -> str:
+                assert p.tool is not None
+                if self.timeout is None:
+                    return p.tool.call(p.call.arguments, p.context)
+                future = _pool(self.max_workers).submit(p.tool.call, p.call.arguments, p.context)
+                return future.result(timeout=self.timeout)
+
+            return run
+
+        if len(plan) <= 1:
+            texts = [self._outcome(p, runner(p)) for p in plan]
+        else:
+            pool = _pool(self.max_workers)
+            futures = [pool.submit(self._outcome, p, runner(p)) for p in plan]
+            texts = [f.result() for f in futures]
+        return self._result(messages, assistant_message, plan, texts)
+
+    async def aexecute_tool_calls(
+        self,
+        messages: Sequence[Message],
+        assistant_message: AssistantMessage,
+        *,
+        tools: ToolsLike | Mapping[str, ToolCallback],
+        state: Mapping[str, Any] | None = None,
+        config: ConfigLike = None,
+        tool_context: Mapping[str, Any] | None = None,
+        context: ToolContext | None = None,
+    ) -> ToolExecutionResult:
+        """Async :meth:`execute_tool_calls`: async tools are gathered, sync ones run in threads."""
+        plan = self._plan(assistant_message, tools, state, config, tool_context, context)
+
+        async def one(p: _Planned) -> str:
+            if p.tool is None:
+                return self._outcome(p, lambda: "")
+            try:
+                text = await asyncio.wait_for(
+                    p.tool.acall(p.call.arguments, p.context), self.timeout
+                )
+            except _STOP:
+                raise
+            except BaseException as exc:
+                caught = exc
+
+                def reraise() -> str:
+                    raise caught
+
+                return self._outcome(p, reraise)
+            return text
+
+        texts = list(await asyncio.gather(*(one(p) for p in plan)))
+        return self._result(messages, assistant_message, plan, texts)
+
+
+_POOLS: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+
+
+def _pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = _POOLS.setdefault(
+            workers,
+            concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="graphagent-tool"),
+        )
+    return pool

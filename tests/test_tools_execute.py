@@ -1,0 +1,233 @@
+"""Executing a model's tool calls: order, concurrency, errors, return_direct, state updates."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from graphagent.errors import ToolExecutionError
+from graphagent.messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
+from graphagent.tools import (
+    DefaultToolExecutionExceptionProcessor,
+    ToolCallingManager,
+    ToolContext,
+    tool,
+)
+
+
+def ask(*calls: tuple[str, str, str]) -> AssistantMessage:
+    return AssistantMessage(tool_calls=[ToolCall(id=i, name=n, arguments=a) for i, n, a in calls])
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool(return_direct=True)
+def final(text: str) -> str:
+    """Give the final answer."""
+    return text
+
+
+@tool
+def explode(secret: str, ctx: ToolContext) -> str:
+    """Always fails."""
+    raise ValueError("the service said no")
+
+
+def test_results_in_call_order_with_ids() -> None:
+    """Each call gets a ToolResponseMessage with its id, in the order the model asked."""
+    history = [UserMessage("sums")]
+    msg = ask(("c1", "add", '{"a": 1, "b": 2}'), ("c2", "add", '{"a": 5, "b": 5}'))
+    result = ToolCallingManager().execute_tool_calls(history, msg, tools=[add])
+    assert [(m.tool_call_id, m.name, m.content) for m in result.tool_responses] == [
+        ("c1", "add", "3"),
+        ("c2", "add", "10"),
+    ]
+    assert result.conversation_history == [*history, msg, *result.tool_responses]
+    assert result.return_direct is False
+
+
+def test_sync_tools_run_concurrently() -> None:
+    """Two sync tools of one message run at the same time (each waits for the other)."""
+    barrier = threading.Barrier(2, timeout=5)
+
+    @tool
+    def meet(who: str) -> str:
+        """Wait for the other caller."""
+        barrier.wait()
+        return who
+
+    msg = ask(("1", "meet", '{"who": "x"}'), ("2", "meet", '{"who": "y"}'))
+    result = ToolCallingManager().execute_tool_calls([], msg, tools=[meet])
+    assert [m.content for m in result.tool_responses] == ["x", "y"]
+
+
+async def test_async_tools_gathered() -> None:
+    """Async tools of one message are awaited together."""
+
+    @tool
+    async def slow(n: int) -> int:
+        """Sleep then answer."""
+        await asyncio.sleep(0.2)
+        return n
+
+    msg = ask(("1", "slow", '{"n": 1}'), ("2", "slow", '{"n": 2}'), ("3", "add", '{"a":1,"b":1}'))
+    start = time.perf_counter()
+    result = await ToolCallingManager().aexecute_tool_calls([], msg, tools=[slow, add])
+    assert [m.content for m in result.tool_responses] == ["1", "2", "2"]
+    assert time.perf_counter() - start < 0.35
+
+
+def test_return_direct_only_when_every_tool_has_it() -> None:
+    """return_direct holds only if every called tool is return_direct."""
+    manager = ToolCallingManager()
+    only = manager.execute_tool_calls([], ask(("1", "final", '{"text": "hi"}')), tools=[final, add])
+    assert only.return_direct is True
+    mixed = manager.execute_tool_calls(
+        [], ask(("1", "final", '{"text": "hi"}'), ("2", "add", '{"a":1,"b":1}')), tools=[final, add]
+    )
+    assert mixed.return_direct is False
+
+
+def test_failures_become_messages_for_the_model() -> None:
+    """Invalid JSON, schema errors, unknown tools and exceptions are told to the model."""
+    msg = ask(
+        ("1", "add", '{"a": 1,'),
+        ("2", "add", '{"a": "x", "b": 1}'),
+        ("3", "nope", "{}"),
+        ("4", "explode", '{"secret": "hunter2"}'),
+    )
+    result = ToolCallingManager().execute_tool_calls([], msg, tools=[add, explode])
+    texts = [m.content for m in result.tool_responses]
+    assert "not valid JSON" in texts[0] and "again" in texts[0]
+    assert "a: Input should be a valid integer" in texts[1]
+    assert "unknown tool 'nope'" in texts[2]
+    assert texts[3] == "tool 'explode' failed: ValueError: the service said no"
+    assert not any("hunter2" in t or "ToolContext" in t for t in texts)
+    assert all(isinstance(m, ToolResponseMessage) for m in result.tool_responses)
+
+
+def test_always_throw_raises_with_name_and_id() -> None:
+    """With always_throw the failure propagates as ToolExecutionError naming tool and call."""
+    manager = ToolCallingManager(
+        exception_processor=DefaultToolExecutionExceptionProcessor(always_throw=True)
+    )
+    with pytest.raises(ToolExecutionError) as info:
+        manager.execute_tool_calls([], ask(("c9", "explode", '{"secret": "s"}')), tools=[explode])
+    assert info.value.tool_name == "explode" and info.value.tool_call_id == "c9"
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_rethrow_listed_types_and_stop_signals() -> None:
+    """Listed exception types propagate; KeyboardInterrupt is never turned into text."""
+
+    class AuthError(Exception):
+        pass
+
+    @tool
+    def guarded() -> str:
+        """Needs auth."""
+        raise AuthError("expired")
+
+    @tool
+    def interrupted() -> str:
+        """Ctrl-C inside."""
+        raise KeyboardInterrupt
+
+    manager = ToolCallingManager(
+        exception_processor=DefaultToolExecutionExceptionProcessor(rethrow=(AuthError,))
+    )
+    with pytest.raises(ToolExecutionError, match="expired"):
+        manager.execute_tool_calls([], ask(("1", "guarded", "{}")), tools=[guarded])
+    with pytest.raises(KeyboardInterrupt):
+        manager.execute_tool_calls([], ask(("1", "interrupted", "{}")), tools=[interrupted])
+
+
+def test_timeout_per_call() -> None:
+    """A tool that hangs past the timeout is reported to the model; others still answer."""
+    release = threading.Event()
+
+    @tool
+    def hang() -> str:
+        """Hangs."""
+        release.wait(5)
+        return "late"
+
+    manager = ToolCallingManager(timeout=0.2)
+    result = manager.execute_tool_calls(
+        [], ask(("1", "hang", "{}"), ("2", "add", '{"a":1,"b":1}')), tools=[hang, add]
+    )
+    release.set()
+    assert result.tool_responses[0].content == "tool 'hang' did not finish within 0.2 s"
+    assert result.tool_responses[1].content == "2"
+
+
+async def test_async_timeout() -> None:
+    """The async path honours the timeout too."""
+
+    @tool
+    async def never() -> str:
+        """Never ends."""
+        await asyncio.sleep(10)
+        return "no"
+
+    result = await ToolCallingManager(timeout=0.1).aexecute_tool_calls(
+        [], ask(("1", "never", "{}")), tools=[never]
+    )
+    assert "did not finish" in result.tool_responses[0].content
+
+
+def test_state_updates_in_call_order_and_context_fields() -> None:
+    """update_state writes come back in call order; each call sees its own id."""
+
+    @tool
+    def mark(label: str, ctx: ToolContext) -> str:
+        """Mark."""
+        if label == "slow":
+            time.sleep(0.05)
+        ctx.update_state({"labels": [label], "by": ctx.metadata["user_id"]})
+        return ctx.tool_call_id
+
+    msg = ask(("a", "mark", '{"label": "slow"}'), ("b", "mark", '{"label": "fast"}'))
+    result = ToolCallingManager().execute_tool_calls(
+        [], msg, tools=[mark], state={"messages": []}, config={"metadata": {"user_id": "u1"}}
+    )
+    assert [m.content for m in result.tool_responses] == ["a", "b"]
+    assert result.state_updates == [
+        {"labels": ["slow"], "by": "u1"},
+        {"labels": ["fast"], "by": "u1"},
+    ]
+
+
+def test_user_controlled_loop() -> None:
+    """Call the model yourself, execute tool calls, loop on the conversation history."""
+    replies = iter(
+        [
+            ask(("c1", "add", '{"a": 2, "b": 3}')),
+            AssistantMessage("The sum is 5."),
+        ]
+    )
+
+    def model(history: list[Any]) -> AssistantMessage:
+        return next(replies)
+
+    manager = ToolCallingManager()
+    history: list[Any] = [UserMessage("What is 2+3?")]
+    answer = model(history)
+    while answer.tool_calls:
+        history = manager.execute_tool_calls(history, answer, tools=[add]).conversation_history
+        answer = model(history)
+    assert answer.text == "The sum is 5."
+    assert [type(m).__name__ for m in history] == [
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResponseMessage",
+    ]
+    assert ToolCallingManager.resolve_tool_definitions([add])[0].name == "add"
