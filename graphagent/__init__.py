@@ -28,6 +28,7 @@ from graphagent.messages import (
     ToolResponseMessage,
     UserMessage,
 )
+from graphagent.tools import ToolContext, tool
 
 __all__ = [
     "END",
@@ -45,9 +46,11 @@ __all__ = [
     "StateSnapshot",
     "SystemMessage",
     "ToolCall",
+    "ToolContext",
     "ToolResponseMessage",
     "UserMessage",
     "interrupt",
+    "tool",
 ]
 
 __version__ = "0.1.0"
