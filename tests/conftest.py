@@ -107,3 +107,13 @@ def make_saver(request: pytest.FixtureRequest, saver: CheckpointSaver) -> object
     assert isinstance(saver, RedisSaver)
     url = request.getfixturevalue("redis_url")
     return lambda **kw: RedisSaver.from_url(url, prefix=saver.prefix, **kw)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_real_model_requests() -> Iterator[None]:
+    """Tests never reach a real model server: only MockTransport clients may send."""
+    from graphagent.models import allow_model_requests
+
+    allow_model_requests(False)
+    yield
+    allow_model_requests(True)

@@ -1,0 +1,266 @@
+"""Anthropic's Messages API over httpx: system prompt, tool_use / tool_result blocks, streaming."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import httpx
+
+from graphagent.errors import ModelResponseError
+from graphagent.messages import (
+    AssistantMessage,
+    Message,
+    RemoveMessage,
+    SystemMessage,
+    ToolCall,
+    ToolResponseMessage,
+)
+from graphagent.models._base import HTTPChatModel
+from graphagent.models._http import ModelHTTP
+from graphagent.models._sse import ServerSentEvent
+from graphagent.models._types import (
+    AssistantChunk,
+    ChatOptions,
+    ToolCallDelta,
+    ToolSpec,
+    as_options,
+    finish_reason,
+)
+
+__all__ = ["AnthropicChatModel"]
+
+API_VERSION = "2023-06-01"
+
+
+def _usage(raw: Any) -> dict[str, int] | None:
+    if not isinstance(raw, dict):
+        return None
+    out = {}
+    if raw.get("input_tokens") is not None:
+        out["prompt_tokens"] = int(raw["input_tokens"])
+    if raw.get("output_tokens") is not None:
+        out["completion_tokens"] = int(raw["output_tokens"])
+    return out or None
+
+
+def _with_total(usage: dict[str, int]) -> dict[str, int]:
+    if "prompt_tokens" in usage and "completion_tokens" in usage:
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return usage
+
+
+def anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """The system prompt and the turns, in the Messages API's shape.
+
+    System messages join into the system prompt; tool results become ``tool_result``
+    blocks of a user turn; consecutive turns of one role merge (the API alternates).
+    """
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+
+    def push(role: str, blocks: list[dict[str, Any]]) -> None:
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+
+    for m in messages:
+        if isinstance(m, RemoveMessage):
+            continue
+        if isinstance(m, SystemMessage):
+            system.append(m.content)
+        elif isinstance(m, ToolResponseMessage):
+            push(
+                "user",
+                [{"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}],
+            )
+        elif isinstance(m, AssistantMessage):
+            blocks: list[dict[str, Any]] = (
+                [{"type": "text", "text": m.content}] if m.content else []
+            )
+            for call in m.tool_calls:
+                try:
+                    args = json.loads(call.arguments or "{}")
+                except json.JSONDecodeError:
+                    args = {"_raw": call.arguments}
+                blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": args})
+            push("assistant", blocks or [{"type": "text", "text": ""}])
+        else:
+            push("user", [{"type": "text", "text": m.content}])
+    return "\n\n".join(system), turns
+
+
+class _AnthropicStream:
+    """Messages API stream events -> :class:`AssistantChunk`."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.events = 0
+        self.tool_index: dict[int, int] = {}
+        self.id: str | None = None
+        self.usage: dict[str, int] = {}
+
+    def feed(self, event: ServerSentEvent) -> list[AssistantChunk]:
+        self.events += 1
+        data = json.loads(event.data)
+        kind = data.get("type", event.event)
+        if kind == "error":
+            raise ModelResponseError(
+                f"{self.where} reported an error mid-stream: {data.get('error')}"
+            )
+        if kind == "message_start":
+            message = data.get("message") or {}
+            self.id = message.get("id")
+            self.usage.update(_usage(message.get("usage")) or {})
+            meta = {"model": message["model"]} if message.get("model") else {}
+            return [AssistantChunk(metadata=meta, id=self.id)] if meta else []
+        if kind == "content_block_start":
+            block = data.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                index = self.tool_index.setdefault(data["index"], len(self.tool_index))
+                start = ToolCallDelta(index=index, id=block.get("id"), name=block.get("name"))
+                return [AssistantChunk(tool_calls=(start,), id=self.id)]
+            if block.get("type") == "text" and block.get("text"):
+                return [AssistantChunk(content=block["text"], id=self.id)]
+            return []
+        if kind == "content_block_delta":
+            delta = data.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                return [AssistantChunk(content=delta.get("text", ""), id=self.id)]
+            if delta.get("type") == "input_json_delta":
+                index = self.tool_index[data["index"]]
+                piece = ToolCallDelta(index=index, arguments=delta.get("partial_json", ""))
+                return [AssistantChunk(tool_calls=(piece,), id=self.id)]
+            return []
+        if kind == "message_delta":
+            self.usage.update(_usage(data.get("usage")) or {})
+            stop = (data.get("delta") or {}).get("stop_reason")
+            final: dict[str, Any] = {"usage": _with_total(dict(self.usage))}
+            if stop:
+                final["finish_reason"] = finish_reason(stop, False)
+            return [AssistantChunk(metadata=final, id=self.id)]
+        return []
+
+    def finish(self) -> None:
+        if self.events == 0:
+            raise ModelResponseError(f"{self.where} answered the streaming request with no events")
+
+
+class AnthropicChatModel(HTTPChatModel):
+    """A Claude model behind Anthropic's Messages API.
+
+    Args:
+        model: the model name (``"claude-sonnet-4-5"``).
+        base_url: the API root (default ``$ANTHROPIC_BASE_URL`` or Anthropic's).
+        api_key: sent as ``x-api-key`` (default ``$ANTHROPIC_API_KEY``); never logged.
+        max_tokens: the answer's token budget (the API requires one).
+        timeout, max_retries, retry_backoff, transport, async_transport: as for
+            :class:`OpenAIChatModel`.
+        **options: default :class:`ChatOptions`.
+    """
+
+    path = "/v1/messages"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 1024,
+        timeout: float = 60,
+        max_retries: int = 2,
+        retry_backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+        async_transport: httpx.AsyncBaseTransport | None = None,
+        **options: Any,
+    ) -> None:
+        url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        headers = {"anthropic-version": API_VERSION}
+        if key:
+            headers["x-api-key"] = key
+        http = ModelHTTP(
+            base_url=url,
+            headers=headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_backoff=retry_backoff,
+            transport=transport,
+            async_transport=async_transport,
+        )
+        defaults = as_options(options) or ChatOptions()
+        if defaults.max_tokens is None:
+            defaults = defaults.merged(ChatOptions(max_tokens=max_tokens))
+        super().__init__(model, http, defaults)
+
+    def build_body(
+        self, messages: list[Message], tools: list[ToolSpec], options: ChatOptions, stream: bool
+    ) -> dict[str, Any]:
+        """The Messages API request body."""
+        system, turns = anthropic_messages(messages)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": turns,
+            "max_tokens": options.max_tokens,
+        }
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
+                for t in tools
+            ]
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.top_p is not None:
+            body["top_p"] = options.top_p
+        if options.stop:
+            body["stop_sequences"] = options.stop
+        if options.tool_choice is not None:
+            choice = options.tool_choice
+            body["tool_choice"] = (
+                {"type": {"required": "any"}.get(choice, choice)}
+                if choice in ("auto", "none", "required", "any")
+                else {"type": "tool", "name": choice}
+            )
+        if stream:
+            body["stream"] = True
+        body.update(options.extra)
+        return body
+
+    def parse_response(self, body: dict[str, Any]) -> AssistantMessage:
+        """The assistant message of a Messages API response."""
+        if body.get("type") == "error" or "error" in body:
+            raise ModelResponseError(
+                f"{self.http.where} answered with an error: {body.get('error')}"
+            )
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for block in body["content"]:
+            if block.get("type") == "text":
+                text.append(block.get("text", ""))
+            elif block.get("type") == "tool_use":
+                calls.append(
+                    ToolCall(
+                        id=block["id"],
+                        name=block["name"],
+                        arguments=json.dumps(block.get("input") or {}),
+                    )
+                )
+        metadata: dict[str, Any] = {
+            "finish_reason": finish_reason(body.get("stop_reason"), bool(calls))
+        }
+        if body.get("model"):
+            metadata["model"] = body["model"]
+        usage = _usage(body.get("usage"))
+        if usage:
+            metadata["usage"] = _with_total(usage)
+        extra: dict[str, Any] = {"id": body["id"]} if body.get("id") else {}
+        return AssistantMessage("".join(text), tool_calls=tuple(calls), metadata=metadata, **extra)
+
+    def stream_parser(self) -> _AnthropicStream:
+        """A parser for one streamed answer."""
+        return _AnthropicStream(self.http.where)

@@ -1,0 +1,189 @@
+"""The ``ChatModel`` protocol and the base of the HTTP chat models."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from graphagent.errors import ModelResponseError
+from graphagent.messages import AssistantMessage, Message
+from graphagent.models._http import ModelHTTP
+from graphagent.models._sse import ServerSentEvent, iter_events
+from graphagent.models._types import (
+    AssistantChunk,
+    ChatOptions,
+    ChunkAccumulator,
+    ToolSpec,
+    as_options,
+    messages_list,
+    tool_specs,
+)
+
+__all__ = ["ChatModel", "HTTPChatModel", "OptionsLike", "StreamParser"]
+
+OptionsLike = ChatOptions | Mapping[str, Any] | None
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model: messages (and tools) in, an assistant message out.
+
+    ``stream`` yields :class:`AssistantChunk` s that add up to what ``generate`` returns.
+    Every method has an async twin.
+    """
+
+    def generate(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> AssistantMessage:
+        """The model's answer."""
+        ...
+
+    async def agenerate(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> AssistantMessage:
+        """Async :meth:`generate`."""
+        ...
+
+    def stream(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> Iterator[AssistantChunk]:
+        """The model's answer, piece by piece."""
+        ...
+
+    def astream(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> AsyncIterator[AssistantChunk]:
+        """Async :meth:`stream`."""
+        ...
+
+
+class StreamParser(Protocol):
+    """Turns a provider's stream events into chunks (one per request)."""
+
+    def feed(self, event: ServerSentEvent) -> list[AssistantChunk]:
+        """Chunks for one event (possibly none)."""
+        ...
+
+    def finish(self) -> None:
+        """Called at the end of the stream; raises if it ended wrongly."""
+        ...
+
+
+class HTTPChatModel:
+    """A chat model spoken to over HTTP: subclasses build bodies and parse answers.
+
+    Subclasses set ``path`` and implement ``build_body``, ``parse_response`` and
+    ``stream_parser``; everything else (sync/async, streaming, retries) is here.
+    """
+
+    path = ""
+    supports_response_format = False
+
+    def __init__(self, model: str, http: ModelHTTP, options: ChatOptions) -> None:
+        self.model = model
+        self.http = http
+        self.default_options = options
+
+    def build_body(
+        self, messages: list[Message], tools: list[ToolSpec], options: ChatOptions, stream: bool
+    ) -> dict[str, Any]:
+        """The request body."""
+        raise NotImplementedError
+
+    def parse_response(self, body: dict[str, Any]) -> AssistantMessage:
+        """The message in a response body."""
+        raise NotImplementedError
+
+    def stream_parser(self) -> StreamParser:
+        """A parser for one streamed answer."""
+        raise NotImplementedError
+
+    def _body(
+        self, messages: Sequence[Message], tools: Iterable[Any], options: OptionsLike, stream: bool
+    ) -> dict[str, Any]:
+        merged = self.default_options.merged(as_options(options))
+        return self.build_body(messages_list(messages), tool_specs(tools), merged, stream)
+
+    def _parse(self, body: dict[str, Any]) -> AssistantMessage:
+        try:
+            return self.parse_response(body)
+        except ModelResponseError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise ModelResponseError(
+                f"{self.http.where} answered with a body this client cannot read "
+                f"({type(exc).__name__}: {exc}): {str(body)[:200]}"
+            ) from exc
+
+    def generate(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> AssistantMessage:
+        """The model's answer (see :class:`ChatModel`)."""
+        body = self._body(messages, tools, options, stream=False)
+        return self._parse(self.http.post_json(self.path, body))
+
+    async def agenerate(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> AssistantMessage:
+        """Async :meth:`generate`."""
+        body = self._body(messages, tools, options, stream=False)
+        return self._parse(await self.http.apost_json(self.path, body))
+
+    def stream(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> Iterator[AssistantChunk]:
+        """The answer piece by piece, as the server sends it."""
+        body = self._body(messages, tools, options, stream=True)
+        parser = self.stream_parser()
+        for event in iter_events(self.http.stream_lines(self.path, body)):
+            yield from self._feed(parser, event)
+        parser.finish()
+
+    async def astream(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> AsyncIterator[AssistantChunk]:
+        """Async :meth:`stream`."""
+        body = self._body(messages, tools, options, stream=True)
+        parser = self.stream_parser()
+        pending: list[str] = []
+        async for line in self.http.astream_lines(self.path, body):
+            if line.strip():
+                pending.append(line)
+                continue
+            for event in iter_events([*pending, ""]):
+                for chunk in self._feed(parser, event):
+                    yield chunk
+            pending = []
+        for event in iter_events(pending):
+            for chunk in self._feed(parser, event):
+                yield chunk
+        parser.finish()
+
+    def _feed(self, parser: StreamParser, event: ServerSentEvent) -> list[AssistantChunk]:
+        try:
+            return parser.feed(event)
+        except ModelResponseError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise ModelResponseError(
+                f"{self.http.where} sent a stream event this client cannot read "
+                f"({type(exc).__name__}: {exc}): {event.data[:200]!r}"
+            ) from exc
+
+    def collect(self, chunks: Iterable[AssistantChunk]) -> AssistantMessage:
+        """Add chunks up into one message."""
+        acc = ChunkAccumulator()
+        for chunk in chunks:
+            acc.add(chunk)
+        return acc.message()
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self.http.close()
+
+    async def aclose(self) -> None:
+        """Close the async HTTP connections."""
+        await self.http.aclose()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.model!r} at {self.http.where}>"

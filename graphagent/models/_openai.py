@@ -1,0 +1,277 @@
+"""The OpenAI-compatible chat completions protocol (OpenAI, DashScope, DeepSeek, Moonshot,
+Ollama, vLLM, llama.cpp), over httpx."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+import httpx
+
+from graphagent.errors import ModelError, ModelResponseError
+from graphagent.messages import (
+    AssistantMessage,
+    Message,
+    RemoveMessage,
+    SystemMessage,
+    ToolCall,
+    ToolResponseMessage,
+)
+from graphagent.models._base import HTTPChatModel
+from graphagent.models._http import ModelHTTP
+from graphagent.models._sse import ServerSentEvent
+from graphagent.models._types import (
+    AssistantChunk,
+    ChatOptions,
+    ToolCallDelta,
+    ToolSpec,
+    arguments_text,
+    as_options,
+    finish_reason,
+)
+
+__all__ = ["OpenAIChatModel", "openai_message"]
+
+
+def openai_message(message: Message) -> dict[str, Any] | None:
+    """One message in the chat completions format (``None`` for messages not sent)."""
+    if isinstance(message, RemoveMessage):
+        return None
+    if isinstance(message, AssistantMessage):
+        out: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            # llama.cpp rejects "content": null beside tool calls (HTTP 500); "" works everywhere
+            out["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                }
+                for c in message.tool_calls
+            ]
+        return out
+    if isinstance(message, ToolResponseMessage):
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    role = "system" if isinstance(message, SystemMessage) else "user"
+    return {"role": role, "content": message.content}
+
+
+def _response_format(value: Any) -> Any:
+    schema_of = getattr(value, "model_json_schema", None)
+    if isinstance(value, type) and schema_of is not None:
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": value.__name__, "schema": schema_of(), "strict": False},
+        }
+    return value
+
+
+def _tool_choice(choice: str) -> Any:
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _tool_call(raw: dict[str, Any]) -> ToolCall:
+    fn = raw.get("function") or {}
+    return ToolCall(
+        id=raw.get("id") or f"call_{uuid.uuid4().hex[:12]}",
+        name=fn.get("name") or "",
+        arguments=arguments_text(fn.get("arguments")),
+    )
+
+
+def _usage(raw: Any) -> dict[str, int] | None:
+    if not isinstance(raw, dict):
+        return None
+    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return {k: int(raw[k]) for k in keys if raw.get(k) is not None}
+
+
+class _OpenAIStream:
+    """Chat completion chunks -> :class:`AssistantChunk`."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.events = 0
+        self.done = False
+        self.positions: dict[str, int] = {}
+
+    def feed(self, event: ServerSentEvent) -> list[AssistantChunk]:
+        self.events += 1
+        if event.data.strip() == "[DONE]":
+            self.done = True
+            return []
+        try:
+            data = json.loads(event.data)
+        except json.JSONDecodeError as exc:
+            raise ModelResponseError(
+                f"{self.where} sent a stream event that is not JSON: {event.data[:200]!r}"
+            ) from exc
+        if "error" in data:
+            raise ModelResponseError(f"{self.where} reported an error mid-stream: {data['error']}")
+        metadata: dict[str, Any] = {}
+        if data.get("model"):
+            metadata["model"] = data["model"]
+        usage = _usage(data.get("usage"))
+        if usage:
+            metadata["usage"] = usage
+        chunk_id = data.get("id")
+        choices = data.get("choices") or []
+        if not choices:
+            return [AssistantChunk(metadata=metadata, id=chunk_id)] if metadata else []
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        deltas = []
+        for i, raw in enumerate(delta.get("tool_calls") or []):
+            fn = raw.get("function") or {}
+            index = raw.get("index")
+            if index is None:  # some servers omit it: place by id, else by position
+                index = self.positions.setdefault(raw.get("id") or str(i), len(self.positions))
+            deltas.append(
+                ToolCallDelta(
+                    index=int(index),
+                    id=raw.get("id"),
+                    name=fn.get("name"),
+                    arguments=arguments_text(fn.get("arguments")) if fn.get("arguments") else "",
+                )
+            )
+        if choice.get("finish_reason"):
+            metadata["finish_reason"] = finish_reason(choice["finish_reason"], False)
+        content = delta.get("content") or ""
+        if not (content or deltas or metadata):
+            return []
+        return [
+            AssistantChunk(
+                content=content, tool_calls=tuple(deltas), metadata=metadata, id=chunk_id
+            )
+        ]
+
+    def finish(self) -> None:
+        if self.events == 0:
+            raise ModelResponseError(
+                f"{self.where} answered the streaming request with an empty event stream "
+                "(some servers, e.g. llama.cpp, do this when tools are given); use generate() "
+                "for this server, or stream without tools"
+            )
+
+
+class OpenAIChatModel(HTTPChatModel):
+    """A model behind the OpenAI-compatible chat completions API.
+
+    Args:
+        model: the model name (``"gpt-4o-mini"``, ``"qwen-plus"``, ``"llama3.1"``).
+        base_url: the API root (default ``$OPENAI_BASE_URL`` or OpenAI's).
+        api_key: sent as a bearer token (default ``$OPENAI_API_KEY``); never logged.
+        timeout: seconds per request.
+        max_retries: retries on 408/409/425/429/5xx and connection errors.
+        stream_usage: ask for token usage in streams (``stream_options``); servers that
+            reject unknown fields may need ``False``.
+        transport: an ``httpx`` transport (``httpx.MockTransport`` in tests).
+        **options: default :class:`ChatOptions` (``temperature=0``, ``max_tokens=...``) or
+            extra provider fields.
+
+    Example:
+        >>> model = OpenAIChatModel("llama3.1", base_url="http://localhost:11434/v1")
+        >>> model
+        <OpenAIChatModel 'llama3.1' at http://localhost:11434/v1>
+    """
+
+    path = "/chat/completions"
+    supports_response_format = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60,
+        max_retries: int = 2,
+        retry_backoff: float = 0.5,
+        stream_usage: bool = False,
+        transport: httpx.BaseTransport | None = None,
+        async_transport: httpx.AsyncBaseTransport | None = None,
+        **options: Any,
+    ) -> None:
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        http = ModelHTTP(
+            base_url=url,
+            headers=headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_backoff=retry_backoff,
+            transport=transport,
+            async_transport=async_transport,
+        )
+        super().__init__(model, http, as_options(options) or ChatOptions())
+        self.stream_usage = stream_usage
+
+    def build_body(
+        self, messages: list[Message], tools: list[ToolSpec], options: ChatOptions, stream: bool
+    ) -> dict[str, Any]:
+        """The chat completions request body."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m for m in (openai_message(x) for x in messages) if m is not None],
+        }
+        if tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": dict(t.input_schema),
+                    },
+                }
+                for t in tools
+            ]
+        for key in ("temperature", "max_tokens", "top_p", "stop", "seed"):
+            value = getattr(options, key)
+            if value is not None:
+                body[key] = value
+        if options.tool_choice is not None:
+            if not tools and options.tool_choice not in ("auto", "none"):
+                raise ModelError(f"tool_choice={options.tool_choice!r} needs tools")
+            body["tool_choice"] = _tool_choice(options.tool_choice)
+        if options.response_format is not None:
+            body["response_format"] = _response_format(options.response_format)
+        if stream:
+            body["stream"] = True
+            if self.stream_usage:
+                body["stream_options"] = {"include_usage": True}
+        body.update(options.extra)
+        return body
+
+    def parse_response(self, body: dict[str, Any]) -> AssistantMessage:
+        """The assistant message of a chat completion."""
+        if "error" in body:
+            raise ModelResponseError(f"{self.http.where} answered with an error: {body['error']}")
+        choice = body["choices"][0]
+        message = choice.get("message") or {}
+        calls = [_tool_call(c) for c in message.get("tool_calls") or []]
+        legacy = message.get("function_call")
+        if not calls and isinstance(legacy, dict) and legacy.get("name"):
+            # old "function_call" servers; some add a stray ':' to the name
+            calls = [_tool_call({"function": {**legacy, "name": legacy["name"].rstrip(":")}})]
+        metadata: dict[str, Any] = {
+            "finish_reason": finish_reason(choice.get("finish_reason"), bool(calls))
+        }
+        if body.get("model"):
+            metadata["model"] = body["model"]
+        usage = _usage(body.get("usage"))
+        if usage:
+            metadata["usage"] = usage
+        extra: dict[str, Any] = {"id": body["id"]} if body.get("id") else {}
+        return AssistantMessage(
+            message.get("content") or "", tool_calls=tuple(calls), metadata=metadata, **extra
+        )
+
+    def stream_parser(self) -> _OpenAIStream:
+        """A parser for one streamed answer."""
+        return _OpenAIStream(self.http.where)

@@ -1,0 +1,139 @@
+"""Test doubles that ship with the library, so users test their agents offline."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from graphagent.errors import ModelResponseError
+from graphagent.messages import AssistantMessage, Message
+from graphagent.models._base import OptionsLike
+from graphagent.models._types import (
+    AssistantChunk,
+    ChatOptions,
+    ToolSpec,
+    as_options,
+    chunks_of,
+    messages_list,
+    tool_specs,
+)
+
+__all__ = ["FakeChatModel", "FunctionChatModel", "ModelCall"]
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One request a test double received: what an assertion usually needs."""
+
+    messages: list[Message]
+    tools: list[ToolSpec]
+    options: ChatOptions | None
+
+
+def _as_message(value: AssistantMessage | str) -> AssistantMessage:
+    return value if isinstance(value, AssistantMessage) else AssistantMessage(str(value))
+
+
+class _Double:
+    supports_response_format = False
+
+    def __init__(self, chunk_size: int) -> None:
+        self.chunk_size = chunk_size
+        self.calls: list[ModelCall] = []
+
+    def _answer(self, call: ModelCall) -> AssistantMessage:
+        raise NotImplementedError
+
+    def _record(
+        self, messages: Sequence[Message], tools: Iterable[Any], options: OptionsLike
+    ) -> AssistantMessage:
+        call = ModelCall(messages_list(messages), tool_specs(tools), as_options(options))
+        self.calls.append(call)
+        return self._answer(call)
+
+    def generate(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> AssistantMessage:
+        """The next scripted answer."""
+        return self._record(messages, tools, options)
+
+    async def agenerate(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> AssistantMessage:
+        """Async :meth:`generate`."""
+        return self._record(messages, tools, options)
+
+    def stream(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> Iterator[AssistantChunk]:
+        """The next answer in chunks of ``chunk_size`` characters (they add up to it)."""
+        yield from chunks_of(self._record(messages, tools, options), self.chunk_size)
+
+    async def astream(
+        self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
+    ) -> AsyncIterator[AssistantChunk]:
+        """Async :meth:`stream`."""
+        for chunk in chunks_of(self._record(messages, tools, options), self.chunk_size):
+            yield chunk
+
+
+class FakeChatModel(_Double):
+    """Replays scripted answers in order; records every request in ``calls``.
+
+    Args:
+        responses: assistant messages (or strings) to answer with, one per request.
+        chunk_size: characters per chunk when streamed.
+
+    Example:
+        >>> from graphagent.messages import UserMessage
+        >>> model = FakeChatModel(["Hello!", "Bye."])
+        >>> model.generate([UserMessage("hi")]).text
+        'Hello!'
+        >>> [c.text for c in model.stream([UserMessage("bye")]) if c.text]
+        ['Bye.']
+        >>> model.calls[0].messages[0].text
+        'hi'
+    """
+
+    def __init__(self, responses: Sequence[AssistantMessage | str], *, chunk_size: int = 4) -> None:
+        super().__init__(chunk_size)
+        self.responses = [_as_message(r) for r in responses]
+        self._next = 0
+
+    def _answer(self, call: ModelCall) -> AssistantMessage:
+        if self._next >= len(self.responses):
+            raise ModelResponseError(
+                f"FakeChatModel ran out of responses: it was given {len(self.responses)} and "
+                f"this is request {self._next + 1}; add more responses"
+            )
+        answer = self.responses[self._next]
+        self._next += 1
+        return answer
+
+
+class FunctionChatModel(_Double):
+    """Answers with ``fn(messages, tools)`` (or ``fn(messages, tools, options)``).
+
+    Example:
+        >>> from graphagent.messages import UserMessage
+        >>> echo = FunctionChatModel(lambda messages, tools: f"you said {messages[-1].text}")
+        >>> echo.generate([UserMessage("hi")]).text
+        'you said hi'
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., AssistantMessage | str],
+        *,
+        chunk_size: int = 4,
+    ) -> None:
+        super().__init__(chunk_size)
+        self.fn = fn
+        self._with_options = len(inspect.signature(fn).parameters) >= 3
+
+    def _answer(self, call: ModelCall) -> AssistantMessage:
+        if self._with_options:
+            return _as_message(self.fn(call.messages, call.tools, call.options))
+        return _as_message(self.fn(call.messages, call.tools))
