@@ -29,6 +29,9 @@ class RunnableConfig(BaseModel):
         recursion_limit: most super-steps one run may take.
         configurable: free-form options for nodes.
         writer: call it from a node to emit ``"custom"`` stream events.
+        emit: set while a ``"messages"`` stream is read: ``emit("messages", payload)``
+            hands model tokens and tool results to the caller as they happen (agents use
+            it; ``None`` otherwise).
 
     Example:
         >>> cfg = RunnableConfig(thread_id="u42", metadata={"user_id": "ada"})
@@ -44,6 +47,7 @@ class RunnableConfig(BaseModel):
     recursion_limit: int = Field(default=25, ge=1)
     configurable: dict[str, Any] = Field(default_factory=dict)
     writer: Callable[[Any], None] = Field(default=_discard, exclude=True, repr=False)
+    emit: Callable[[str, Any], None] | None = Field(default=None, exclude=True, repr=False)
 
 
 ConfigLike = RunnableConfig | Mapping[str, Any] | None

@@ -51,6 +51,7 @@ class StateGraph:
         kind: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         destinations: Sequence[str] = (),
+        afn: Callable[..., Any] | None = None,
     ) -> StateGraph:
         """Add a node: ``fn(state)`` or ``fn(state, config)``, sync or async, or a compiled graph.
 
@@ -64,6 +65,8 @@ class StateGraph:
             metadata: free-form details kept on the node.
             destinations: nodes this node may jump to with ``Command(goto=...)``;
                 declared so that validation and drawing know those paths exist.
+            afn: an async twin of ``fn`` (same arguments), used when the graph runs
+                under ``ainvoke``/``astream``.
         """
         if destinations:
             self.commands.extend((str(name), d) for d in destinations)
@@ -105,6 +108,7 @@ class StateGraph:
             takes_config=accepts_config(fn),
             kind=kind or "node",
             metadata=metadata,
+            afn=afn,
         )
         return self
 

@@ -104,15 +104,16 @@ async def _acall(
             return "error", exc
         finally:
             _TASK.reset(token)
-    if not spec.is_async:
+    fn = spec.afn or spec.fn
+    if not (spec.is_async or spec.afn is not None):
         if inline:
             return _call(task, state, config)
         return await asyncio.to_thread(_call, task, state, config)
     token = _TASK.set(task.scope)
     try:
         if spec.takes_config:
-            return "ok", await spec.fn(state, config)
-        return "ok", await spec.fn(state)
+            return "ok", await fn(state, config)
+        return "ok", await fn(state)
     except Exception as exc:
         return "error", exc
     finally:
@@ -318,7 +319,10 @@ class CompiledGraph:
     ) -> Generator[Any, Any, Any]:
         if modes & _LIVE:
             put = yield _LIVE_SETUP
-            config = config.model_copy(update={"writer": lambda p: put(("custom", p))})
+            update: dict[str, Any] = {"writer": lambda p: put(("custom", p))}
+            if "messages" in modes:
+                update["emit"] = lambda mode, p: put((mode, p))
+            config = config.model_copy(update=update)
         return (yield from run_program(self, input, config, modes))
 
     def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:

@@ -55,6 +55,9 @@ class NodeSpec:
         kind: ``"node"``, ``"subgraph"``, or an agent kind (``"model"``, ``"tools"``, ``"hook"``).
         subgraph: the compiled graph, when the node is one.
         metadata: free-form details shown when drawing.
+        afn: an async implementation of the same node, used by ``ainvoke``/``astream``
+            (so a node can call a sync client under ``invoke`` and an async one under
+            ``ainvoke``).
     """
 
     name: str
@@ -64,6 +67,7 @@ class NodeSpec:
     kind: str = "node"
     subgraph: Any = None
     metadata: Mapping[str, Any] | None = None
+    afn: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)

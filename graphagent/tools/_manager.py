@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable, Mapping, Sequence
+import contextvars
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,6 +22,9 @@ __all__ = [
     "ToolExecutionExceptionProcessor",
     "ToolExecutionResult",
 ]
+
+ToolInvoker = Callable[[ToolCall, ToolCallback, ToolContext], str]
+AsyncToolInvoker = Callable[[ToolCall, ToolCallback, ToolContext], Awaitable[str]]
 
 # Ctrl-C, interpreter exit and task cancellation stop the caller; they are never
 # turned into a message for the model.
@@ -129,12 +133,13 @@ class ToolCallingManager:
         config: ConfigLike,
         tool_context: Mapping[str, Any] | None,
         context: ToolContext | None,
+        calls: Sequence[ToolCall] | None = None,
     ) -> list[_Planned]:
         toolset = tools if isinstance(tools, Mapping) else collect_tools(tools=tools)
         base = context or ToolContext(state=state, config=config, context=tool_context)
         return [
             _Planned(call, toolset.get(call.name), base.for_call(call.id))
-            for call in assistant_message.tool_calls
+            for call in (assistant_message.tool_calls if calls is None else calls)
         ]
 
     def _failure(self, planned: _Planned, exc: BaseException | None, text: str) -> str:
@@ -178,6 +183,7 @@ class ToolCallingManager:
         plan: list[_Planned],
         texts: list[str],
     ) -> ToolExecutionResult:
+        # a "direct" answer needs every called tool to be return_direct
         responses = [
             ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name)
             for p, text in zip(plan, texts, strict=True)
@@ -203,29 +209,55 @@ class ToolCallingManager:
         config: ConfigLike = None,
         tool_context: Mapping[str, Any] | None = None,
         context: ToolContext | None = None,
+        calls: Sequence[ToolCall] | None = None,
+        invoke: ToolInvoker | None = None,
+        on_response: Callable[[ToolResponseMessage], None] | None = None,
     ) -> ToolExecutionResult:
         """Run every tool call of ``assistant_message``; several run concurrently.
 
         Results come back in call order whatever order the tools finish in. Failures
         become tool messages (see ``exception_processor``).
+
+        Args:
+            messages: the conversation before ``assistant_message``.
+            assistant_message: the model's message with tool calls.
+            tools: the tools the calls may name.
+            state: the overall state, for ``ToolContext.state``.
+            config: the run's config, for ``ToolContext.config``.
+            tool_context: the caller's mapping, for ``ToolContext.context``.
+            context: a ready ``ToolContext`` (instead of state/config/tool_context).
+            calls: run only these calls (default: all of the message's).
+            invoke: runs one call instead of ``tool.call(arguments, context)`` (agents
+                put their interceptors here).
+            on_response: called with each tool message as soon as its tool finishes.
         """
-        plan = self._plan(assistant_message, tools, state, config, tool_context, context)
+        plan = self._plan(assistant_message, tools, state, config, tool_context, context, calls)
 
         def runner(p: _Planned) -> Callable[[], str]:
             def run() -> str:
                 assert p.tool is not None
+                tool = p.tool
+                if invoke is not None:
+                    target: Callable[[], str] = lambda: invoke(p.call, tool, p.context)  # noqa: E731
+                else:
+                    target = lambda: tool.call(p.call.arguments, p.context)  # noqa: E731
                 if self.timeout is None:
-                    return p.tool.call(p.call.arguments, p.context)
-                future = _pool(self.max_workers).submit(p.tool.call, p.call.arguments, p.context)
-                return future.result(timeout=self.timeout)
+                    return target()
+                return _pool(self.max_workers).submit(target).result(timeout=self.timeout)
 
             return run
 
+        def outcome(p: _Planned) -> str:
+            text = self._outcome(p, runner(p))
+            if on_response is not None:
+                on_response(ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name))
+            return text
+
         if len(plan) <= 1:
-            texts = [self._outcome(p, runner(p)) for p in plan]
+            texts = [outcome(p) for p in plan]
         else:
             pool = _pool(self.max_workers)
-            futures = [pool.submit(self._outcome, p, runner(p)) for p in plan]
+            futures = [pool.submit(contextvars.copy_context().run, outcome, p) for p in plan]
             texts = [f.result() for f in futures]
         return self._result(messages, assistant_message, plan, texts)
 

@@ -1,0 +1,135 @@
+"""Hooks: code that runs as its own graph node before/after the agent and each model call."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from graphagent.config import RunnableConfig
+from graphagent.graph import OverAllState
+
+__all__ = [
+    "AgentHook",
+    "Hook",
+    "HookResult",
+    "ModelHook",
+    "after_agent",
+    "after_model",
+    "before_agent",
+    "before_model",
+]
+
+HookResult = Any
+"""A state update (dict), ``None``, or ``Command(goto="end" | "model" | "tools", update=...)``."""
+
+HOOK_POINTS = ("before_agent", "before_model", "after_model", "after_agent")
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class Hook:
+    """Base of all hooks. Override any of the four points; the defaults change nothing.
+
+    Each overridden point becomes a node of the agent's graph named
+    ``"<hook name>.<point>"`` (or just the hook's name when it implements one point).
+    A point returns a state update, ``None``, or a jump:
+    ``Command(goto="end" | "model" | "tools", update=...)``.
+
+    ``before_*`` points run in list order; ``after_*`` points in reverse (the onion).
+    """
+
+    #: jump targets this hook may use (declared so the graph can be validated and drawn)
+    can_jump_to: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The hook's name (default: its class name in snake case)."""
+        return getattr(self, "_name", None) or _snake(type(self).__name__)
+
+    def points(self) -> list[str]:
+        """The points this hook implements."""
+        return [p for p in HOOK_POINTS if getattr(type(self), p, None) is not getattr(Hook, p)]
+
+    def before_agent(self, state: OverAllState, config: RunnableConfig) -> HookResult:
+        """Once per run, before anything else."""
+        return None
+
+    def before_model(self, state: OverAllState, config: RunnableConfig) -> HookResult:
+        """Before each model call."""
+        return None
+
+    def after_model(self, state: OverAllState, config: RunnableConfig) -> HookResult:
+        """After each model call, before its tool calls run."""
+        return None
+
+    def after_agent(self, state: OverAllState, config: RunnableConfig) -> HookResult:
+        """Once per run, after the final answer."""
+        return None
+
+
+class AgentHook(Hook):
+    """A hook around the whole run: override ``before_agent`` and/or ``after_agent``."""
+
+
+class ModelHook(Hook):
+    """A hook around each model call: override ``before_model`` and/or ``after_model``."""
+
+
+class _FunctionHook(Hook):
+    def __init__(
+        self, point: str, fn: Callable[..., HookResult], name: str | None, jumps: tuple[str, ...]
+    ) -> None:
+        self._name = name or fn.__name__
+        self._point = point
+        self.fn = fn
+        self.can_jump_to = jumps
+        self._takes_config = _takes_config(fn)
+
+    def points(self) -> list[str]:
+        return [self._point]
+
+    def _run(self, state: OverAllState, config: RunnableConfig) -> HookResult:
+        return self.fn(state, config) if self._takes_config else self.fn(state)
+
+    def before_agent(self, state: OverAllState, config: RunnableConfig) -> HookResult:
+        return self._run(state, config)
+
+    before_model = after_model = after_agent = before_agent
+
+    def __repr__(self) -> str:
+        return f"<{self._point} hook {self._name!r}>"
+
+
+def _takes_config(fn: Callable[..., Any]) -> bool:
+    from graphagent.graph._nodes import accepts_config
+
+    return accepts_config(fn)
+
+
+def _decorator(point: str) -> Callable[..., Any]:
+    def decorate(
+        fn: Callable[..., HookResult] | None = None,
+        *,
+        name: str | None = None,
+        can_jump_to: tuple[str, ...] = (),
+    ) -> Any:
+        def make(f: Callable[..., HookResult]) -> Hook:
+            return _FunctionHook(point, f, name, tuple(can_jump_to))
+
+        return make(fn) if fn is not None else make
+
+    decorate.__name__ = point
+    decorate.__doc__ = (
+        f"Make a hook of a function ``(state[, config]) -> dict | None | Command`` that runs "
+        f"at ``{point}``. Use bare or as ``@{point}(name=..., can_jump_to=('end',))``."
+    )
+    return decorate
+
+
+before_agent = _decorator("before_agent")
+after_agent = _decorator("after_agent")
+before_model = _decorator("before_model")
+after_model = _decorator("after_model")

@@ -1,0 +1,173 @@
+"""Interceptors: code wrapped around every model call and every tool call.
+
+The first interceptor in the list is the outermost. Each gets the request and the
+next handler; it may change the request, call the handler several times (retry),
+not call it at all (short-circuit), or change the response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from graphagent.config import RunnableConfig
+from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
+from graphagent.models import ChatModel, ChatOptions
+from graphagent.tools import ToolCallback, ToolContext
+
+__all__ = [
+    "ModelHandler",
+    "ModelInterceptor",
+    "ModelRequest",
+    "ToolHandler",
+    "ToolInterceptor",
+    "ToolRequest",
+    "chain_model",
+    "chain_tool",
+]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model call, as interceptors see it.
+
+    Attributes:
+        model: the chat model to call.
+        messages: what is sent (system prompt included).
+        tools: the tools offered.
+        options: call options.
+        state: the agent's state at the call (read-only).
+        config: the run's config.
+    """
+
+    model: ChatModel
+    messages: list[Message]
+    tools: list[Any]
+    options: ChatOptions | None
+    state: Any
+    config: RunnableConfig
+
+    def override(self, **changes: Any) -> ModelRequest:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """One tool call, as interceptors see it.
+
+    Attributes:
+        tool_call: the model's call (name, arguments, id).
+        tool: the tool it resolved to (``None`` for an unknown name).
+        context: the tool's ``ToolContext``.
+        state: the agent's state (read-only).
+        config: the run's config.
+    """
+
+    tool_call: ToolCall
+    tool: ToolCallback | None
+    context: ToolContext
+    state: Any
+    config: RunnableConfig
+
+    def override(self, **changes: Any) -> ToolRequest:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+ModelHandler = Callable[[ModelRequest], AssistantMessage]
+AsyncModelHandler = Callable[[ModelRequest], Awaitable[AssistantMessage]]
+ToolHandler = Callable[[ToolRequest], ToolResponseMessage]
+AsyncToolHandler = Callable[[ToolRequest], Awaitable[ToolResponseMessage]]
+
+
+class ModelInterceptor:
+    """Wraps model calls. Override ``intercept_model`` (and ``aintercept_model`` for
+    native async; otherwise the sync one runs in a worker thread under ``ainvoke``)."""
+
+    @property
+    def name(self) -> str:
+        """The interceptor's name."""
+        return type(self).__name__
+
+    def intercept_model(self, request: ModelRequest, handler: ModelHandler) -> AssistantMessage:
+        """Call ``handler(request)`` (or not) and return the response."""
+        return handler(request)
+
+    async def aintercept_model(
+        self, request: ModelRequest, handler: AsyncModelHandler
+    ) -> AssistantMessage:
+        """Async :meth:`intercept_model`."""
+        response: AssistantMessage = await _bridge(self.intercept_model, request, handler)
+        return response
+
+
+class ToolInterceptor:
+    """Wraps tool calls. Override ``intercept_tool_call`` (and ``aintercept_tool_call``)."""
+
+    @property
+    def name(self) -> str:
+        """The interceptor's name."""
+        return type(self).__name__
+
+    def intercept_tool_call(
+        self, request: ToolRequest, handler: ToolHandler
+    ) -> ToolResponseMessage:
+        """Call ``handler(request)`` (or not) and return the tool's message."""
+        return handler(request)
+
+    async def aintercept_tool_call(
+        self, request: ToolRequest, handler: AsyncToolHandler
+    ) -> ToolResponseMessage:
+        """Async :meth:`intercept_tool_call`."""
+        response: ToolResponseMessage = await _bridge(self.intercept_tool_call, request, handler)
+        return response
+
+
+async def _bridge(sync_intercept: Callable[[Any, Any], Any], request: Any, handler: Any) -> Any:
+    """Run a sync interceptor from async code: it runs in a thread, its handler on the loop."""
+    loop = asyncio.get_running_loop()
+
+    def sync_handler(req: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(handler(req), loop).result()
+
+    return await asyncio.to_thread(sync_intercept, request, sync_handler)
+
+
+def chain_model(interceptors: Sequence[ModelInterceptor], base: ModelHandler) -> ModelHandler:
+    """``base`` wrapped by the interceptors, the first outermost."""
+    handler = base
+    for icpt in reversed(interceptors):
+        handler = (lambda i, nxt: lambda req: i.intercept_model(req, nxt))(icpt, handler)
+    return handler
+
+
+def achain_model(
+    interceptors: Sequence[ModelInterceptor], base: AsyncModelHandler
+) -> AsyncModelHandler:
+    """Async :func:`chain_model`."""
+    handler = base
+    for icpt in reversed(interceptors):
+        handler = (lambda i, nxt: lambda req: i.aintercept_model(req, nxt))(icpt, handler)
+    return handler
+
+
+def chain_tool(interceptors: Sequence[ToolInterceptor], base: ToolHandler) -> ToolHandler:
+    """``base`` wrapped by the tool interceptors, the first outermost."""
+    handler = base
+    for icpt in reversed(interceptors):
+        handler = (lambda i, nxt: lambda req: i.intercept_tool_call(req, nxt))(icpt, handler)
+    return handler
+
+
+def achain_tool(
+    interceptors: Sequence[ToolInterceptor], base: AsyncToolHandler
+) -> AsyncToolHandler:
+    """Async :func:`chain_tool`."""
+    handler = base
+    for icpt in reversed(interceptors):
+        handler = (lambda i, nxt: lambda req: i.aintercept_tool_call(req, nxt))(icpt, handler)
+    return handler
