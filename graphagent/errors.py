@@ -14,6 +14,8 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     ├── RunError                        the run itself failed
     │   ├── GraphRecursionError         more super-steps than ``recursion_limit``
     │   ├── MaxIterationsError          the agent looped more than ``max_iterations``
+    │   ├── LimitExceededError          a call-limit hook stopped the run
+    │   ├── StructuredOutputError       the final answer did not fit ``output_type``
     │   ├── ToolArgumentsError          a model's arguments do not fit a tool's schema
     │   ├── ToolExecutionError          a tool failed and the failure was not sent back
     │   └── ModelError                  a chat model call failed
@@ -51,6 +53,7 @@ __all__ = [
     "GraphValidationError",
     "InvalidRouteError",
     "InvalidUpdateError",
+    "LimitExceededError",
     "MaxIterationsError",
     "ModelError",
     "ModelHTTPError",
@@ -58,6 +61,7 @@ __all__ = [
     "ModelTimeoutError",
     "RunError",
     "SerializationError",
+    "StructuredOutputError",
     "ToolArgumentsError",
     "ToolDefinitionError",
     "ToolExecutionError",
@@ -103,6 +107,14 @@ class GraphRecursionError(RunError):
 
 class MaxIterationsError(RunError):
     """The agent called the model more than ``max_iterations`` times in one run."""
+
+
+class LimitExceededError(RunError):
+    """A model- or tool-call limit hook stopped the run (``exit_behavior="error"``)."""
+
+
+class StructuredOutputError(RunError):
+    """The model's final answer did not validate into ``output_type``, even after a retry."""
 
 
 class ToolArgumentsError(RunError):

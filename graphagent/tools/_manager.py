@@ -271,17 +271,22 @@ class ToolCallingManager:
         config: ConfigLike = None,
         tool_context: Mapping[str, Any] | None = None,
         context: ToolContext | None = None,
+        calls: Sequence[ToolCall] | None = None,
+        invoke: AsyncToolInvoker | None = None,
+        on_response: Callable[[ToolResponseMessage], None] | None = None,
     ) -> ToolExecutionResult:
         """Async :meth:`execute_tool_calls`: async tools are gathered, sync ones run in threads."""
-        plan = self._plan(assistant_message, tools, state, config, tool_context, context)
+        plan = self._plan(assistant_message, tools, state, config, tool_context, context, calls)
 
-        async def one(p: _Planned) -> str:
+        async def attempt(p: _Planned) -> str:
             if p.tool is None:
                 return self._outcome(p, lambda: "")
             try:
-                text = await asyncio.wait_for(
-                    p.tool.acall(p.call.arguments, p.context), self.timeout
-                )
+                if invoke is not None:
+                    pending = invoke(p.call, p.tool, p.context)
+                else:
+                    pending = p.tool.acall(p.call.arguments, p.context)
+                text = await asyncio.wait_for(pending, self.timeout)
             except _STOP:
                 raise
             except BaseException as exc:
@@ -291,6 +296,12 @@ class ToolCallingManager:
                     raise caught
 
                 return self._outcome(p, reraise)
+            return text
+
+        async def one(p: _Planned) -> str:
+            text = await attempt(p)
+            if on_response is not None:
+                on_response(ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name))
             return text
 
         texts = list(await asyncio.gather(*(one(p) for p in plan)))

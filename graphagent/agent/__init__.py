@@ -1,0 +1,38 @@
+"""Agents built as state graphs: ``ReactAgent``, hooks, interceptors, multi-agent patterns."""
+
+from __future__ import annotations
+
+from graphagent.agent._base import BaseAgent
+from graphagent.agent._hooks import (
+    AgentHook,
+    Hook,
+    ModelHook,
+    after_agent,
+    after_model,
+    before_agent,
+    before_model,
+)
+from graphagent.agent._interceptors import (
+    ModelInterceptor,
+    ModelRequest,
+    ToolInterceptor,
+    ToolRequest,
+)
+from graphagent.agent._react import ReactAgent, pending_tool_calls
+
+__all__ = [
+    "AgentHook",
+    "BaseAgent",
+    "Hook",
+    "ModelHook",
+    "ModelInterceptor",
+    "ModelRequest",
+    "ReactAgent",
+    "ToolInterceptor",
+    "ToolRequest",
+    "after_agent",
+    "after_model",
+    "before_agent",
+    "before_model",
+    "pending_tool_calls",
+]

@@ -1,0 +1,182 @@
+"""What every agent offers: call/invoke/stream (and async twins) over its compiled graph."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any
+
+from graphagent.config import ConfigLike, RunnableConfig, ensure_config
+from graphagent.errors import InvalidUpdateError
+from graphagent.graph import AppendStrategy, Command, CompiledGraph, ReplaceStrategy, StateSnapshot
+from graphagent.graph._strategies import MergeStrategy
+from graphagent.messages import AssistantMessage, Message, coerce_message
+
+__all__ = ["AGENT_SCHEMA", "BaseAgent", "last_answer"]
+
+AGENT_SCHEMA: dict[str, Any] = {
+    "messages": AppendStrategy(),
+    "structured_response": ReplaceStrategy(),
+    "model_calls": ReplaceStrategy(),
+    "run_model_calls": ReplaceStrategy(),
+    "tool_calls": ReplaceStrategy(),
+    "run_tool_calls": ReplaceStrategy(),
+    "run_finished": ReplaceStrategy(),
+    "structured_retries": ReplaceStrategy(),
+    "results": MergeStrategy(),
+}
+"""The state every agent keeps; per-run counters reset with each new input."""
+
+RUN_RESET: dict[str, Any] = {
+    "run_model_calls": 0,
+    "run_tool_calls": {},
+    "run_finished": False,
+    "structured_retries": 0,
+}
+
+
+def last_answer(values: Mapping[str, Any]) -> AssistantMessage:
+    """The last assistant message of a state (an empty one if there is none)."""
+    for message in reversed(values.get("messages", ())):
+        if isinstance(message, AssistantMessage):
+            return message
+    return AssistantMessage("")
+
+
+class BaseAgent:
+    """An agent: a compiled graph with a conversational front.
+
+    Subclasses set ``self.graph`` (a :class:`CompiledGraph`) and ``self.name``.
+    """
+
+    name: str
+    description: str
+    graph: CompiledGraph
+
+    # -- input -------------------------------------------------------------------------
+
+    def prepare_input(self, input: Any) -> Any:
+        """Turn ``input`` into graph input: a string, message(s) or a state dict.
+
+        ``Command`` and ``None`` pass through (resume, continue). A new input resets
+        the per-run counters.
+        """
+        if input is None or isinstance(input, Command):
+            return input
+        if isinstance(input, Mapping):
+            data = dict(input)
+            if "messages" in data:
+                raw = data["messages"]
+                raw = [raw] if isinstance(raw, (str, Message, Mapping)) else raw
+                data["messages"] = [coerce_message(m) for m in raw]
+            return {**RUN_RESET, **data}
+        if isinstance(input, (str, Message)):
+            return {**RUN_RESET, "messages": [coerce_message(input)]}
+        if isinstance(input, Sequence):
+            return {**RUN_RESET, "messages": [coerce_message(m) for m in input]}
+        raise InvalidUpdateError(
+            f"cannot run {self.name!r} on {type(input).__name__}: pass a string, a message, a "
+            "list of messages, a state dict, Command(resume=...) or None"
+        )
+
+    @staticmethod
+    def _config(config: ConfigLike, thread_id: str | None) -> RunnableConfig:
+        return ensure_config(config, thread_id=thread_id)
+
+    # -- running -------------------------------------------------------------------------
+
+    def invoke(
+        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+    ) -> dict[str, Any]:
+        """Run to the end (or an interrupt) and return the final state."""
+        return self.graph.invoke(self.prepare_input(input), self._config(config, thread_id))
+
+    async def ainvoke(
+        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+    ) -> dict[str, Any]:
+        """Async :meth:`invoke`."""
+        return await self.graph.ainvoke(self.prepare_input(input), self._config(config, thread_id))
+
+    def call(
+        self, message: Any, *, thread_id: str | None = None, config: ConfigLike = None
+    ) -> AssistantMessage:
+        """Send a message and return the agent's answer.
+
+        With a saver and a ``thread_id`` the conversation continues where it left off
+        (in any process); without one, each call starts fresh. If the run pauses for a
+        human (an interrupt), the last assistant message is returned and
+        ``get_state(...).interrupts`` holds the question.
+
+        Example:
+            >>> from graphagent.agent import ReactAgent
+            >>> from graphagent.models import FakeChatModel
+            >>> agent = ReactAgent(name="echo", model=FakeChatModel(["Hello!"]))
+            >>> agent.call("hi").text
+            'Hello!'
+        """
+        return last_answer(self.invoke(message, config, thread_id=thread_id))
+
+    async def acall(
+        self, message: Any, *, thread_id: str | None = None, config: ConfigLike = None
+    ) -> AssistantMessage:
+        """Async :meth:`call`."""
+        return last_answer(await self.ainvoke(message, config, thread_id=thread_id))
+
+    def stream(
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        mode: str | Sequence[str] = "updates",
+    ) -> Iterator[Any]:
+        """Run, yielding events: the graph's modes plus ``"messages"``.
+
+        ``"messages"`` yields ``(chunk, info)`` pairs: model tokens as they arrive
+        (``AssistantChunk``) and each tool's ``ToolResponseMessage`` as soon as that tool
+        finishes; ``info`` names the agent and node.
+        """
+        yield from self.graph.stream(
+            self.prepare_input(input), self._config(config, thread_id), mode=mode
+        )
+
+    async def astream(
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        mode: str | Sequence[str] = "updates",
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`stream`."""
+        async for event in self.graph.astream(
+            self.prepare_input(input), self._config(config, thread_id), mode=mode
+        ):
+            yield event
+
+    # -- threads -----------------------------------------------------------------------------
+
+    def get_state(
+        self, config: ConfigLike = None, *, thread_id: str | None = None
+    ) -> StateSnapshot:
+        """The thread's latest state (see ``CompiledGraph.get_state``)."""
+        return self.graph.get_state(self._config(config, thread_id))
+
+    def get_state_history(
+        self, config: ConfigLike = None, *, thread_id: str | None = None, limit: int | None = None
+    ) -> list[StateSnapshot]:
+        """The thread's checkpoints, newest first."""
+        return self.graph.get_state_history(self._config(config, thread_id), limit=limit)
+
+    def delete_thread(self, config: ConfigLike = None, *, thread_id: str | None = None) -> None:
+        """Forget the thread."""
+        self.graph.delete_thread(self._config(config, thread_id))
+
+    def draw(self, fmt: str = "mermaid") -> str:
+        """The agent's graph as ``mermaid``, ``dot``, ``ascii`` or ``svg``."""
+        return self.graph.draw(fmt)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return self.graph._repr_mimebundle_(include, exclude)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}: {len(self.graph.nodes)} nodes>"

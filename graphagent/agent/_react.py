@@ -1,0 +1,557 @@
+"""``ReactAgent``: a model that calls tools in a loop, as a graph of hook, model and tool nodes.
+
+START -> [before_agent] -> [before_model] -> model -> [after_model]
+      -> tool calls pending? -- yes --> tools -> return_direct? -- yes --> [after_agent] -> END
+                             |                                 `-- no --> [before_model] ...
+                             `-- no --> [after_agent] -> END
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from checkpoint.base import CheckpointSaver
+from graphagent.agent._base import AGENT_SCHEMA, BaseAgent
+from graphagent.agent._hooks import Hook
+from graphagent.agent._interceptors import (
+    ModelInterceptor,
+    ModelRequest,
+    ToolInterceptor,
+    ToolRequest,
+    achain_model,
+    achain_tool,
+    chain_model,
+    chain_tool,
+)
+from graphagent.config import RunnableConfig
+from graphagent.errors import (
+    MaxIterationsError,
+    StructuredOutputError,
+    ToolDefinitionError,
+    UserError,
+)
+from graphagent.graph import END, START, Command, OverAllState, StateGraph
+from graphagent.graph._strategies import MISSING
+from graphagent.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
+from graphagent.models import ChatModel, ChatOptions, ChunkAccumulator
+from graphagent.models._types import as_options
+from graphagent.tools import (
+    ToolCallback,
+    ToolCallbackProvider,
+    ToolCallbackResolver,
+    ToolCallingManager,
+    ToolContext,
+    ToolDefinition,
+    ToolExecutionExceptionProcessor,
+    collect_tools,
+)
+
+__all__ = ["ReactAgent", "pending_tool_calls"]
+
+MODEL, TOOLS = "model", "tools"
+
+
+def pending_tool_calls(
+    messages: Sequence[Message],
+) -> tuple[AssistantMessage | None, list[ToolCall]]:
+    """The last assistant message and those of its tool calls that have no answer yet."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if isinstance(message, AssistantMessage):
+            answered = {
+                m.tool_call_id for m in messages[i + 1 :] if isinstance(m, ToolResponseMessage)
+            }
+            return message, [c for c in message.tool_calls if c.id not in answered]
+    return None, []
+
+
+class _Template(string.Formatter):
+    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
+        return kwargs.get(key, "{" + str(key) + "}")
+
+
+class ReactAgent(BaseAgent):
+    """A model that answers by calling tools in a loop (ReAct), built as a state graph.
+
+    Args:
+        name: the agent's name (also its graph's).
+        model: a :class:`~graphagent.models.ChatModel`.
+        tools: ``@tool`` functions, tool callbacks or plain functions.
+        system_prompt: sent first on every model call (not stored in the thread).
+        instruction: a message added once per run, before the input; ``{placeholders}``
+            are filled from the input (``{input}`` is the user's text).
+        description: what the agent does (used when it is a tool or sub-agent).
+        hooks: :class:`Hook` objects; each hook point is its own graph node.
+        interceptors: :class:`ModelInterceptor` / :class:`ToolInterceptor` objects; the
+            first is outermost.
+        saver: where threads are checkpointed (``MemorySaver()``, ``RedisSaver``).
+        max_iterations: most model calls in one run; more raises ``MaxIterationsError``.
+        method_tools: objects whose ``@tool`` methods become tools.
+        tool_callback_providers: providers of more tools.
+        tool_names: tools referred to by name, found through ``resolver``.
+        resolver: a :class:`ToolCallbackResolver`.
+        output_type: a pydantic model: the final answer is validated into it and stored
+            in ``state["structured_response"]``.
+        tool_context: a mapping every tool sees as ``ToolContext.context``.
+        options: model options for every call.
+        tool_timeout: seconds each tool call may take.
+        exception_processor: what tool failures become (default: a message for the model).
+
+    Example:
+        >>> from graphagent.models import FakeChatModel
+        >>> from graphagent.messages import AssistantMessage, ToolCall
+        >>> from graphagent.tools import tool
+        >>> @tool
+        ... def get_weather(city: str) -> str:
+        ...     '''Get the weather for a city.'''
+        ...     return f"Sunny in {city}"
+        >>> call = ToolCall(id="1", name="get_weather", arguments='{"city": "Paris"}')
+        >>> model = FakeChatModel([AssistantMessage(tool_calls=[call]), "It is sunny in Paris."])
+        >>> agent = ReactAgent(name="weather", model=model, tools=[get_weather])
+        >>> agent.call("Weather in Paris?").text
+        'It is sunny in Paris.'
+    """
+
+    def __init__(
+        self,
+        name: str = "agent",
+        model: ChatModel | None = None,
+        tools: Iterable[Any] = (),
+        *,
+        system_prompt: str | None = None,
+        instruction: str | None = None,
+        description: str = "",
+        hooks: Sequence[Hook] = (),
+        interceptors: Sequence[ModelInterceptor | ToolInterceptor] = (),
+        saver: CheckpointSaver | None = None,
+        max_iterations: int = 10,
+        method_tools: Iterable[Any] = (),
+        tool_callback_providers: Iterable[ToolCallbackProvider] = (),
+        tool_names: Iterable[str] = (),
+        resolver: ToolCallbackResolver | None = None,
+        output_type: type[BaseModel] | None = None,
+        tool_context: Mapping[str, Any] | None = None,
+        options: ChatOptions | Mapping[str, Any] | None = None,
+        tool_timeout: float | None = None,
+        exception_processor: ToolExecutionExceptionProcessor | None = None,
+    ) -> None:
+        if model is None:
+            raise UserError(f"agent {name!r} needs a model: ReactAgent(name=..., model=...)")
+        if max_iterations < 1:
+            raise UserError("max_iterations must be at least 1")
+        self.name = name
+        self.model = model
+        self.description = description
+        self.system_prompt = system_prompt
+        self.instruction = instruction
+        self.max_iterations = max_iterations
+        self.output_type = output_type
+        self.tool_context = dict(tool_context or {})
+        self.options = as_options(options)
+        self.hooks = list(hooks)
+        self.model_interceptors = [i for i in interceptors if isinstance(i, ModelInterceptor)]
+        self.tool_interceptors = [i for i in interceptors if isinstance(i, ToolInterceptor)]
+        stray = [i for i in interceptors if not isinstance(i, (ModelInterceptor, ToolInterceptor))]
+        if stray:
+            raise UserError(
+                f"interceptors must be ModelInterceptor or ToolInterceptor objects, got {stray!r}"
+            )
+        self.toolset: dict[str, ToolCallback] = collect_tools(
+            tools=tools,
+            method_tools_of=method_tools,
+            providers=tool_callback_providers,
+            names=tool_names,
+            resolver=resolver,
+        )
+        self.manager = ToolCallingManager(
+            exception_processor=exception_processor, timeout=tool_timeout
+        )
+        self._native_output = bool(
+            output_type is not None and getattr(model, "supports_response_format", False)
+        )
+        self._output_tool: ToolDefinition | None = None
+        if output_type is not None and not self._native_output:
+            name_ = output_type.__name__
+            if name_ in self.toolset:
+                raise ToolDefinitionError(
+                    f"output_type {name_} clashes with a tool of the same name; rename one"
+                )
+            self._output_tool = ToolDefinition(
+                name_,
+                (output_type.__doc__ or f"Give the final answer as {name_}.").strip()
+                + " Call this to give your final answer.",
+                output_type.model_json_schema(),
+            )
+        self.graph = self._build().compile(saver=saver, name=name)
+
+    # -- building the graph ----------------------------------------------------------------
+
+    def _hook_nodes(self) -> dict[str, list[tuple[str, Hook]]]:
+        by_point: dict[str, list[tuple[str, Hook]]] = {
+            p: [] for p in ("before_agent", "before_model", "after_model", "after_agent")
+        }
+        seen: dict[str, Hook] = {}
+        for hook in self.hooks:
+            if not isinstance(hook, Hook):
+                raise UserError(f"hooks must be Hook objects (AgentHook, ModelHook), got {hook!r}")
+            if hook.name in seen:
+                raise UserError(
+                    f"two hooks are named {hook.name!r} ({seen[hook.name]!r} and {hook!r}); "
+                    "hook names must be unique: pass name=... to one of them"
+                )
+            seen[hook.name] = hook
+            points = hook.points()
+            for point in points:
+                node = hook.name if len(points) == 1 else f"{hook.name}.{point}"
+                by_point[point].append((node, hook))
+        by_point["after_model"].reverse()
+        by_point["after_agent"].reverse()
+        return by_point
+
+    def _build(self) -> StateGraph:
+        hooks = self._hook_nodes()
+        ba, bm, am, aa = (
+            [n for n, _ in hooks[p]]
+            for p in ("before_agent", "before_model", "after_model", "after_agent")
+        )
+        has_tools = bool(self.toolset)
+        model_entry = bm[0] if bm else MODEL
+        end_entry = aa[0] if aa else END
+        jumps = {"end": end_entry, "model": model_entry, "tools": TOOLS if has_tools else None}
+
+        g = StateGraph(AGENT_SCHEMA)
+        for point, entries in hooks.items():
+            for node, hook in entries:
+                targets = tuple(jumps[j] for j in hook.can_jump_to if jumps.get(j) is not None)
+                g.add_node(
+                    node,
+                    self._hook_fn(hook, point, jumps),
+                    kind="hook",
+                    destinations=targets,  # type: ignore[arg-type]
+                )
+        g.add_node(MODEL, self._model_node, kind="model", afn=self._amodel_node)
+        if has_tools:
+            g.add_node(TOOLS, self._tools_node, kind="tools", afn=self._atools_node)
+
+        def chain(nodes: list[str], then: str) -> None:
+            for a, b in zip(nodes, [*nodes[1:], then][: len(nodes)], strict=True):
+                g.add_edge(a, b)
+
+        g.add_edge(START, [*ba, model_entry][0])
+        chain(ba, model_entry)
+        chain(bm, MODEL)
+        after_model_exit = am[-1] if am else MODEL
+        chain(am[:-1] if am else [], am[-1]) if am else None
+        if am:
+            g.add_edge(MODEL, am[0])
+        route_targets = [end_entry, model_entry] + ([TOOLS] if has_tools else [])
+        g.add_conditional_edges(
+            after_model_exit,
+            lambda s: self._route_after_model(s, has_tools, model_entry, end_entry),
+            list(dict.fromkeys(route_targets)),
+        )
+        if has_tools:
+            g.add_conditional_edges(
+                TOOLS,
+                lambda s: end_entry if s.get("run_finished") else model_entry,
+                list(dict.fromkeys([end_entry, model_entry])),
+            )
+        chain(aa, END)
+        return g
+
+    @staticmethod
+    def _route_after_model(
+        state: OverAllState, has_tools: bool, model_entry: str, end_entry: str
+    ) -> str:
+        if state.get("run_finished"):
+            return end_entry
+        messages = state.get("messages", [])
+        _, pending = pending_tool_calls(messages)
+        if pending and has_tools:
+            return TOOLS
+        if messages and not isinstance(messages[-1], AssistantMessage):
+            return model_entry  # feedback or answered calls: ask the model again
+        return end_entry
+
+    def _hook_fn(
+        self, hook: Hook, point: str, jumps: Mapping[str, str | None]
+    ) -> Callable[[OverAllState, RunnableConfig], Any]:
+        method = getattr(hook, point)
+
+        def run(state: OverAllState, config: RunnableConfig) -> Any:
+            result = method(state, config)
+            if isinstance(result, Command) and result.goto is not None:
+                goto = [result.goto] if isinstance(result.goto, str) else list(result.goto)
+                targets = []
+                for g in goto:
+                    target = jumps.get(g, g if g == END else None)
+                    if target is None:
+                        raise UserError(
+                            f"hook {hook.name!r} jumped to {g!r}; use 'end', 'model' or 'tools' "
+                            "(tools only when the agent has tools)"
+                        )
+                    if g not in hook.can_jump_to and target != END:
+                        raise UserError(
+                            f"hook {hook.name!r} jumped to {g!r} but does not declare it: set "
+                            f"can_jump_to=({g!r},) on the hook"
+                        )
+                    targets.append(target)
+                return Command(update=result.update, goto=targets)
+            return result
+
+        run.__name__ = f"{hook.name}.{point}"
+        return run
+
+    # -- the model node ----------------------------------------------------------------------
+
+    def _request(self, state: OverAllState, config: RunnableConfig) -> ModelRequest:
+        run_calls = state.get("run_model_calls", 0) or 0
+        if run_calls >= self.max_iterations:
+            raise MaxIterationsError(
+                f"agent {self.name!r} called its model {run_calls} times in one run without "
+                f"finishing (max_iterations={self.max_iterations}); raise max_iterations, or "
+                "add a hook that ends the run (e.g. ModelCallLimitHook)"
+            )
+        messages: list[Message] = list(state.get("messages", []))
+        if self.system_prompt:
+            messages.insert(0, SystemMessage(self.system_prompt, id="system-prompt"))
+        tools: list[Any] = [t.definition for t in self.toolset.values()]
+        if self._output_tool is not None:
+            tools.append(self._output_tool)
+        options = self.options
+        if self._native_output:
+            options = (options or ChatOptions()).merged(
+                ChatOptions(response_format=self.output_type)
+            )
+        return ModelRequest(self.model, messages, tools, options, state, config)
+
+    def _emit(self, config: RunnableConfig, payload: Any, node: str) -> None:
+        if config.emit is not None:
+            config.emit("messages", (payload, {"agent": self.name, "node": node}))
+
+    def _call_model(self, request: ModelRequest) -> AssistantMessage:
+        if request.config.emit is None:
+            return request.model.generate(
+                request.messages, tools=request.tools, options=request.options
+            )
+        acc = ChunkAccumulator()
+        for chunk in request.model.stream(
+            request.messages, tools=request.tools, options=request.options
+        ):
+            acc.add(chunk)
+            self._emit(request.config, chunk, MODEL)
+        return acc.message()
+
+    async def _acall_model(self, request: ModelRequest) -> AssistantMessage:
+        if request.config.emit is None:
+            return await request.model.agenerate(
+                request.messages, tools=request.tools, options=request.options
+            )
+        acc = ChunkAccumulator()
+        async for chunk in request.model.astream(
+            request.messages, tools=request.tools, options=request.options
+        ):
+            acc.add(chunk)
+            self._emit(request.config, chunk, MODEL)
+        return acc.message()
+
+    def _model_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+        request = self._request(state, config)
+        response = chain_model(self.model_interceptors, self._call_model)(request)
+        return self._after_model_response(state, response)
+
+    async def _amodel_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+        request = self._request(state, config)
+        response = await achain_model(self.model_interceptors, self._acall_model)(request)
+        return self._after_model_response(state, response)
+
+    def _after_model_response(
+        self, state: OverAllState, response: AssistantMessage
+    ) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "messages": [response],
+            "run_model_calls": (state.get("run_model_calls", 0) or 0) + 1,
+            "model_calls": (state.get("model_calls", 0) or 0) + 1,
+        }
+        if self.output_type is not None:
+            update.update(self._structured(state, response))
+        return update
+
+    def _structured(self, state: OverAllState, response: AssistantMessage) -> dict[str, Any]:
+        assert self.output_type is not None
+        retries = state.get("structured_retries", 0) or 0
+        feedback: list[Message] = []
+        if self._output_tool is not None:
+            call = next((c for c in response.tool_calls if c.name == self._output_tool.name), None)
+            if call is None:
+                if response.tool_calls:
+                    return {}  # ordinary tool calls first
+                problem = f"you must answer by calling {self._output_tool.name}"
+                feedback = [UserMessage(f"Your answer is not valid: {problem}.")]
+            else:
+                try:
+                    value = self.output_type.model_validate_json(call.arguments or "{}")
+                except ValidationError as exc:
+                    problem = _short(exc)
+                    feedback = [
+                        ToolResponseMessage(
+                            f"invalid {self._output_tool.name}: {problem}. Call it again with "
+                            "valid arguments.",
+                            tool_call_id=call.id,
+                            name=call.name,
+                        )
+                    ]
+                else:
+                    answered = ToolResponseMessage(
+                        "Final answer recorded.", tool_call_id=call.id, name=call.name
+                    )
+                    others = [
+                        ToolResponseMessage(
+                            "Not run: the final answer was given.", tool_call_id=c.id, name=c.name
+                        )
+                        for c in response.tool_calls
+                        if c.id != call.id
+                    ]
+                    return {
+                        "messages": [response, answered, *others],
+                        "structured_response": value,
+                        "run_finished": True,
+                    }
+        else:
+            if response.tool_calls:
+                return {}
+            try:
+                value = self.output_type.model_validate_json(response.content)
+            except ValidationError as exc:
+                problem = _short(exc)
+                feedback = [
+                    UserMessage(
+                        f"Your answer does not match the required JSON schema: {problem}. "
+                        "Answer again with JSON only."
+                    )
+                ]
+            else:
+                return {"structured_response": value, "run_finished": True}
+        if retries >= 1:
+            raise StructuredOutputError(
+                f"agent {self.name!r}: the model's answer did not fit "
+                f"{self.output_type.__name__} after a retry: {problem}"
+            )
+        return {"messages": [response, *feedback], "structured_retries": retries + 1}
+
+    # -- the tools node ----------------------------------------------------------------------
+
+    def _tool_context(self, state: OverAllState, config: RunnableConfig) -> ToolContext:
+        extra = config.configurable.get("tool_context") or {}
+        return ToolContext(state=state, config=config, context={**self.tool_context, **extra})
+
+    def _tool_request(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> ToolRequest:
+        return ToolRequest(call, tool, ctx, ctx.state, ctx.config)
+
+    def _invoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
+        def base(request: ToolRequest) -> ToolResponseMessage:
+            assert request.tool is not None
+            text = request.tool.call(request.tool_call.arguments, request.context)
+            return ToolResponseMessage(
+                text, tool_call_id=request.tool_call.id, name=request.tool_call.name
+            )
+
+        return chain_tool(self.tool_interceptors, base)(self._tool_request(call, tool, ctx)).content
+
+    async def _ainvoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
+        async def base(request: ToolRequest) -> ToolResponseMessage:
+            assert request.tool is not None
+            text = await request.tool.acall(request.tool_call.arguments, request.context)
+            return ToolResponseMessage(
+                text, tool_call_id=request.tool_call.id, name=request.tool_call.name
+            )
+
+        handler = achain_tool(self.tool_interceptors, base)
+        return (await handler(self._tool_request(call, tool, ctx))).content
+
+    def _tools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+        last, pending = pending_tool_calls(state.get("messages", []))
+        if last is None or not pending:
+            return {}
+        result = self.manager.execute_tool_calls(
+            [],
+            last,
+            tools=self.toolset,
+            context=self._tool_context(state, config),
+            calls=pending,
+            invoke=self._invoke_tool if self.tool_interceptors else None,
+            on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
+        )
+        return self._after_tools(state, pending, result)
+
+    async def _atools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+        last, pending = pending_tool_calls(state.get("messages", []))
+        if last is None or not pending:
+            return {}
+        result = await self.manager.aexecute_tool_calls(
+            [],
+            last,
+            tools=self.toolset,
+            context=self._tool_context(state, config),
+            calls=pending,
+            invoke=self._ainvoke_tool if self.tool_interceptors else None,
+            on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
+        )
+        return self._after_tools(state, pending, result)
+
+    def _after_tools(
+        self, state: OverAllState, pending: list[ToolCall], result: Any
+    ) -> dict[str, Any]:
+        responses: list[Message] = list(result.tool_responses)
+        run_counts = dict(state.get("run_tool_calls") or {})
+        thread_counts = dict(state.get("tool_calls") or {})
+        for call in pending:
+            run_counts[call.name] = run_counts.get(call.name, 0) + 1
+            thread_counts[call.name] = thread_counts.get(call.name, 0) + 1
+        update: dict[str, Any] = {"run_tool_calls": run_counts, "tool_calls": thread_counts}
+        if result.return_direct:
+            text = "\n".join(m.content for m in result.tool_responses)
+            responses.append(AssistantMessage(text, metadata={"return_direct": True}))
+            update["run_finished"] = True
+        # tools' update_state writes, merged in call order through the key strategies
+        for tool_update in result.state_updates:
+            for key, value in tool_update.items():
+                strategy = AGENT_SCHEMA.get(key)
+                if strategy is None or getattr(strategy, "replaces", False):
+                    update[key] = value
+                else:
+                    update[key] = strategy.merge(update.get(key, MISSING), value)
+        update["messages"] = responses + list(update.get("messages", []))
+        return update
+
+    # -- input --------------------------------------------------------------------------------
+
+    def prepare_input(self, input: Any) -> Any:
+        """As :meth:`BaseAgent.prepare_input`, plus the templated ``instruction``."""
+        prepared = super().prepare_input(input)
+        if self.instruction and isinstance(prepared, dict):
+            messages = list(prepared.get("messages", []))
+            users = [m.text for m in messages if isinstance(m, UserMessage)]
+            fields = {k: v for k, v in prepared.items() if k != "messages"}
+            fields["input"] = users[-1] if users else ""
+            text = _Template().format(self.instruction, **fields)
+            prepared["messages"] = [SystemMessage(text), *messages]
+        return prepared
+
+
+def _short(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(x) for x in e['loc']) or 'answer'}: {e['msg']}"
+        for e in exc.errors(include_url=False, include_input=False)
+    )
