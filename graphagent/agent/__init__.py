@@ -3,6 +3,17 @@
 from __future__ import annotations
 
 from graphagent.agent._base import BaseAgent
+from graphagent.agent._builtins import (
+    ModelCallLimitHook,
+    ModelFallbackInterceptor,
+    ModelRetryInterceptor,
+    SummarizationHook,
+    ToolCallLimitHook,
+    ToolErrorInterceptor,
+    ToolRetryInterceptor,
+    approximate_tokens,
+)
+from graphagent.agent._hitl import HumanInTheLoopHook
 from graphagent.agent._hooks import (
     AgentHook,
     Hook,
@@ -24,12 +35,21 @@ __all__ = [
     "AgentHook",
     "BaseAgent",
     "Hook",
+    "HumanInTheLoopHook",
+    "ModelCallLimitHook",
+    "ModelFallbackInterceptor",
     "ModelHook",
     "ModelInterceptor",
     "ModelRequest",
+    "ModelRetryInterceptor",
     "ReactAgent",
+    "SummarizationHook",
+    "ToolCallLimitHook",
+    "ToolErrorInterceptor",
     "ToolInterceptor",
     "ToolRequest",
+    "ToolRetryInterceptor",
+    "approximate_tokens",
     "after_agent",
     "after_model",
     "before_agent",
