@@ -29,20 +29,32 @@ from graphagent.agent._interceptors import (
     ToolInterceptor,
     ToolRequest,
 )
+from graphagent.agent._multi import (
+    AgentTool,
+    LlmRoutingAgent,
+    LoopAgent,
+    ParallelAgent,
+    SequentialAgent,
+)
 from graphagent.agent._react import ReactAgent, pending_tool_calls
 
 __all__ = [
     "AgentHook",
+    "AgentTool",
     "BaseAgent",
     "Hook",
     "HumanInTheLoopHook",
+    "LlmRoutingAgent",
+    "LoopAgent",
     "ModelCallLimitHook",
     "ModelFallbackInterceptor",
     "ModelHook",
     "ModelInterceptor",
     "ModelRequest",
     "ModelRetryInterceptor",
+    "ParallelAgent",
     "ReactAgent",
+    "SequentialAgent",
     "SummarizationHook",
     "ToolCallLimitHook",
     "ToolErrorInterceptor",

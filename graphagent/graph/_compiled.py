@@ -411,31 +411,47 @@ class CompiledGraph:
 
     # -- as a node of another graph ----------------------------------------------------
 
+    def run_nested(
+        self, input: Mapping[str, Any], config: RunnableConfig
+    ) -> tuple[dict[str, Any], dict[str, Change]]:
+        """Run inside another graph's node: no checkpoints of its own, interrupts and
+        errors pass up. Returns the final values and the changes the run made."""
+        net: dict[str, Change] = {}
+        result = _Result()
+        for _ in self._drive(
+            run_program(self, input, config, frozenset(), net=net), frozenset(), result
+        ):
+            pass
+        return result.value, net
+
+    async def arun_nested(
+        self, input: Mapping[str, Any], config: RunnableConfig
+    ) -> tuple[dict[str, Any], dict[str, Change]]:
+        """Async :meth:`run_nested`."""
+        net: dict[str, Change] = {}
+        result = _Result()
+        program = run_program(self, input, config, frozenset(), net=net)
+        async for _ in self._adrive(program, frozenset(), result):
+            pass
+        return result.value, net
+
     def as_node_function(
         self, parent: Schema | None = None
     ) -> Callable[[OverAllState, RunnableConfig], dict[str, Any]]:
         """This graph as a node function for a parent graph (used by ``add_node``)."""
 
         def run_subgraph(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-            net: dict[str, Change] = {}
-            result = _Result()
-            program = run_program(self, self._sub_input(state), config, frozenset(), net=net)
-            for _ in self._drive(program, frozenset(), result):
-                pass
-            return self._net_update(net, result.value, parent)
+            values, net = self.run_nested(self._sub_input(state), config)
+            return self.net_update(net, values, parent)
 
         return run_subgraph
 
     async def _anode(
         self, state: OverAllState, config: RunnableConfig, metadata: Mapping[str, Any] | None
     ) -> dict[str, Any]:
-        net: dict[str, Change] = {}
-        result = _Result()
-        program = run_program(self, self._sub_input(state), config, frozenset(), net=net)
-        async for _ in self._adrive(program, frozenset(), result):
-            pass
+        values, net = await self.arun_nested(self._sub_input(state), config)
         parent = metadata.get("parent_schema") if metadata else None
-        return self._net_update(net, result.value, parent)
+        return self.net_update(net, values, parent)
 
     def _sub_input(self, state: OverAllState) -> dict[str, Any]:
         if self.schema.closed:
@@ -443,9 +459,10 @@ class CompiledGraph:
         return dict(state)
 
     @staticmethod
-    def _net_update(
+    def net_update(
         net: dict[str, Change], values: dict[str, Any], parent: Schema | None
     ) -> dict[str, Any]:
+        """A nested run's changes as one update for the parent graph."""
         # Appended items go up as items, so the parent's strategy appends them once;
         # a parent key that replaces gets the subgraph's final value instead.
         update: dict[str, Any] = {}
