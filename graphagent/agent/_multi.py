@@ -102,31 +102,31 @@ class AgentTool:
 
 def _agent_node(
     agent: BaseAgent,
-    shape: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
+    shape: Callable[[OverAllState, dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
 ) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """Sync and async node functions that run ``agent`` on the parent's messages.
 
     By default the sub-agent's new messages are appended to the parent's; ``shape``
-    turns ``(final values, update)`` into another update instead.
+    turns ``(parent state, sub-agent's final values, update)`` into another update.
     """
 
     def prepare(state: OverAllState) -> dict[str, Any]:
         prepared = agent.prepare_input({"messages": list(state.get("messages", []))})
         return dict(prepared)
 
-    def finish(values: dict[str, Any], net: Any) -> dict[str, Any]:
+    def finish(state: OverAllState, values: dict[str, Any], net: Any) -> dict[str, Any]:
         update = {"messages": net["messages"][1]} if "messages" in net else {}
         if net.get("messages", ("",))[0] == "reset":
             update = {"messages": values["messages"]}
-        return shape(values, update) if shape is not None else update
+        return shape(state, values, update) if shape is not None else update
 
     def run(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         values, net = agent.graph.run_nested(prepare(state), config)
-        return finish(values, net)
+        return finish(state, values, net)
 
     async def arun(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         values, net = await agent.graph.arun_nested(prepare(state), config)
-        return finish(values, net)
+        return finish(state, values, net)
 
     return run, arun
 
@@ -211,7 +211,7 @@ class ParallelAgent(BaseAgent):
         for agent in agents:
 
             def keep_answer(
-                values: dict[str, Any], _: dict[str, Any], n: str = agent.name
+                state: OverAllState, values: dict[str, Any], _: dict[str, Any], n: str = agent.name
             ) -> dict[str, Any]:
                 return {"results": {n: last_answer(values)}}
 
@@ -326,8 +326,10 @@ class LoopAgent(BaseAgent):
         self.name, self.description, self.agent = name, description, agent
         self.max_iterations, self.until = max_iterations, until
 
-        def count(values: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-            return {**update, "loop_rounds": (values.get("loop_rounds") or 0) + 1}
+        def count(
+            state: OverAllState, values: dict[str, Any], update: dict[str, Any]
+        ) -> dict[str, Any]:
+            return {**update, "loop_rounds": (state.get("loop_rounds") or 0) + 1}
 
         fn, afn = _agent_node(agent, count)
 

@@ -295,16 +295,17 @@ class ReactAgent(BaseAgent):
                 goto = [result.goto] if isinstance(result.goto, str) else list(result.goto)
                 targets = []
                 for g in goto:
-                    target = jumps.get(g, g if g == END else None)
+                    key = "end" if g == END else g
+                    target = jumps.get(key)
                     if target is None:
                         raise UserError(
                             f"hook {hook.name!r} jumped to {g!r}; use 'end', 'model' or 'tools' "
                             "(tools only when the agent has tools)"
                         )
-                    if g not in hook.can_jump_to and target != END:
+                    if key not in hook.can_jump_to:
                         raise UserError(
-                            f"hook {hook.name!r} jumped to {g!r} but does not declare it: set "
-                            f"can_jump_to=({g!r},) on the hook"
+                            f"hook {hook.name!r} jumped to {key!r} but does not declare it: set "
+                            f"can_jump_to=({key!r},) on the hook"
                         )
                     targets.append(target)
                 return Command(update=result.update, goto=targets)
