@@ -36,6 +36,7 @@ test: lint typecheck pytest
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py
 	$(BIN)/python bench/checkpoint_growth.py
+	$(BIN)/python bench/agent_loop.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

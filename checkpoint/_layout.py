@@ -7,9 +7,10 @@ A thread is stored as:
 * data: field -> encoded bytes, for values and list items;
 * pending writes: per checkpoint, per task.
 
-Replace-style keys ("set" changes) store the value once, in field
-``v|<checkpoint id>|<key>``; a record maps each such key to the checkpoint id that
-wrote its current value, so a key unchanged for 500 steps costs nothing per step.
+Replace-style keys ("set" changes) of one step are stored together, once, in field
+``v|<checkpoint id>`` (a map of key -> value); a record maps each such key to the
+checkpoint that wrote its current value, so a key unchanged for 500 steps costs
+nothing per step, and a step that sets four counters writes one field.
 
 Append-style keys ("append"/"reset" changes) are logs. A log is a list of ranges
 ``(branch, start, end)``; branch ``b`` holds items in fields ``l|<key>|<b>|<i>``. A
@@ -96,9 +97,9 @@ def decode_record(blob: bytes, loads: Loads) -> Record:
     )
 
 
-def val_field(version: str, key: str) -> str:
-    """Data field holding the value ``key`` got at checkpoint ``version``."""
-    return f"v{SEP}{version}{SEP}{key}"
+def val_field(version: str) -> str:
+    """Data field holding the values set at checkpoint ``version`` (a key -> value map)."""
+    return f"v{SEP}{version}"
 
 
 def log_field(key: str, branch: str, index: int) -> str:
@@ -129,14 +130,20 @@ def plan_put(
     vals = dict(parent.vals) if parent else {}
     logs = {k: list(v) for k, v in parent.logs.items()} if parent else {}
     data: dict[str, bytes] = {}
+    sets: dict[str, Any] = {}
     for key, (kind, payload) in write.changes.items():
         if SEP in key:
             raise SerializationError(f"state key {key!r} contains {SEP!r}; rename the key")
         if kind == "set":
             logs.pop(key, None)
             vals[key] = write.id
-            data[val_field(write.id, key)] = dumps(payload)
+            sets[key] = payload
             continue
+        if kind == "append" and key in vals:
+            raise SerializationError(
+                f"key {key!r} was stored replaced and is now appended to; its strategy "
+                "changed: start a new thread or write the whole list once (a reset)"
+            )
         items = list(payload)
         ranges = logs.get(key, []) if kind == "append" else []
         vals.pop(key, None)
@@ -150,6 +157,8 @@ def plan_put(
         for offset, item in enumerate(items):
             data[log_field(key, branch, base + offset)] = dumps(item)
         logs[key] = ranges
+    if sets:
+        data[val_field(write.id)] = dumps(sets)
     record = Record(
         id=write.id,
         parent_id=write.parent_id,
@@ -164,9 +173,13 @@ def plan_put(
     return PutPlan(record, dumps(record.to_plain()), data)
 
 
+def _versions(record: Record) -> list[str]:
+    return list(dict.fromkeys(record.vals.values()))
+
+
 def read_fields(record: Record) -> list[str]:
     """Every data field needed to rebuild ``record``'s values, in :func:`rebuild` order."""
-    fields = [val_field(version, key) for key, version in record.vals.items()]
+    fields = [val_field(version) for version in _versions(record)]
     for key, ranges in record.logs.items():
         for branch, start, end in ranges:
             fields.extend(log_field(key, branch, i) for i in range(start, end))
@@ -177,8 +190,11 @@ def rebuild(record: Record, blobs: Sequence[bytes | None], loads: Loads) -> dict
     """The state at ``record`` from the blobs of :func:`read_fields` (same order)."""
     values: dict[str, Any] = {}
     it = iter(blobs)
-    for key in record.vals:
-        values[key] = loads(_present(next(it), key))
+    sets = {version: loads(_present(next(it), "?")) for version in _versions(record)}
+    for key, version in record.vals.items():
+        if key not in sets[version]:
+            raise SerializationError(f"stored data for key {key!r} is missing")
+        values[key] = sets[version][key]
     for key, ranges in record.logs.items():
         size = sum(end - start for _, start, end in ranges)
         values[key] = [loads(_present(next(it), key)) for _ in range(size)]
@@ -230,7 +246,7 @@ def plan_prune(dropped: Sequence[Record], kept: Sequence[Record]) -> tuple[list[
 
     Values and log items still referenced by a kept record stay.
     """
-    used_vals = {(k, v) for r in kept for k, v in r.vals.items()}
+    used_vals = {v for r in kept for v in r.vals.values()}
     used_logs: dict[tuple[str, str], int] = {}
     for r in kept:
         for key, ranges in r.logs.items():
@@ -238,9 +254,9 @@ def plan_prune(dropped: Sequence[Record], kept: Sequence[Record]) -> tuple[list[
                 used_logs[(key, branch)] = max(end, used_logs.get((key, branch), 0))
     fields: set[str] = set()
     for r in dropped:
-        for key, version in r.vals.items():
-            if (key, version) not in used_vals:
-                fields.add(val_field(version, key))
+        for version in r.vals.values():
+            if version not in used_vals:
+                fields.add(val_field(version))
         for key, ranges in r.logs.items():
             for branch, start, end in ranges:
                 keep_until = used_logs.get((key, branch), 0)

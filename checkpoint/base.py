@@ -103,8 +103,8 @@ class CheckpointWrite:
 
 _id_lock = threading.Lock()
 # Not for secrecy: the suffix only separates ids minted in the same nanosecond by
-# different processes, and SystemRandom would cost a syscall per step.
-_rand = random.Random().getrandbits
+# different processes. The module-level generator is re-seeded in forked children.
+_rand = random.getrandbits
 _last_ns = 0
 
 

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import json
-import uuid
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
@@ -37,7 +37,9 @@ __all__ = [
 
 
 def _new_id() -> str:
-    return uuid.uuid4().hex
+    # 128 random bits from the module-level generator, which Python re-seeds in a
+    # forked child; uuid4() costs a syscall per message.
+    return f"{random.getrandbits(128):032x}"
 
 
 class Message(BaseModel):
