@@ -46,6 +46,8 @@ Dumps = Callable[[Any], bytes]
 Loads = Callable[[bytes], Any]
 Range = tuple[str, int, int]
 SEP = "|"
+LAYOUT = 2
+"""Version of the stored record layout (1: one value field per key; 2: per checkpoint)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class Record:
     def to_plain(self) -> list[Any]:
         """The record as plain msgpack-able data."""
         return [
-            1,
+            LAYOUT,
             self.id,
             self.parent_id,
             self.step,
@@ -81,8 +83,14 @@ class Record:
 def decode_record(blob: bytes, loads: Loads) -> Record:
     """Decode a record stored by :func:`plan_put`."""
     data = loads(blob)
-    if not isinstance(data, list) or len(data) != 10 or data[0] != 1:
+    if not isinstance(data, list) or len(data) != 10 or not isinstance(data[0], int):
         raise SerializationError("stored checkpoint record has an unknown layout")
+    if data[0] != LAYOUT:
+        raise SerializationError(
+            f"this thread was stored with storage layout {data[0]}, and this version of "
+            f"checkpoint reads layout {LAYOUT}; delete the thread (or read it with the version "
+            "that wrote it)"
+        )
     _, cid, parent, step, created, nxt, meta, extra, vals, logs = data
     return Record(
         id=cid,

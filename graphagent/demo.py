@@ -1,87 +1,138 @@
-"""The README's demo: build a graph, talk to it on a thread, resume the thread, draw it.
+"""The README's demo: build a ReactAgent, talk to it on a thread, resume the thread, draw it.
 
-Run with ``make demo`` (or ``python -m graphagent.demo``). Threads live in memory,
-or in Redis when ``REDIS_URL`` is set (then a second run continues the same thread).
+Run with ``make demo`` (or ``python -m graphagent.demo``).
+
+Model: set ``GRAPHAGENT_MODEL`` to ``"provider:model"`` (``openai:gpt-4o-mini`` with
+``OPENAI_API_KEY``, ``dashscope:qwen-plus`` with ``DASHSCOPE_API_KEY``, ...), or set
+``GRAPHAGENT_BASE_URL`` to a local OpenAI-compatible server (Ollama, llama.cpp, vLLM)
+and ``GRAPHAGENT_MODEL`` to its model name. Otherwise the scripted test model answers.
+
+Threads: in memory, or in Redis when ``REDIS_URL`` is set (a second run then
+continues the same thread).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any
 
 from checkpoint import MemorySaver, RedisSaver
 from checkpoint.base import CheckpointSaver
-from graphagent.graph import END, START, AppendStrategy, CompiledGraph, OverAllState, StateGraph
-from graphagent.messages import AssistantMessage, UserMessage
+from graphagent.agent import ReactAgent
+from graphagent.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+)
+from graphagent.models import ChatModel, FunctionChatModel, OpenAIChatModel, init_chat_model
+from graphagent.tools import ToolContext, tool
 
 THREAD = "demo-user-42"
+FORECASTS = {"paris": "sunny, 21 C", "oslo": "light snow, -2 C", "tokyo": "rain, 14 C"}
 
 
-def classify(state: OverAllState) -> dict[str, Any]:
-    """Tag the last user message with a topic (a stand-in for a model call)."""
-    text = state["messages"][-1].text.lower()
-    topic = "billing" if any(w in text for w in ("invoice", "refund", "charge")) else "general"
-    return {"topic": topic}
+@tool
+def get_weather(city: str, ctx: ToolContext) -> str:
+    """Get today's weather for a city.
+
+    Args:
+        city: The city, e.g. "Paris".
+    """
+    ctx.update_state({"results": {"last_city": city}})
+    return FORECASTS.get(city.lower(), "no forecast available")
 
 
-def billing(state: OverAllState) -> dict[str, Any]:
-    """Answer billing questions."""
-    return {"messages": [AssistantMessage("I have opened a billing ticket for you.")]}
+def scripted(messages: list[Message], tools: Any) -> AssistantMessage:
+    """The offline stand-in for a model: asks for the weather, then answers from the tool."""
+    last = messages[-1]
+    if isinstance(last, ToolResponseMessage):
+        return AssistantMessage(f"The weather in {_city(messages)} is {last.content}.")
+    text = last.text if isinstance(last, UserMessage) else ""
+    city = next((c for c in FORECASTS if c in text.lower()), None)
+    if city is not None:
+        args = f'{{"city": "{city.title()}"}}'
+        return AssistantMessage(
+            tool_calls=[ToolCall(id=f"call-{len(messages)}", name="get_weather", arguments=args)]
+        )
+    asked = [m.text for m in messages if isinstance(m, UserMessage)][:-1]
+    return AssistantMessage(f"Earlier in this conversation you asked: {asked}")
 
 
-def general(state: OverAllState) -> dict[str, Any]:
-    """Answer everything else, remembering what was said earlier in the thread."""
-    said = [m.text for m in state["messages"] if isinstance(m, UserMessage)]
-    return {"messages": [AssistantMessage(f"You have said {len(said)} thing(s) so far: {said}.")]}
+def _city(messages: list[Message]) -> str:
+    for m in reversed(messages):
+        if isinstance(m, AssistantMessage) and m.tool_calls:
+            found = re.search(r'"city":\s*"([^"]+)"', m.tool_calls[0].arguments)
+            if found:
+                return found.group(1)
+    return "that city"
 
 
-def build(saver: CheckpointSaver) -> CompiledGraph:
-    """A three-node support graph with a conditional route."""
-    g = StateGraph({"messages": AppendStrategy()})
-    g.add_node("classify", classify).add_node("billing", billing).add_node("general", general)
-    g.add_edge(START, "classify")
-    g.add_conditional_edges("classify", lambda s: s["topic"], ["billing", "general"])
-    g.add_edge("billing", END).add_edge("general", END)
-    return g.compile(saver=saver, name="support")
+def make_model() -> tuple[ChatModel, str]:
+    """A real model when configured through the environment, else the scripted one."""
+    spec = os.environ.get("GRAPHAGENT_MODEL")
+    base_url = os.environ.get("GRAPHAGENT_BASE_URL")
+    if base_url:
+        name = spec or "default"
+        return OpenAIChatModel(name, base_url=base_url), f"{name} at {base_url}"
+    if spec:
+        return init_chat_model(spec), spec
+    return FunctionChatModel(
+        scripted
+    ), "the scripted test model (set GRAPHAGENT_MODEL to use a real one)"
 
 
-def make_saver() -> CheckpointSaver:
+def make_saver() -> tuple[CheckpointSaver, str]:
     """Redis when REDIS_URL is set (threads expire after an hour), else memory."""
     url = os.environ.get("REDIS_URL")
     if url:
-        return RedisSaver.from_url(url, prefix="graphagent-demo", ttl=3600)
-    return MemorySaver()
+        return RedisSaver.from_url(url, prefix="graphagent-demo", ttl=3600), f"Redis at {url}"
+    return MemorySaver(), "memory (set REDIS_URL to keep them in Redis)"
+
+
+def build(model: ChatModel, saver: CheckpointSaver) -> ReactAgent:
+    """The demo agent: one tool, a system prompt, a saver."""
+    return ReactAgent(
+        name="weather_assistant",
+        model=model,
+        tools=[get_weather],
+        system_prompt="You are a concise weather assistant. Use get_weather for forecasts.",
+        saver=saver,
+    )
 
 
 def main() -> int:
     """Run the demo; returns the exit code."""
-    url = os.environ.get("REDIS_URL")
-    print("graphagent demo")
-    print("  model: none yet - this demo runs a plain StateGraph with scripted replies")
-    print(f"  threads: {'Redis at ' + url if url else 'in memory (set REDIS_URL to use Redis)'}")
-    saver = make_saver()
-    cfg = {"thread_id": THREAD, "metadata": {"user_id": "u42"}}
+    model, model_text = make_model()
+    saver, saver_text = make_saver()
+    print("graphagent demo: a ReactAgent")
+    print(f"  model:   {model_text}")
+    print(f"  threads: {saver_text}")
 
-    app = build(saver)
-    print("\n--- turn 1")
-    out = app.invoke({"messages": [UserMessage("Hi! Where is my parcel?")]}, cfg)
-    print("assistant:", out["messages"][-1].text)
+    agent = build(model, saver)
+    print(f"\n--- call 1 on thread {THREAD!r}")
+    print("user:      What's the weather in Paris?")
+    print("assistant:", agent.call("What's the weather in Paris?", thread_id=THREAD).text)
 
-    print("\n--- turn 2: a freshly built graph resumes the thread by its id")
-    resumed = build(saver if isinstance(saver, MemorySaver) else make_saver())
-    out = resumed.invoke({"messages": [UserMessage("Also, I was charged twice.")]}, cfg)
-    print("assistant:", out["messages"][-1].text)
-    print(f"thread {THREAD!r} now holds {len(out['messages'])} messages")
+    print("\n--- call 2: a freshly built agent resumes the thread by its id")
+    resumed = build(model, saver if isinstance(saver, MemorySaver) else make_saver()[0])
+    print("user:      What did I ask you before?")
+    print("assistant:", resumed.call("What did I ask you before?", thread_id=THREAD).text)
+    state = resumed.get_state(thread_id=THREAD)
+    count, calls = len(state.values["messages"]), state.values["model_calls"]
+    print(f"thread {THREAD!r} holds {count} messages after {calls} model calls")
 
-    print("\n--- history (newest first)")
-    for snap in resumed.get_state_history(cfg, limit=4):
+    print("\n--- checkpoints (newest first)")
+    for snap in resumed.get_state_history(thread_id=THREAD, limit=5):
         print(f"  step {snap.step:>2}  {snap.metadata['source']:<6} next={list(snap.next)}")
 
-    print("\n--- the graph")
+    print("\n--- the agent's graph")
     print(resumed.draw("ascii"))
     print(resumed.draw("mermaid"))
-    if url:
+    if os.environ.get("REDIS_URL"):
         print("(the thread stays in Redis for an hour: run the demo again to continue it)")
     return 0
 

@@ -84,11 +84,15 @@ def test_version() -> None:
 def test_demo_runs_and_resumes(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The README demo builds, calls, resumes the thread and draws, in memory."""
+    """The README demo builds an agent, calls it, resumes the thread and draws it."""
     from graphagent import demo
 
-    monkeypatch.delenv("REDIS_URL", raising=False)
+    for var in ("REDIS_URL", "GRAPHAGENT_MODEL", "GRAPHAGENT_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
     assert demo.main() == 0
     out = capsys.readouterr().out
-    assert "thread 'demo-user-42' now holds 4 messages" in out
-    assert "flowchart TD" in out and "[classify]" in out
+    assert "the scripted test model" in out
+    assert "The weather in Paris is sunny, 21 C." in out
+    assert 'you asked: ["What\'s the weather in Paris?"]' in out
+    assert "holds 6 messages after 3 model calls" in out
+    assert "flowchart TD" in out and "[tools]" in out

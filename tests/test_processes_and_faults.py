@@ -9,7 +9,13 @@ import time
 
 import pytest
 
-from checkpoint import CheckpointWrite, MemorySaver, RedisSaver, new_checkpoint_id
+from checkpoint import (
+    CheckpointWrite,
+    MemorySaver,
+    RedisSaver,
+    SerializationError,
+    new_checkpoint_id,
+)
 from checkpoint import _layout as layout
 from graphagent.errors import CheckpointStorageError, GraphAgentError
 from graphagent.graph import END, START, AppendStrategy, StateGraph
@@ -84,3 +90,22 @@ def test_store_failure_during_a_run_is_a_graphagent_error() -> None:
         assert "Redis" in str(info.value)
     finally:
         saver.close()
+
+
+def test_unknown_storage_layout_is_named() -> None:
+    """A record written by another storage layout is refused with what to do."""
+    saver = MemorySaver()
+    saver.put(
+        "t",
+        CheckpointWrite(new_checkpoint_id(), None, 0, {}, (), {}, time.time()),
+        expected_head=None,
+    )
+    thread = saver._threads["t"]
+    cid = thread.head
+    assert cid is not None
+    plain = saver.serde.loads(thread.records[cid])
+    plain[0] = 1
+    thread.records[cid] = saver.serde.dumps(plain)
+    saver._record_cache.clear()
+    with pytest.raises(SerializationError, match="storage layout 1"):
+        saver.get("t")

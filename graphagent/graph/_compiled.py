@@ -187,18 +187,13 @@ class CompiledGraph:
                     yield effect.mode, effect.payload
                 elif kind is Put:
                     assert saver is not None
-                    with saver_errors():
-                        saver.put(
-                            effect.thread_id, effect.write, expected_head=effect.expected_head
-                        )
+                    saver.put(effect.thread_id, effect.write, expected_head=effect.expected_head)
                 elif kind is Load:
                     assert saver is not None
-                    with saver_errors():
-                        send = self._load(saver, effect)
+                    send = self._load(saver, effect)
                 elif kind is PutWrites:
                     assert saver is not None
-                    with saver_errors():
-                        saver.put_writes(effect.thread_id, effect.checkpoint_id, effect.writes)
+                    saver.put_writes(effect.thread_id, effect.checkpoint_id, effect.writes)
                 elif effect is _LIVE_SETUP:
                     live = queue.SimpleQueue()
                     send = live.put
