@@ -6,6 +6,7 @@ The names users need most are re-exported here; each lives in its own module
 
 from __future__ import annotations
 
+from graphagent.agent import ReactAgent
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
 from graphagent.graph import (
@@ -39,6 +40,7 @@ __all__ = [
     "CompiledGraph",
     "GraphAgentError",
     "MergeStrategy",
+    "ReactAgent",
     "RemoveMessage",
     "ReplaceStrategy",
     "RunnableConfig",

@@ -314,7 +314,7 @@ def test_model_call_limits_per_run_and_per_thread() -> None:
 
 
 def test_tool_call_limit_per_tool() -> None:
-    """Calls past a tool's limit are not run; the model is told why."""
+    """Calls past a tool's limit are not run; the model is told why, in call order."""
     model = FakeChatModel(
         [calls(("1", "search", '{"query": "a"}'), ("2", "search", '{"query": "b"}')), "ok"]
     )
@@ -323,8 +323,8 @@ def test_tool_call_limit_per_tool() -> None:
     )
     agent.call("go")
     results = [m.content for m in model.calls[1].messages if isinstance(m, ToolResponseMessage)]
-    assert results[0].startswith("Not run: the run limit of 1 calls to tool 'search'")
-    assert results[1] == "results for a"
+    assert results[0] == "results for a"
+    assert results[1].startswith("Not run: the run limit of 1 calls to tool 'search'")
 
 
 def test_summarization_keeps_tool_pairs_together() -> None:

@@ -93,7 +93,8 @@ class ToolCallLimitHook(ModelHook):
 
     Calls past the limit are not run: each gets a tool message saying the limit was
     reached (``exit_behavior="continue"``, the model can answer without them), or the
-    run ends (``"end"``) or raises (``"error"``).
+    run ends (``"end"``) or raises (``"error"``). Hooks pre-answer calls by setting
+    ``metadata["answers"] = {call_id: text}`` on the assistant message.
 
     Args:
         limit: most calls allowed.
@@ -140,16 +141,21 @@ class ToolCallLimitHook(ModelHook):
         text = f"Not run: the {self.per} limit of {self.limit} calls to {what} was reached."
         if self.exit_behavior == "error":
             raise LimitExceededError(text)
-        notes = [ToolResponseMessage(text, tool_call_id=c.id, name=c.name) for c in blocked]
         if self.exit_behavior == "end":
-            others = [c for c in pending if c not in blocked]
-            notes += [
-                ToolResponseMessage("Not run: the run was stopped.", tool_call_id=c.id, name=c.name)
-                for c in others
+            notes = [
+                ToolResponseMessage(
+                    text if c in blocked else "Not run: the run was stopped.",
+                    tool_call_id=c.id,
+                    name=c.name,
+                )
+                for c in pending
             ]
             final = AssistantMessage(text, metadata={"limit": what})
             return Command(update={"messages": [*notes, final]}, goto="end")
-        return {"messages": notes}
+        # pre-answer the blocked calls: the tools node writes them in call order
+        answers = {**last.metadata.get("answers", {}), **{c.id: text for c in blocked}}
+        marked = last.model_copy(update={"metadata": {**last.metadata, "answers": answers}})
+        return {"messages": [marked]}
 
 
 def approximate_tokens(messages: Sequence[Message]) -> int:

@@ -11,7 +11,7 @@ from graphagent.agent._react import pending_tool_calls
 from graphagent.config import RunnableConfig
 from graphagent.errors import UserError
 from graphagent.graph import OverAllState, interrupt
-from graphagent.messages import AssistantMessage, ToolCall, ToolResponseMessage
+from graphagent.messages import AssistantMessage, ToolCall
 
 __all__ = ["HumanInTheLoopHook"]
 
@@ -59,7 +59,7 @@ class HumanInTheLoopHook(ModelHook):
         )
         decisions = self._decisions(answer, asked)
         calls: list[ToolCall] = []
-        rejections: list[ToolResponseMessage] = []
+        answers = dict(last.metadata.get("answers", {}))
         for call in last.tool_calls:
             decision = decisions.get(call.id, {"type": "approve"})
             kind = decision.get("type")
@@ -67,21 +67,19 @@ class HumanInTheLoopHook(ModelHook):
                 arguments = decision.get("arguments", {})
                 text = arguments if isinstance(arguments, str) else json.dumps(arguments)
                 calls.append(call.model_copy(update={"arguments": text}))
-            else:
-                calls.append(call)
-                if kind == "reject":
-                    reason = decision.get("reason") or "no reason given"
-                    rejections.append(
-                        ToolResponseMessage(
-                            f"The user rejected this call: {reason}",
-                            tool_call_id=call.id,
-                            name=call.name,
-                        )
-                    )
+                continue
+            calls.append(call)
+            if kind == "reject":
+                reason = decision.get("reason") or "no reason given"
+                answers[call.id] = f"The user rejected this call: {reason}"
+        # the tools node writes pre-answered calls' results in call order with the others
         edited = AssistantMessage(
-            last.content, id=last.id, tool_calls=tuple(calls), metadata=last.metadata
+            last.content,
+            id=last.id,
+            tool_calls=tuple(calls),
+            metadata={**last.metadata, "answers": answers},
         )
-        return {"messages": [edited, *rejections]}
+        return {"messages": [edited]}
 
     @staticmethod
     def _decisions(answer: Any, asked: list[ToolCall]) -> dict[str, dict[str, Any]]:

@@ -481,8 +481,16 @@ class ReactAgent(BaseAgent):
         handler = achain_tool(self.tool_interceptors, base)
         return (await handler(self._tool_request(call, tool, ctx))).content
 
-    def _tools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+    def _split(
+        self, state: OverAllState
+    ) -> tuple[AssistantMessage | None, list[ToolCall], list[ToolCall], dict[str, str]]:
         last, pending = pending_tool_calls(state.get("messages", []))
+        answers: dict[str, str] = dict(last.metadata.get("answers", {})) if last else {}
+        runnable = [c for c in pending if c.id not in answers]
+        return last, pending, runnable, answers
+
+    def _tools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+        last, pending, runnable, answers = self._split(state)
         if last is None or not pending:
             return {}
         result = self.manager.execute_tool_calls(
@@ -490,14 +498,14 @@ class ReactAgent(BaseAgent):
             last,
             tools=self.toolset,
             context=self._tool_context(state, config),
-            calls=pending,
+            calls=runnable,
             invoke=self._invoke_tool if self.tool_interceptors else None,
             on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
         )
-        return self._after_tools(state, pending, result)
+        return self._after_tools(state, pending, answers, result)
 
     async def _atools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        last, pending = pending_tool_calls(state.get("messages", []))
+        last, pending, runnable, answers = self._split(state)
         if last is None or not pending:
             return {}
         result = await self.manager.aexecute_tool_calls(
@@ -505,23 +513,34 @@ class ReactAgent(BaseAgent):
             last,
             tools=self.toolset,
             context=self._tool_context(state, config),
-            calls=pending,
+            calls=runnable,
             invoke=self._ainvoke_tool if self.tool_interceptors else None,
             on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
         )
-        return self._after_tools(state, pending, result)
+        return self._after_tools(state, pending, answers, result)
 
     def _after_tools(
-        self, state: OverAllState, pending: list[ToolCall], result: Any
+        self,
+        state: OverAllState,
+        pending: list[ToolCall],
+        answers: dict[str, str],
+        result: Any,
     ) -> dict[str, Any]:
-        responses: list[Message] = list(result.tool_responses)
+        executed = {m.tool_call_id: m for m in result.tool_responses}
+        responses: list[Message] = [
+            executed.get(c.id)
+            or ToolResponseMessage(answers.get(c.id, ""), tool_call_id=c.id, name=c.name)
+            for c in pending
+        ]
         run_counts = dict(state.get("run_tool_calls") or {})
         thread_counts = dict(state.get("tool_calls") or {})
         for call in pending:
+            if call.id in answers:
+                continue  # pre-answered calls did not run
             run_counts[call.name] = run_counts.get(call.name, 0) + 1
             thread_counts[call.name] = thread_counts.get(call.name, 0) + 1
         update: dict[str, Any] = {"run_tool_calls": run_counts, "tool_calls": thread_counts}
-        if result.return_direct:
+        if result.return_direct and not answers:
             text = "\n".join(m.content for m in result.tool_responses)
             responses.append(AssistantMessage(text, metadata={"return_direct": True}))
             update["run_finished"] = True
