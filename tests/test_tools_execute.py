@@ -231,3 +231,20 @@ def test_user_controlled_loop() -> None:
         "ToolResponseMessage",
     ]
     assert ToolCallingManager.resolve_tool_definitions([add])[0].name == "add"
+
+
+def test_non_error_base_exception_becomes_tool_execution_error() -> None:
+    """A BaseException that is not an Exception (and not a stop signal) is raised, named."""
+
+    class Abort(BaseException):
+        pass
+
+    @tool
+    def abort() -> str:
+        """Aborts."""
+        raise Abort("stop everything")
+
+    with pytest.raises(ToolExecutionError) as info:
+        ToolCallingManager().execute_tool_calls([], ask(("x1", "abort", "{}")), tools=[abort])
+    assert info.value.tool_name == "abort" and info.value.tool_call_id == "x1"
+    assert isinstance(info.value.__cause__, Abort)
