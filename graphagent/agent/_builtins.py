@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from graphagent.agent._hooks import ModelHook
 from graphagent.agent._interceptors import (
@@ -227,6 +227,24 @@ class SummarizationHook(ModelHook):
         return {"messages": [*removals, summary, *kept]}
 
 
+T = TypeVar("T")
+
+
+def _retrying(
+    call: Callable[[], T],
+    max_retries: int,
+    retry_on: tuple[type[BaseException], ...],
+    backoff: float,
+) -> T:
+    """``call()``, retried up to ``max_retries`` times on ``retry_on``, backing off 2x."""
+    for attempt in range(max_retries):
+        try:
+            return call()
+        except retry_on:
+            time.sleep(backoff * 2**attempt)
+    return call()
+
+
 class ModelRetryInterceptor(ModelInterceptor):
     """Retry a failed model call (after the client's own HTTP retries).
 
@@ -249,14 +267,7 @@ class ModelRetryInterceptor(ModelInterceptor):
 
     def intercept_model(self, request: ModelRequest, handler: ModelHandler) -> AssistantMessage:
         """Call, retrying on ``retry_on``."""
-        for attempt in range(self.max_retries + 1):
-            try:
-                return handler(request)
-            except self.retry_on:
-                if attempt == self.max_retries:
-                    raise
-                time.sleep(self.backoff * 2**attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return _retrying(lambda: handler(request), self.max_retries, self.retry_on, self.backoff)
 
 
 class ModelFallbackInterceptor(ModelInterceptor):
@@ -318,14 +329,7 @@ class ToolRetryInterceptor(ToolInterceptor):
         """Call the tool, retrying on ``retry_on``."""
         if self.tools is not None and request.tool_call.name not in self.tools:
             return handler(request)
-        for attempt in range(self.max_retries + 1):
-            try:
-                return handler(request)
-            except self.retry_on:
-                if attempt == self.max_retries:
-                    raise
-                time.sleep(self.backoff * 2**attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return _retrying(lambda: handler(request), self.max_retries, self.retry_on, self.backoff)
 
 
 class ToolErrorInterceptor(ToolInterceptor):

@@ -480,26 +480,31 @@ class CompiledGraph:
             raise UserError(f"{what} needs a thread_id: pass config={{'thread_id': ...}}")
         return cfg
 
+    def _stored(
+        self, config: ConfigLike, thread_id: str | None, what: str
+    ) -> tuple[CheckpointSaver, str, RunnableConfig]:
+        """The saver, the thread id and the config for a thread API call, or a clear error."""
+        saver = self._need_saver(what)
+        cfg = self._thread(config, thread_id, what)
+        assert cfg.thread_id is not None
+        return saver, cfg.thread_id, cfg
+
     def get_state(
         self, config: ConfigLike = None, *, thread_id: str | None = None
     ) -> StateSnapshot:
         """The thread's latest state (or the one at ``config.checkpoint_id``)."""
-        saver = self._need_saver("get_state")
-        cfg = self._thread(config, thread_id, "get_state")
-        assert cfg.thread_id is not None
+        saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
-            cp = saver.get(cfg.thread_id, cfg.checkpoint_id)
+            cp = saver.get(thread, cfg.checkpoint_id)
         return StateSnapshot.from_checkpoint(cp, cfg)
 
     async def aget_state(
         self, config: ConfigLike = None, *, thread_id: str | None = None
     ) -> StateSnapshot:
         """Async :meth:`get_state`."""
-        saver = self._need_saver("get_state")
-        cfg = self._thread(config, thread_id, "get_state")
-        assert cfg.thread_id is not None
+        saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
-            cp = await saver.aget(cfg.thread_id, cfg.checkpoint_id)
+            cp = await saver.aget(thread, cfg.checkpoint_id)
         return StateSnapshot.from_checkpoint(cp, cfg)
 
     def get_state_history(
@@ -511,11 +516,9 @@ class CompiledGraph:
         thread_id: str | None = None,
     ) -> builtins.list[StateSnapshot]:
         """The thread's checkpoints, newest first (``before``: only older than that id)."""
-        saver = self._need_saver("get_state_history")
-        cfg = self._thread(config, thread_id, "get_state_history")
-        assert cfg.thread_id is not None
+        saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
-            cps = saver.list(cfg.thread_id, limit=limit, before=before)
+            cps = saver.list(thread, limit=limit, before=before)
         return [StateSnapshot.from_checkpoint(cp, cfg) for cp in cps]
 
     async def aget_state_history(
@@ -527,11 +530,9 @@ class CompiledGraph:
         thread_id: str | None = None,
     ) -> builtins.list[StateSnapshot]:
         """Async :meth:`get_state_history`."""
-        saver = self._need_saver("get_state_history")
-        cfg = self._thread(config, thread_id, "get_state_history")
-        assert cfg.thread_id is not None
+        saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
-            cps = await saver.alist(cfg.thread_id, limit=limit, before=before)
+            cps = await saver.alist(thread, limit=limit, before=before)
         return [StateSnapshot.from_checkpoint(cp, cfg) for cp in cps]
 
     def update_state(
@@ -574,21 +575,17 @@ class CompiledGraph:
 
     def delete_thread(self, config: ConfigLike = None, *, thread_id: str | None = None) -> None:
         """Forget everything saved for the thread."""
-        saver = self._need_saver("delete_thread")
-        cfg = self._thread(config, thread_id, "delete_thread")
-        assert cfg.thread_id is not None
+        saver, thread, _ = self._stored(config, thread_id, "delete_thread")
         with saver_errors():
-            saver.delete_thread(cfg.thread_id)
+            saver.delete_thread(thread)
 
     async def adelete_thread(
         self, config: ConfigLike = None, *, thread_id: str | None = None
     ) -> None:
         """Async :meth:`delete_thread`."""
-        saver = self._need_saver("delete_thread")
-        cfg = self._thread(config, thread_id, "delete_thread")
-        assert cfg.thread_id is not None
+        saver, thread, _ = self._stored(config, thread_id, "delete_thread")
         with saver_errors():
-            await saver.adelete_thread(cfg.thread_id)
+            await saver.adelete_thread(thread)
 
     # -- looking at it -------------------------------------------------------------------
 
