@@ -96,3 +96,30 @@ def test_demo_runs_and_resumes(
     assert 'you asked: ["What\'s the weather in Paris?"]' in out
     assert "holds 6 messages after 3 model calls" in out
     assert "flowchart TD" in out and "[tools]" in out
+
+
+def test_state_snapshot_renders_as_html() -> None:
+    """A snapshot shows the conversation (tool calls and results), other keys and the step."""
+    from checkpoint import MemorySaver
+    from graphagent.agent import ReactAgent
+    from graphagent.messages import AssistantMessage, ToolCall
+    from graphagent.models import FakeChatModel
+    from graphagent.tools import tool
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look <things> up."""
+        return "<found>"
+
+    call = ToolCall(id="1", name="lookup", arguments='{"q": "x"}')
+    agent = ReactAgent(
+        name="a",
+        model=FakeChatModel([AssistantMessage(tool_calls=[call]), "done"]),
+        tools=[lookup],
+        saver=MemorySaver(),
+    )
+    agent.call("find <it>", thread_id="h")
+    page = agent.get_state(thread_id="h")._repr_html_()
+    assert "find &lt;it&gt;" in page and "&lt;found&gt;" in page
+    assert "lookup({&quot;q&quot;: &quot;x&quot;})" in page
+    assert "<code>model_calls</code>" in page and "next: <code>nothing (finished)</code>" in page

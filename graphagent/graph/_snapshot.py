@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,10 @@ class StateSnapshot:
     config: RunnableConfig = field(default_factory=RunnableConfig)
     step: int = -1
 
+    def _repr_html_(self) -> str:
+        """Jupyter shows the conversation, the other keys and the checkpoint line."""
+        return _snapshot_html(self)
+
     @staticmethod
     def from_checkpoint(cp: Checkpoint | None, config: RunnableConfig) -> StateSnapshot:
         """Build a snapshot (an empty one for an unknown thread)."""
@@ -56,3 +61,44 @@ class StateSnapshot:
             config=config.model_copy(update={"checkpoint_id": cp.id}),
             step=cp.step,
         )
+
+
+def _snapshot_html(snap: StateSnapshot) -> str:
+    """The snapshot as HTML: the conversation, the other keys, the checkpoint line."""
+    esc = html.escape
+    rows: list[str] = []
+    for message in snap.values.get("messages", []) or []:
+        role = getattr(message, "role", type(message).__name__)
+        text = esc(getattr(message, "content", str(message)))
+        calls = getattr(message, "tool_calls", ()) or ()
+        extra = "".join(
+            f'<div style="color:#6a1b9a">&rarr; {esc(c.name)}({esc(c.arguments)})</div>'
+            for c in calls
+        )
+        if role == "tool":
+            text = f"<b>{esc(getattr(message, 'name', ''))}</b>: {text}"
+        rows.append(
+            '<tr><td style="text-align:right;color:#555;vertical-align:top">'
+            f"<b>{esc(role)}</b></td>"
+            f'<td style="text-align:left;white-space:pre-wrap">{text}{extra}</td></tr>'
+        )
+    others = "".join(
+        f'<tr><td style="text-align:right"><code>{esc(k)}</code></td>'
+        f'<td style="text-align:left"><code>{esc(repr(v))[:300]}</code></td></tr>'
+        for k, v in snap.values.items()
+        if k != "messages"
+    )
+    pending = "".join(f"<li>{esc(repr(i.value))}</li>" for i in snap.interrupts)
+    head = (
+        f"<b>step {snap.step}</b> &middot; checkpoint <code>{esc(str(snap.checkpoint_id))}</code>"
+        f" &middot; next: <code>{esc(', '.join(snap.next) or 'nothing (finished)')}</code>"
+    )
+    parts = [f'<div style="font-family:sans-serif;font-size:13px">{head}']
+    if rows:
+        parts.append(f"<table>{''.join(rows)}</table>")
+    if others:
+        parts.append(f"<table>{others}</table>")
+    if pending:
+        parts.append(f"<div><b>waiting for an answer to:</b><ul>{pending}</ul></div>")
+    parts.append("</div>")
+    return "".join(parts)
