@@ -8,11 +8,10 @@ from typing import Any, Protocol, runtime_checkable
 from graphagent.errors import ModelResponseError
 from graphagent.messages import AssistantMessage, Message
 from graphagent.models._http import ModelHTTP
-from graphagent.models._sse import ServerSentEvent, iter_events
+from graphagent.models._sse import EventDecoder, ServerSentEvent, iter_events
 from graphagent.models._types import (
     AssistantChunk,
     ChatOptions,
-    ChunkAccumulator,
     ToolSpec,
     as_options,
     messages_list,
@@ -145,17 +144,15 @@ class HTTPChatModel:
         """Async :meth:`stream`."""
         body = self._body(messages, tools, options, stream=True)
         parser = self.stream_parser()
-        pending: list[str] = []
+        decoder = EventDecoder()
         async for line in self.http.astream_lines(self.path, body):
-            if line.strip():
-                pending.append(line)
-                continue
-            for event in iter_events([*pending, ""]):
+            event = decoder.feed(line)
+            if event is not None:
                 for chunk in self._feed(parser, event):
                     yield chunk
-            pending = []
-        for event in iter_events(pending):
-            for chunk in self._feed(parser, event):
+        last = decoder.flush()
+        if last is not None:
+            for chunk in self._feed(parser, last):
                 yield chunk
         parser.finish()
 
@@ -169,13 +166,6 @@ class HTTPChatModel:
                 f"{self.http.where} sent a stream event this client cannot read "
                 f"({type(exc).__name__}: {exc}): {event.data[:200]!r}"
             ) from exc
-
-    def collect(self, chunks: Iterable[AssistantChunk]) -> AssistantMessage:
-        """Add chunks up into one message."""
-        acc = ChunkAccumulator()
-        for chunk in chunks:
-            acc.add(chunk)
-        return acc.message()
 
     def close(self) -> None:
         """Close the HTTP connections."""
