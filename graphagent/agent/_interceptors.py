@@ -137,37 +137,33 @@ async def _bridge(sync_intercept: Callable[[Any, Any], Any], request: Any, handl
     return await asyncio.to_thread(sync_intercept, request, sync_handler)
 
 
-def chain_model(interceptors: Sequence[ModelInterceptor], base: ModelHandler) -> ModelHandler:
-    """``base`` wrapped by the interceptors, the first outermost."""
+def _fold(interceptors: Sequence[Any], base: Any, method: str) -> Any:
+    """``base`` wrapped by ``interceptor.<method>(request, next)``, the first outermost."""
     handler = base
     for icpt in reversed(interceptors):
-        handler = (lambda i, nxt: lambda req: i.intercept_model(req, nxt))(icpt, handler)
+        handler = (lambda call, nxt: lambda req: call(req, nxt))(getattr(icpt, method), handler)
     return handler
+
+
+def chain_model(interceptors: Sequence[ModelInterceptor], base: ModelHandler) -> ModelHandler:
+    """``base`` wrapped by the interceptors, the first outermost."""
+    return _fold(interceptors, base, "intercept_model")  # type: ignore[no-any-return]
 
 
 def achain_model(
     interceptors: Sequence[ModelInterceptor], base: AsyncModelHandler
 ) -> AsyncModelHandler:
     """Async :func:`chain_model`."""
-    handler = base
-    for icpt in reversed(interceptors):
-        handler = (lambda i, nxt: lambda req: i.aintercept_model(req, nxt))(icpt, handler)
-    return handler
+    return _fold(interceptors, base, "aintercept_model")  # type: ignore[no-any-return]
 
 
 def chain_tool(interceptors: Sequence[ToolInterceptor], base: ToolHandler) -> ToolHandler:
     """``base`` wrapped by the tool interceptors, the first outermost."""
-    handler = base
-    for icpt in reversed(interceptors):
-        handler = (lambda i, nxt: lambda req: i.intercept_tool_call(req, nxt))(icpt, handler)
-    return handler
+    return _fold(interceptors, base, "intercept_tool_call")  # type: ignore[no-any-return]
 
 
 def achain_tool(
     interceptors: Sequence[ToolInterceptor], base: AsyncToolHandler
 ) -> AsyncToolHandler:
     """Async :func:`chain_tool`."""
-    handler = base
-    for icpt in reversed(interceptors):
-        handler = (lambda i, nxt: lambda req: i.aintercept_tool_call(req, nxt))(icpt, handler)
-    return handler
+    return _fold(interceptors, base, "aintercept_tool_call")  # type: ignore[no-any-return]

@@ -56,6 +56,7 @@ from graphagent.tools import (
     ToolExecutionExceptionProcessor,
     collect_tools,
 )
+from graphagent.tools._function import readable
 
 __all__ = ["ReactAgent", "pending_tool_calls"]
 
@@ -154,6 +155,7 @@ class ReactAgent(BaseAgent):
         self.model = model
         self.description = description
         self.system_prompt = system_prompt
+        self._system = SystemMessage(system_prompt, id="system-prompt") if system_prompt else None
         self.instruction = instruction
         self.max_iterations = max_iterations
         self.output_type = output_type
@@ -252,9 +254,9 @@ class ReactAgent(BaseAgent):
         chain(ba, model_entry)
         chain(bm, MODEL)
         after_model_exit = am[-1] if am else MODEL
-        chain(am[:-1] if am else [], am[-1]) if am else None
         if am:
             g.add_edge(MODEL, am[0])
+            chain(am[:-1], am[-1])
         route_targets = [end_entry, model_entry] + ([TOOLS] if has_tools else [])
         g.add_conditional_edges(
             after_model_exit,
@@ -325,8 +327,8 @@ class ReactAgent(BaseAgent):
                 "add a hook that ends the run (e.g. ModelCallLimitHook)"
             )
         messages: list[Message] = list(state.get("messages", []))
-        if self.system_prompt:
-            messages.insert(0, SystemMessage(self.system_prompt, id="system-prompt"))
+        if self._system is not None:
+            messages.insert(0, self._system)
         tools: list[Any] = [t.definition for t in self.toolset.values()]
         if self._output_tool is not None:
             tools.append(self._output_tool)
@@ -404,7 +406,7 @@ class ReactAgent(BaseAgent):
                 try:
                     value = self.output_type.model_validate_json(call.arguments or "{}")
                 except ValidationError as exc:
-                    problem = _short(exc)
+                    problem = readable(exc, "answer")
                     feedback = [
                         ToolResponseMessage(
                             f"invalid {self._output_tool.name}: {problem}. Call it again with "
@@ -435,7 +437,7 @@ class ReactAgent(BaseAgent):
             try:
                 value = self.output_type.model_validate_json(response.content)
             except ValidationError as exc:
-                problem = _short(exc)
+                problem = readable(exc, "answer")
                 feedback = [
                     UserMessage(
                         f"Your answer does not match the required JSON schema: {problem}. "
@@ -568,10 +570,3 @@ class ReactAgent(BaseAgent):
             text = _Template().format(self.instruction, **fields)
             prepared["messages"] = [SystemMessage(text), *messages]
         return prepared
-
-
-def _short(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(x) for x in e['loc']) or 'answer'}: {e['msg']}"
-        for e in exc.errors(include_url=False, include_input=False)
-    )

@@ -31,11 +31,14 @@ def _is_method(fn: Callable[..., Any]) -> bool:
     return bool(params) and params[0] in ("self", "cls") and "." in fn.__qualname__
 
 
-def readable(exc: ValidationError) -> str:
-    """pydantic's errors as one line per problem, without echoing the input."""
+def readable(exc: ValidationError, whole: str = "arguments") -> str:
+    """pydantic's errors as one line per problem, without echoing the input.
+
+    ``whole`` names the value itself when an error is not about one field.
+    """
     parts = []
     for err in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(x) for x in err["loc"]) or "arguments"
+        where = ".".join(str(x) for x in err["loc"]) or whole
         parts.append(f"{where}: {err['msg']}")
     return "; ".join(parts)
 
