@@ -1,16 +1,13 @@
-"""Public names, and drawing graphs offline."""
+"""Public names, the demo, and snapshots in Jupyter."""
 
 from __future__ import annotations
 
 import importlib
-import xml.etree.ElementTree as ET
 
 import pytest
 
 import checkpoint
 import graphagent
-from graphagent.errors import UserError
-from graphagent.graph import END, START, StateGraph
 
 MODULES = [
     "graphagent",
@@ -41,39 +38,6 @@ def test_checkpoint_never_imports_graphagent() -> None:
     for path in root.glob("*.py"):
         text = path.read_text()
         assert "import graphagent" not in text and "from graphagent" not in text, path
-
-
-def loop_graph():  # type: ignore[no-untyped-def]
-    g = StateGraph().add_node("plan", lambda s: None).add_node("act", lambda s: None)
-    g.add_edge(START, "plan").add_edge("plan", "act")
-    g.add_conditional_edges("act", lambda s: END, {"again": "plan", "done": END})
-    return g.compile(name="looper")
-
-
-def test_mermaid_dot_ascii() -> None:
-    """Text formats show every node and mark conditional edges."""
-    app = loop_graph()
-    mermaid = app.draw("mermaid")
-    assert "flowchart TD" in mermaid and "-.->|again|" in mermaid and "title: looper" in mermaid
-    dot = app.draw("dot")
-    assert '"act" -> "plan" [style=dashed, label="again"]' in dot
-    ascii_art = app.draw("ascii")
-    assert "[plan]" in ascii_art and "act -.-> END  (done)" in ascii_art
-    with pytest.raises(UserError, match="unknown drawing format"):
-        app.draw("png")
-
-
-def test_svg_is_standalone_and_jupyter_bundle() -> None:
-    """SVG parses as XML with one box per node; Jupyter gets SVG, Mermaid and text."""
-    app = loop_graph()
-    svg = app.draw("svg")
-    root = ET.fromstring(svg)
-    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    for label in ("START", "plan", "act", "END"):
-        assert label in texts
-    assert "http" not in svg.replace("http://www.w3.org/2000/svg", "")
-    bundle = app._repr_mimebundle_()
-    assert set(bundle) == {"image/svg+xml", "text/vnd.mermaid", "text/plain"}
 
 
 def test_version() -> None:

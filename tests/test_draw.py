@@ -1,0 +1,211 @@
+"""Drawing graphs offline: Mermaid, DOT, ASCII and a laid-out standalone SVG."""
+
+from __future__ import annotations
+
+import operator
+import re
+import xml.etree.ElementTree as ET
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from graphagent.agent import ReactAgent
+from graphagent.errors import UserError
+from graphagent.graph import END, START, CompiledGraph, StateGraph
+from graphagent.models import FakeChatModel
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+class S(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def _noop(state: S) -> dict[str, Any]:
+    return {}
+
+
+def loop_graph() -> CompiledGraph:
+    g = StateGraph().add_node("plan", lambda s: None).add_node("act", lambda s: None)
+    g.add_edge(START, "plan").add_edge("plan", "act")
+    g.add_conditional_edges("act", lambda s: END, {"again": "plan", "done": END})
+    return g.compile(name="looper")
+
+
+def editorial() -> CompiledGraph:
+    """Thirteen nodes: branches, a fan-out and join, two loops and a subgraph with a loop."""
+    sub = StateGraph(S)
+    for name in ("plan", "act", "check"):
+        sub.add_node(name, _noop)
+    sub.add_edge(START, "plan").add_edge("plan", "act").add_edge("act", "check")
+    sub.add_conditional_edges("check", lambda s: "done", {"retry": "plan", "done": END})
+    b = StateGraph(S)
+    names = "intake classify research draft review revise split fan_a fan_b merge publish notify"
+    for name in names.split():
+        b.add_node(name, _noop)
+    b.add_node("worker", sub.compile(name="worker"))
+    b.add_edge(START, "intake").add_edge("intake", "classify")
+    routes = {"research": "research", "simple": "draft", "job": "worker"}
+    b.add_conditional_edges("classify", lambda s: "simple", routes)
+    b.add_edge("research", "draft").add_edge("worker", "draft").add_edge("draft", "review")
+    b.add_conditional_edges("review", lambda s: "ok", {"ok": "split", "changes": "revise"})
+    b.add_edge("revise", "review").add_edge("split", "fan_a").add_edge("split", "fan_b")
+    b.add_edge(["fan_a", "fan_b"], "merge").add_edge("merge", "publish")
+    b.add_conditional_edges("publish", lambda s: "done", {"again": "intake", "done": "notify"})
+    b.add_edge("notify", END)
+    return b.compile(name="editorial")
+
+
+def test_mermaid_dot_ascii() -> None:
+    """Text formats show every node and mark conditional edges."""
+    app = loop_graph()
+    mermaid = app.draw("mermaid")
+    assert "flowchart TD" in mermaid and "-.->|again|" in mermaid and "title: looper" in mermaid
+    dot = app.draw("dot")
+    assert '"act" -> "plan" [style=dashed, label="again"]' in dot
+    ascii_art = app.draw("ascii")
+    assert "[plan]" in ascii_art and "act -.-> END  (done)" in ascii_art
+    with pytest.raises(UserError, match="unknown drawing format"):
+        app.draw("png")
+
+
+def test_subgraphs_are_nested_blocks_in_mermaid_dot_and_ascii() -> None:
+    """A subgraph node holds its own nodes; parent edges attach to the block."""
+    app = editorial()
+    mermaid = app.draw("mermaid")
+    block = mermaid[mermaid.index('subgraph worker["worker"]') : mermaid.index("class worker")]
+    assert 'worker__plan["plan"]' in block and "worker__check -.->|retry| worker__plan" in block
+    assert block.rstrip().endswith("end")
+    assert "classify -.->|job| worker" in mermaid and "worker --> draft" in mermaid
+    dot = app.draw("dot")
+    assert 'subgraph "cluster_worker" {' in dot
+    assert '"classify" -> "worker__START_" [lhead="cluster_worker", style=dashed' in dot
+    assert '"worker__END_" -> "draft" [ltail="cluster_worker"]' in dot
+    assert "subgraph 'worker':" in app.draw("ascii")
+
+
+def test_agent_nodes_are_styled_by_kind() -> None:
+    """Hook, model and tool nodes get their own class in Mermaid and colour in SVG."""
+
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    from graphagent.agent import ModelCallLimitHook
+
+    agent = ReactAgent(
+        name="w",
+        model=FakeChatModel(["hi"]),
+        tools=[get_weather],
+        hooks=[ModelCallLimitHook(run_limit=2)],
+    )
+    mermaid = agent.graph.draw("mermaid")
+    assert 'model["model"]:::ga_model' in mermaid and 'tools["tools"]:::ga_tools' in mermaid
+    assert re.search(r'model_call_limit_hook\["model_call_limit_hook"\]:::ga_hook', mermaid)
+    root = ET.fromstring(agent.graph.draw("svg"))
+    kinds = {g.get("class") for g in root.iter(f"{SVG}g")}
+    assert {"node model", "node tools", "node hook", "node start", "node end"} <= kinds
+
+
+def _boxes(svg: str) -> dict[str, tuple[float, float, float, float]]:
+    """Node and subgraph boxes by label: (left, top, right, bottom)."""
+    root = ET.fromstring(svg)
+    out: dict[str, tuple[float, float, float, float]] = {}
+    for i, g in enumerate(root.iter(f"{SVG}g")):
+        rect = g.find(f"{SVG}rect")
+        text = g.find(f"{SVG}text")
+        assert rect is not None and text is not None
+        x, y = float(rect.get("x", 0)), float(rect.get("y", 0))
+        w, h = float(rect.get("width", 0)), float(rect.get("height", 0))
+        out[f"{text.text}#{i}" if text.text in ("START", "END") else str(text.text)] = (
+            x,
+            y,
+            x + w,
+            y + h,
+        )
+    return out
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _inside(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return b[0] <= a[0] and a[2] <= b[2] and b[1] <= a[1] and a[3] <= b[3]
+
+
+def test_svg_layout_of_a_thirteen_node_graph_keeps_boxes_apart() -> None:
+    """No two boxes overlap, the subgraph's nodes sit inside its block, all in the canvas."""
+    svg = editorial().draw("svg")
+    root = ET.fromstring(svg)
+    width, height = float(root.get("width", 0)), float(root.get("height", 0))
+    boxes = _boxes(svg)
+    inner = {"plan", "act", "check"}
+    assert len(boxes) == 2 + 12 + 1 + 2 + 3
+    block = boxes["worker"]
+    for name, box in boxes.items():
+        assert box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height, name
+        if name in inner:
+            assert _inside(box, block), name
+    inner_ends = [
+        n for n, b in boxes.items() if n.startswith(("START#", "END#")) and _inside(b, block)
+    ]
+    assert len(inner_ends) == 2
+    names = sorted(boxes)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if "worker" in (a, b) and ({a, b} - {"worker"}) <= inner | set(inner_ends):
+                continue
+            assert not _overlap(boxes[a], boxes[b]), (a, b)
+    # the flow reads top-down: each forward step starts lower than the box before it
+    for upper, lower in [("intake", "classify"), ("draft", "review"), ("merge", "publish")]:
+        assert boxes[upper][3] < boxes[lower][1]
+
+
+def test_svg_edges_stay_out_of_other_boxes() -> None:
+    """Straight runs of every edge pass beside the boxes they do not connect."""
+    app = editorial()
+    svg = app.draw("svg")
+    boxes = _boxes(svg)
+    root = ET.fromstring(svg)
+    for path in root.iter(f"{SVG}path"):
+        if path.get("class") != "edge":
+            continue
+        title = path.find(f"{SVG}title")
+        assert title is not None and title.text
+        ends = set(title.text.split(" → "))
+        numbers = [float(n) for n in re.findall(r"-?\d+\.\d+", path.get("d", ""))]
+        runs = re.findall(r"L (-?\d+\.\d+) (-?\d+\.\d+)", path.get("d", ""))
+        assert numbers
+        for x, y in runs:
+            px, py = float(x), float(y)
+            for name, (left, top, right, bottom) in boxes.items():
+                if name in ends or name == "worker" or name.split("#")[0] in ends:
+                    continue
+                assert not (left + 1 < px < right - 1 and top + 1 < py < bottom - 1), (
+                    title.text,
+                    name,
+                )
+
+
+def test_svg_is_standalone_and_jupyter_bundle() -> None:
+    """SVG parses as XML with one box per node; Jupyter gets SVG, Mermaid and text."""
+    app = loop_graph()
+    svg = app.draw("svg")
+    root = ET.fromstring(svg)
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    for label in ("START", "plan", "act", "END"):
+        assert label in texts
+    assert "http" not in svg.replace("http://www.w3.org/2000/svg", "")
+    bundle = app._repr_mimebundle_()
+    assert set(bundle) == {"image/svg+xml", "text/vnd.mermaid", "text/plain"}
+
+
+def test_odd_node_names_are_escaped() -> None:
+    """Names with markup or quotes stay text in every format."""
+    g = StateGraph().add_node('say "<hi>" & go', lambda s: None)
+    g.add_edge(START, 'say "<hi>" & go').add_edge('say "<hi>" & go', END)
+    app = g.compile(name="<odd>")
+    ET.fromstring(app.draw("svg"))
+    assert "&lt;hi&gt;" in app.draw("mermaid")
+    assert '\\"<hi>\\"' in app.draw("dot")
