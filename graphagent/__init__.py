@@ -18,6 +18,7 @@ from graphagent.graph import (
     MergeStrategy,
     ReplaceStrategy,
     StateGraph,
+    StateHistory,
     StateSnapshot,
     interrupt,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "ReplaceStrategy",
     "RunnableConfig",
     "StateGraph",
+    "StateHistory",
     "StateSnapshot",
     "SystemMessage",
     "ToolCall",

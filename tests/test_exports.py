@@ -87,3 +87,33 @@ def test_state_snapshot_renders_as_html() -> None:
     assert "find &lt;it&gt;" in page and "&lt;found&gt;" in page
     assert "lookup({&quot;q&quot;: &quot;x&quot;})" in page
     assert "<code>model_calls</code>" in page and "next: <code>nothing (finished)</code>" in page
+
+
+def test_history_is_a_list_and_a_timeline() -> None:
+    """History stays a list, says which node wrote each checkpoint, and renders as a table."""
+    from checkpoint import MemorySaver
+    from graphagent.agent import ReactAgent
+    from graphagent.graph import StateHistory
+    from graphagent.messages import AssistantMessage, ToolCall
+    from graphagent.models import FakeChatModel
+
+    def lookup(q: str) -> str:
+        """Look things up."""
+        return "found"
+
+    call = ToolCall(id="1", name="lookup", arguments='{"q": "x"}')
+    agent = ReactAgent(
+        name="a",
+        model=FakeChatModel([AssistantMessage(tool_calls=[call]), "done"]),
+        tools=[lookup],
+        saver=MemorySaver(),
+    )
+    agent.call("hi", thread_id="t")
+    history = agent.get_state_history(thread_id="t")
+    assert isinstance(history, StateHistory) and isinstance(history, list)
+    assert [s.metadata.get("nodes") for s in history] == [["model"], ["tools"], ["model"], None]
+    page = history._repr_html_()
+    assert page.count("<tr>") == 1 + len(history)
+    assert "4 checkpoints" in page and "(input)" in page
+    for snap in history:
+        assert str(snap.checkpoint_id) in page

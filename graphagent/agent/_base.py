@@ -7,7 +7,14 @@ from typing import Any
 
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
 from graphagent.errors import InvalidUpdateError
-from graphagent.graph import AppendStrategy, Command, CompiledGraph, ReplaceStrategy, StateSnapshot
+from graphagent.graph import (
+    AppendStrategy,
+    Command,
+    CompiledGraph,
+    ReplaceStrategy,
+    StateHistory,
+    StateSnapshot,
+)
 from graphagent.graph._strategies import MergeStrategy
 from graphagent.messages import AssistantMessage, Message, coerce_message
 
@@ -163,8 +170,8 @@ class BaseAgent:
 
     def get_state_history(
         self, config: ConfigLike = None, *, thread_id: str | None = None, limit: int | None = None
-    ) -> list[StateSnapshot]:
-        """The thread's checkpoints, newest first."""
+    ) -> StateHistory:
+        """The thread's checkpoints, newest first (a list; a timeline in Jupyter)."""
         return self.graph.get_state_history(self._config(config, thread_id), limit=limit)
 
     def delete_thread(self, config: ConfigLike = None, *, thread_id: str | None = None) -> None:

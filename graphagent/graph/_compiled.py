@@ -7,7 +7,6 @@ in how they perform its effects: node calls, saver calls, handing out events.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import contextvars
 import queue
 import threading
@@ -24,7 +23,7 @@ from graphagent.errors import UserError, mirror_error, saver_errors
 from graphagent.graph._command import current_task
 from graphagent.graph._effects import Emit, Execute, Load, Put, PutWrites, Task
 from graphagent.graph._loop import run_program, update_program
-from graphagent.graph._snapshot import StateSnapshot
+from graphagent.graph._snapshot import StateHistory, StateSnapshot
 from graphagent.graph._strategies import Change, ReplaceStrategy
 from graphagent.graph._validate import Topology
 
@@ -514,12 +513,15 @@ class CompiledGraph:
         limit: int | None = None,
         before: str | None = None,
         thread_id: str | None = None,
-    ) -> builtins.list[StateSnapshot]:
-        """The thread's checkpoints, newest first (``before``: only older than that id)."""
+    ) -> StateHistory:
+        """The thread's checkpoints, newest first (``before``: only older than that id).
+
+        The result is a list; in Jupyter it shows as a timeline.
+        """
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
             cps = saver.list(thread, limit=limit, before=before)
-        return [StateSnapshot.from_checkpoint(cp, cfg) for cp in cps]
+        return StateHistory(StateSnapshot.from_checkpoint(cp, cfg) for cp in cps)
 
     async def aget_state_history(
         self,
@@ -528,12 +530,12 @@ class CompiledGraph:
         limit: int | None = None,
         before: str | None = None,
         thread_id: str | None = None,
-    ) -> builtins.list[StateSnapshot]:
+    ) -> StateHistory:
         """Async :meth:`get_state_history`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
             cps = await saver.alist(thread, limit=limit, before=before)
-        return [StateSnapshot.from_checkpoint(cp, cfg) for cp in cps]
+        return StateHistory(StateSnapshot.from_checkpoint(cp, cfg) for cp in cps)
 
     def update_state(
         self,

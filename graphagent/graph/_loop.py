@@ -200,10 +200,18 @@ class Loop:
 
     # -- checkpoints ----------------------------------------------------------------
 
-    def write(self, changes: dict[str, Change], source: str) -> CheckpointWrite:
-        """The checkpoint for the current position, as a write on top of the last one."""
+    def write(
+        self, changes: dict[str, Change], source: str, ran: list[str] | None = None
+    ) -> CheckpointWrite:
+        """The checkpoint for the current position, as a write on top of the last one.
+
+        ``ran`` (the nodes whose step this closes) goes into the metadata as ``nodes``, so a
+        history timeline can say who wrote each checkpoint.
+        """
         meta = dict(self.config.metadata)
         meta.update(source=source, step=self.step)
+        if ran:
+            meta["nodes"] = ran
         extra = {"barriers": self.barriers} if self.barriers else {}
         return CheckpointWrite(
             id=new_checkpoint_id(),
@@ -461,7 +469,7 @@ def run_program(
         loop.next = loop.route(ran, gotos)
         if saver is not None:
             assert thread is not None
-            write = loop.write(changes, "loop")
+            write = loop.write(changes, "loop", ran)
             yield Put(thread, write, loop.head)
             loop.checkpoint_id = loop.head = write.id
         if "updates" in modes:
@@ -520,6 +528,6 @@ def update_program(
     loop.step += 1
     if as_node is not None:
         loop.next = loop.route([as_node], {})
-    write = loop.write(changes, "update")
+    write = loop.write(changes, "update", [as_node] if as_node else None)
     yield Put(thread, write, loop.head)
     return write.id

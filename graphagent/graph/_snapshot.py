@@ -11,7 +11,7 @@ from checkpoint.base import Checkpoint
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt
 
-__all__ = ["StateSnapshot"]
+__all__ = ["StateHistory", "StateSnapshot"]
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ class StateSnapshot:
         next: nodes due to run next; empty when the run finished.
         checkpoint_id: this checkpoint's id (pass it in a config to time-travel).
         parent_id: the checkpoint before it.
-        metadata: ``source`` (``"input"``, ``"loop"``, ``"update"``), ``step``, user metadata.
+        metadata: ``source`` (``"input"``, ``"loop"``, ``"update"``), ``step``, ``nodes``
+            (the nodes whose step wrote it), user metadata.
         created_at: when it was written (UTC).
         interrupts: questions pending from ``interrupt()``; answer with ``Command(resume=...)``.
         config: a config that points at this checkpoint.
@@ -102,3 +103,48 @@ def _snapshot_html(snap: StateSnapshot) -> str:
         parts.append(f"<div><b>waiting for an answer to:</b><ul>{pending}</ul></div>")
     parts.append("</div>")
     return "".join(parts)
+
+
+class StateHistory(list[StateSnapshot]):
+    """A thread's checkpoints, newest first: a plain list that Jupyter shows as a timeline.
+
+    Example:
+        >>> history = StateHistory([])
+        >>> history == [] and "no checkpoints" in history._repr_html_()
+        True
+    """
+
+    __slots__ = ()
+
+    def _repr_html_(self) -> str:
+        """One row per checkpoint: step, what wrote it, what runs next, time and id."""
+        esc = html.escape
+        if not self:
+            return '<div style="font-family:sans-serif;font-size:13px">no checkpoints</div>'
+        rows: list[str] = []
+        for snap in self:
+            meta = snap.metadata
+            source = str(meta.get("source", ""))
+            nodes = ", ".join(map(str, meta.get("nodes", ()))) or source
+            colour = {"input": "#43a047", "update": "#8e24aa"}.get(source, "#1e88e5")
+            when = snap.created_at.strftime("%H:%M:%S.%f")[:-3] if snap.created_at else ""
+            count = len(snap.values.get("messages", ()) or ())
+            waiting = " &#9208; waiting for an answer" if snap.interrupts else ""
+            rows.append(
+                f'<tr><td style="text-align:right"><b>{snap.step}</b></td>'
+                f'<td><span style="color:{colour}">&#9679;</span> {esc(nodes)}'
+                f'<span style="color:#888"> ({esc(source)})</span></td>'
+                f"<td><code>{esc(', '.join(snap.next) or '-')}</code>{waiting}</td>"
+                f'<td style="text-align:right">{count}</td>'
+                f'<td style="color:#666">{esc(when)}</td>'
+                f"<td><code>{esc(str(snap.checkpoint_id))}</code></td></tr>"
+            )
+        head = "".join(
+            f'<th style="text-align:left">{h}</th>'
+            for h in ("step", "written by", "next", "messages", "time (UTC)", "checkpoint id")
+        )
+        return (
+            '<div style="font-family:sans-serif;font-size:13px">'
+            f"<b>{len(self)} checkpoints</b>, newest first"
+            f"<table><tr>{head}</tr>{''.join(rows)}</table></div>"
+        )
