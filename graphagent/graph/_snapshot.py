@@ -11,7 +11,7 @@ from checkpoint.base import Checkpoint
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt
 
-__all__ = ["StateHistory", "StateSnapshot"]
+__all__ = ["StateHistory", "StateSnapshot", "conversation"]
 
 
 @dataclass(frozen=True)
@@ -64,24 +64,32 @@ class StateSnapshot:
         )
 
 
+def conversation(snap: StateSnapshot) -> list[tuple[str, str, list[str]]]:
+    """The snapshot's messages as (role, text, tool calls as ``name(arguments)``) rows.
+
+    A tool result's text starts with the tool's name.
+    """
+    rows: list[tuple[str, str, list[str]]] = []
+    for message in snap.values.get("messages", []) or []:
+        role = str(getattr(message, "role", type(message).__name__))
+        text = str(getattr(message, "content", message))
+        calls = [f"{c.name}({c.arguments})" for c in getattr(message, "tool_calls", ()) or ()]
+        if role == "tool":
+            text = f"{getattr(message, 'name', '')}: {text}"
+        rows.append((role, text, calls))
+    return rows
+
+
 def _snapshot_html(snap: StateSnapshot) -> str:
     """The snapshot as HTML: the conversation, the other keys, the checkpoint line."""
     esc = html.escape
     rows: list[str] = []
-    for message in snap.values.get("messages", []) or []:
-        role = getattr(message, "role", type(message).__name__)
-        text = esc(getattr(message, "content", str(message)))
-        calls = getattr(message, "tool_calls", ()) or ()
-        extra = "".join(
-            f'<div style="color:#6a1b9a">&rarr; {esc(c.name)}({esc(c.arguments)})</div>'
-            for c in calls
-        )
-        if role == "tool":
-            text = f"<b>{esc(getattr(message, 'name', ''))}</b>: {text}"
+    for role, text, calls in conversation(snap):
+        extra = "".join(f'<div style="color:#6a1b9a">&rarr; {esc(c)}</div>' for c in calls)
         rows.append(
             '<tr><td style="text-align:right;color:#555;vertical-align:top">'
             f"<b>{esc(role)}</b></td>"
-            f'<td style="text-align:left;white-space:pre-wrap">{text}{extra}</td></tr>'
+            f'<td style="text-align:left;white-space:pre-wrap">{esc(text)}{extra}</td></tr>'
         )
     others = "".join(
         f'<tr><td style="text-align:right"><code>{esc(k)}</code></td>'

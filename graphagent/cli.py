@@ -1,0 +1,273 @@
+"""The ``graphagent`` command: draw graphs, chat with agents, look into stored threads.
+
+Examples::
+
+    graphagent draw myapp.agents:support --format svg -o support.svg
+    graphagent chat myapp.agents:support --thread ticket-42
+    graphagent threads list --redis redis://localhost:6379/0
+    graphagent threads history ticket-42 --redis redis://localhost:6379/0
+
+``module:object`` names a module (or a ``.py`` file) and an attribute in it: a compiled
+graph, an agent, or a function of no arguments that returns one. Errors are one line on
+stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from checkpoint.base import CheckpointSaver
+from checkpoint.errors import CheckpointError
+from graphagent.errors import GraphAgentError
+from graphagent.graph import Command, CompiledGraph, StateSnapshot
+from graphagent.graph._draw import FORMATS
+from graphagent.graph._snapshot import conversation
+
+__all__ = ["CliError", "load_object", "main"]
+
+
+class CliError(Exception):
+    """A problem with the command line's input; printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # one line, like every other error of this command; --help shows the usage
+        self.exit(2, f"graphagent: error: {message} (see graphagent --help)\n")
+
+
+def load_object(spec: str) -> Any:
+    """Import ``module:attr`` (or ``path/to/file.py:attr``); call it if it is a factory.
+
+    Raises:
+        CliError: the spec is malformed, the module does not import, or has no such name.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"expected module:object (e.g. myapp.agents:agent), got {spec!r}")
+    if str(Path.cwd()) not in sys.path:
+        # like `python -m`: modules next to where the command runs are importable
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        if module_name.endswith(".py"):
+            path = Path(module_name)
+            if not path.is_file():
+                raise CliError(f"no such file {module_name!r}")
+            loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+            assert loader_spec is not None and loader_spec.loader is not None
+            module = importlib.util.module_from_spec(loader_spec)
+            loader_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except CliError:
+        raise
+    except ImportError as exc:
+        raise CliError(f"cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:
+        raise CliError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise CliError(f"{module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if callable(obj) and not isinstance(obj, CompiledGraph) and not hasattr(obj, "graph"):
+        obj = obj()
+    return obj
+
+
+def _graph_of(obj: Any, spec: str) -> CompiledGraph:
+    graph = obj if isinstance(obj, CompiledGraph) else getattr(obj, "graph", None)
+    if not isinstance(graph, CompiledGraph):
+        raise CliError(
+            f"{spec!r} is a {type(obj).__name__}, not a graph or agent; point at a "
+            "compiled StateGraph, a ReactAgent, or a function returning one"
+        )
+    return graph
+
+
+def _draw(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
+    graph = _graph_of(load_object(args.target), args.target)
+    text = graph.draw(args.format)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output} ({args.format}, {len(graph.nodes)} nodes)", file=out)
+    else:
+        out.write(text)
+    return 0
+
+
+def _redis_saver(url: str | None, prefix: str) -> CheckpointSaver:
+    from checkpoint.redis import RedisSaver
+
+    url = url or os.environ.get("REDIS_URL")
+    if not url:
+        raise CliError("no Redis to look in: pass --redis URL or set REDIS_URL")
+    import redis
+
+    try:
+        saver = RedisSaver.from_url(url, prefix=prefix, socket_connect_timeout=3)
+        saver.client.ping()
+    except (redis.RedisError, ValueError) as exc:
+        # redis-py names host and port, never the password, so the message is safe to print
+        raise CliError(f"cannot reach Redis: {exc}") from exc
+    return saver
+
+
+def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
+    agent = load_object(args.target)
+    if isinstance(agent, CompiledGraph) or not isinstance(
+        getattr(agent, "graph", None), CompiledGraph
+    ):
+        raise CliError(f"{args.target!r} is a {type(agent).__name__}, not an agent; chat needs one")
+    if args.redis:
+        # a copy: the user's agent object keeps its own saver
+        agent = copy.copy(agent)
+        agent.graph = copy.copy(agent.graph)
+        agent.graph.saver = _redis_saver(args.redis, args.prefix)
+    if agent.graph.saver is None:
+        raise CliError(
+            f"agent {agent.name!r} has no saver, so thread {args.thread!r} cannot be kept; "
+            "build it with saver=... or pass --redis URL"
+        )
+    messages: list[str] | None = list(args.message) if args.message else None
+    print(f"chatting with {agent.name!r} on thread {args.thread!r} (Ctrl-D to stop)", file=out)
+    pending = agent.get_state(thread_id=args.thread).interrupts
+    while True:
+        if messages is not None:
+            if not messages:
+                return 0
+            text = messages.pop(0)
+        else:
+            try:
+                text = read("you> " if not pending else "answer> ")
+            except EOFError:
+                print(file=out)
+                return 0
+        if not text.strip():
+            continue
+        payload: Any = text
+        if pending:
+            try:
+                payload = Command(resume=json.loads(text))
+            except ValueError:
+                payload = Command(resume=text)
+        out.write(f"{agent.name}> ")
+        for chunk, _info in agent.stream(payload, thread_id=args.thread, mode="messages"):
+            if getattr(chunk, "role", None) == "tool":
+                out.write(f"\n  [{chunk.name}] {chunk.text}\n{agent.name}> ")
+            else:
+                out.write(chunk.text)
+            out.flush()
+        out.write("\n")
+        pending = agent.get_state(thread_id=args.thread).interrupts
+        for question in pending:
+            print(f"  (waiting for you) {json.dumps(question.value, default=str)}", file=out)
+
+
+def _print_snapshot(snap: StateSnapshot, out: TextIO) -> None:
+    print(
+        f"step {snap.step}  checkpoint {snap.checkpoint_id}  "
+        f"next: {', '.join(snap.next) or 'nothing (finished)'}",
+        file=out,
+    )
+    for role, text, calls in conversation(snap):
+        print(f"  {role:>9}: {text}", file=out)
+        for call in calls:
+            print(f"  {'':>9}  -> {call}", file=out)
+    for key, value in snap.values.items():
+        if key != "messages":
+            print(f"  {key} = {value!r}"[:300], file=out)
+    for question in snap.interrupts:
+        print(f"  waiting for an answer to: {question.value!r}", file=out)
+
+
+def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
+    saver = _redis_saver(args.redis, args.prefix)
+    threads = getattr(saver, "threads")  # noqa: B009 - RedisSaver-only API
+    if args.action == "list":
+        for thread in threads():
+            print(thread, file=out)
+        return 0
+    if not args.thread:
+        raise CliError(f"threads {args.action} needs a thread id")
+    if args.action == "delete":
+        saver.delete_thread(args.thread)
+        print(f"deleted thread {args.thread!r}", file=out)
+        return 0
+    cps = saver.list(args.thread, limit=args.limit if args.action == "history" else 1)
+    if not cps:
+        raise CliError(f"no thread {args.thread!r} under prefix {args.prefix!r}")
+    from graphagent.config import RunnableConfig
+
+    snaps = [StateSnapshot.from_checkpoint(cp, RunnableConfig(thread_id=args.thread)) for cp in cps]
+    if args.action == "show":
+        _print_snapshot(snaps[0], out)
+        return 0
+    for snap in snaps:
+        nodes = ", ".join(snap.metadata.get("nodes", ())) or snap.metadata.get("source", "")
+        when = snap.created_at.isoformat(timespec="seconds") if snap.created_at else ""
+        count = len(snap.values.get("messages", ()) or ())
+        print(
+            f"{snap.step:>4}  {nodes:<24} next={','.join(snap.next) or '-':<12} "
+            f"messages={count:<4} {when}  {snap.checkpoint_id}",
+            file=out,
+        )
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="graphagent", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    draw = sub.add_parser("draw", help="draw a graph or agent")
+    draw.add_argument("target", help="module:object (a graph, an agent, or a factory)")
+    draw.add_argument("--format", "-f", choices=FORMATS, default="ascii")
+    draw.add_argument("-o", "--output", help="write to this file instead of stdout")
+    draw.set_defaults(run=_draw)
+
+    chat = sub.add_parser("chat", help="chat with an agent on a thread (resumes it)")
+    chat.add_argument("target", help="module:object (an agent, or a factory)")
+    chat.add_argument("--thread", "-t", required=True, help="thread id to start or resume")
+    chat.add_argument("--message", "-m", action="append", help="send this, print, exit")
+    chat.add_argument("--redis", help="keep the thread in Redis at this URL")
+    chat.add_argument("--prefix", default="graphagent", help="Redis key prefix")
+    chat.set_defaults(run=_chat)
+
+    threads = sub.add_parser("threads", help="look into threads stored in Redis")
+    threads.add_argument("action", choices=("list", "show", "history", "delete"))
+    threads.add_argument("thread", nargs="?", help="thread id (show, history, delete)")
+    threads.add_argument("--redis", help="Redis URL (default: $REDIS_URL)")
+    threads.add_argument("--prefix", default="graphagent", help="Redis key prefix")
+    threads.add_argument("--limit", type=int, default=None, help="history: newest N only")
+    threads.set_defaults(run=_threads)
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, read: Callable[[str], str] = input
+) -> int:
+    """Run the command line; returns the exit code (2 on any error, after one line)."""
+    args = _parser().parse_args(argv)
+    stream = out or sys.stdout
+    try:
+        command: Callable[[argparse.Namespace, TextIO, Callable[[str], str]], int] = args.run
+        return command(args, stream, read)
+    except (CliError, GraphAgentError, CheckpointError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"graphagent: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

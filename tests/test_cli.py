@@ -1,0 +1,195 @@
+"""The ``graphagent`` command: draw, chat (resuming a thread), threads; one-line errors."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from graphagent.cli import main
+
+AGENTS = """
+from checkpoint import MemorySaver
+from graphagent.agent import HumanInTheLoopHook, ReactAgent
+from graphagent.graph import END, START, StateGraph
+from graphagent.messages import AssistantMessage, ToolCall
+from graphagent.models import FakeChatModel, FunctionChatModel
+
+
+def answer(messages, tools):
+    said = [m.text for m in messages if m.role == "user"]
+    return f"you said {len(said)} things, last: {said[-1]}"
+
+
+agent = ReactAgent(name="echo", model=FunctionChatModel(answer))
+
+
+def make_agent():
+    return agent
+
+
+def send_email(to: str) -> str:
+    "Send an email."
+    return f"sent to {to}"
+
+
+call = ToolCall(id="c1", name="send_email", arguments='{"to": "bob"}')
+careful = ReactAgent(
+    name="careful",
+    model=FakeChatModel([AssistantMessage(tool_calls=[call]), "Done: mailed bob."]),
+    tools=[send_email],
+    hooks=[HumanInTheLoopHook(approval_on={"send_email": "mail leaves the company"})],
+    saver=MemorySaver(),
+)
+
+graph = StateGraph().add_node("only", lambda s: None)
+graph = graph.add_edge(START, "only").add_edge("only", END).compile(name="tiny")
+not_a_graph = 42
+"""
+
+
+@pytest.fixture
+def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A module of agents and graphs in the working directory; yields its name."""
+    name = f"cli_agents_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(AGENTS))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    sys.modules.pop(name, None)
+
+
+def run(*argv: str, read: object = None) -> tuple[int, str]:
+    out = io.StringIO()
+
+    def no_input(prompt: str) -> str:
+        raise EOFError
+
+    code = main(list(argv), out=out, read=read or no_input)  # type: ignore[arg-type]
+    return code, out.getvalue()
+
+
+def test_draw_to_stdout_and_file(module: str, tmp_path: Path) -> None:
+    """Any format to stdout; -o writes a file and says so; agents and factories work."""
+    code, text = run("draw", f"{module}:graph")
+    assert code == 0 and "[only]" in text
+    code, text = run("draw", f"{module}:make_agent", "--format", "mermaid")
+    assert code == 0 and "flowchart TD" in text and ":::ga_model" in text
+    code, text = run("draw", f"{module}:agent", "-f", "svg", "-o", "agent.svg")
+    assert code == 0 and "wrote agent.svg (svg" in text
+    assert (tmp_path / "agent.svg").read_text().startswith("<svg")
+    code, text = run("draw", f"{module}.py:graph", "-f", "dot")
+    assert code == 0 and "digraph" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["draw", "nocolon"], "expected module:object"),
+        (["draw", "no_such_module_xyz:agent"], "cannot import 'no_such_module_xyz'"),
+        (["draw", "{m}:missing"], "has no attribute 'missing'"),
+        (["draw", "{m}:not_a_graph"], "is a int, not a graph or agent"),
+        (["draw", "missing_file.py:x"], "no such file 'missing_file.py'"),
+        (["chat", "{m}:graph", "--thread", "t"], "not an agent"),
+        (["chat", "{m}:agent", "--thread", "t", "-m", "hi"], "has no saver"),
+        (["threads", "list", "--redis", "redis://127.0.0.1:1/0"], "cannot reach Redis"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(
+    module: str, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad module paths, wrong objects, unreachable Redis: one clear line, exit code 2."""
+    code, _ = run(*[a.replace("{m}", module) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("graphagent: error: ") and message in err
+    assert err.count("\n") == 1
+
+
+def test_usage_errors_are_one_line_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's own errors keep the one-line rule and exit code 2."""
+    with pytest.raises(SystemExit) as exc:
+        main(["draw", "x:y", "--format", "png"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'png'" in err and err.count("\n") == 1
+
+
+def test_chat_resumes_a_thread_through_redis_and_threads_look_into_it(
+    module: str, redis_url: str, redis_prefix: str
+) -> None:
+    """Two chat sessions on one thread (the second sees the first), then threads shows it."""
+    common = ["--thread", "t-1", "--redis", redis_url, "--prefix", redis_prefix]
+    code, text = run("chat", f"{module}:agent", *common, "-m", "hello")
+    assert code == 0 and "echo> you said 1 things, last: hello" in text
+    lines = iter(["", "again"])
+
+    def typed(prompt: str) -> str:
+        line = next(lines, None)
+        if line is None:
+            raise EOFError  # Ctrl-D
+        return line
+
+    code, text = run("chat", f"{module}:agent", *common, read=typed)
+    assert code == 0 and "you said 2 things, last: again" in text
+
+    store = ["--redis", redis_url, "--prefix", redis_prefix]
+    code, text = run("threads", "list", *store)
+    assert code == 0 and text.splitlines() == ["t-1"]
+    code, text = run("threads", "show", "t-1", *store)
+    assert "user: again" in text and "assistant: you said 2 things" in text
+    assert "next: nothing (finished)" in text
+    code, text = run("threads", "history", "t-1", *store)
+    steps = [line.split()[0] for line in text.splitlines()]
+    assert steps == sorted(steps, key=int, reverse=True) and len(steps) >= 4
+    assert "model" in text
+    code, text = run("threads", "delete", "t-1", *store)
+    assert code == 0 and "deleted thread 't-1'" in text
+    assert run("threads", "list", *store)[1] == ""
+    code, _ = run("threads", "show", "t-1", *store)
+    assert code == 2
+
+
+def test_chat_asks_for_a_pending_answer_and_resumes_with_it(module: str) -> None:
+    """A human-in-the-loop pause is shown; the next line (JSON or text) resumes the run."""
+    code, text = run("chat", f"{module}:careful", "--thread", "h", "-m", "mail bob")
+    assert code == 0 and "(waiting for you)" in text and "mail leaves the company" in text
+    prompts: list[str] = []
+    answers = iter(['[{"type": "approve"}]'])
+
+    def typed(prompt: str) -> str:
+        prompts.append(prompt)
+        line = next(answers, None)
+        if line is None:
+            raise EOFError
+        return line
+
+    code, text = run("chat", f"{module}:careful", "--thread", "h", read=typed)
+    assert prompts[0] == "answer> " and prompts[1] == "you> "
+    assert "[send_email] sent to bob" in text and "Done: mailed bob." in text
+
+
+def test_console_entry_point_runs(module: str, tmp_path: Path) -> None:
+    """``python -m graphagent`` is the same command, exit codes included."""
+    ok = subprocess.run(
+        [sys.executable, "-m", "graphagent", "draw", f"{module}:graph"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert ok.returncode == 0 and "[only]" in ok.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "graphagent", "draw", f"{module}:nothing"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
