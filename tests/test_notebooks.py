@@ -12,8 +12,15 @@ NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs(path: Path) -> None:
-    """Executing the notebook raises nothing (nbclient fails on the first error)."""
+def test_notebook_runs(
+    path: Path, redis_url: str, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Executing the notebook raises nothing (nbclient fails on the first error).
+
+    The kernel inherits the test's Redis and a key prefix that the fixture cleans up.
+    """
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("NOTEBOOK_PREFIX", redis_prefix)
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=120, kernel_name="python3").execute(cwd=str(path.parent))
     outputs = [o for cell in notebook.cells for o in cell.get("outputs", [])]
