@@ -27,7 +27,8 @@ class RunnableConfig(BaseModel):
         metadata: user data for hooks and tools (user id, tenant, ...); also stored
             in each checkpoint's metadata.
         recursion_limit: most super-steps one run may take.
-        configurable: free-form options for nodes.
+        configurable: free-form options for nodes. A ``thread_id`` or ``checkpoint_id``
+            found here (LangGraph's place for them) is used when the top-level one is unset.
         writer: call it from a node to emit ``"custom"`` stream events.
         emit: set while a ``"messages"`` stream is read: ``emit("messages", payload)``
             hands model tokens and tool results to the caller as they happen (agents use
@@ -67,6 +68,11 @@ def ensure_config(config: ConfigLike = None, **overrides: Any) -> RunnableConfig
     if isinstance(config, RunnableConfig):
         return config.model_copy(update=updates) if updates else config
     data: dict[str, Any] = dict(config or {})
+    # LangGraph puts these under "configurable"; ignoring them would silently drop the thread
+    for key in ("thread_id", "checkpoint_id"):
+        nested = (data.get("configurable") or {}).get(key)
+        if nested is not None and data.get(key) is None:
+            data[key] = nested
     data.update(updates)
     try:
         return RunnableConfig.model_validate(data)

@@ -26,3 +26,19 @@ def test_doc_examples_run(
             exec(code, namespace)
         except Exception as exc:
             raise AssertionError(f"{page.name}, block {i} failed: {exc!r}\n{block}") from exc
+
+
+def test_generated_docs_are_current() -> None:
+    """reference.md and the README's picture match the code (run docs/generate.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("generate", DOCS / "generate.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert (DOCS / "reference.md").read_text() == gen.render(), (
+        "docs/reference.md is out of date: run python docs/generate.py"
+    )
+    assert (DOCS / "img" / "weather_assistant.svg").read_text() == gen.picture(), (
+        "docs/img/weather_assistant.svg is out of date: run python docs/generate.py"
+    )

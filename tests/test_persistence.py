@@ -324,3 +324,16 @@ def test_state_api_needs_saver_and_thread() -> None:
 
     with pytest.raises(UserError, match="needs a thread_id"):
         g.compile(saver=MemorySaver()).get_state()
+
+
+def test_langgraph_style_configurable_thread_id_is_honoured() -> None:
+    """{"configurable": {"thread_id": ...}} keeps the thread, as LangGraph users write it."""
+    from checkpoint import MemorySaver
+    from graphagent.graph import END, START, AppendStrategy, StateGraph
+
+    g = StateGraph({"log": AppendStrategy()})
+    g.add_node("a", lambda s: {"log": ["a"]}).add_edge(START, "a").add_edge("a", END)
+    app = g.compile(saver=MemorySaver())
+    app.invoke({"log": []}, {"configurable": {"thread_id": "lg"}})
+    app.invoke({"log": []}, {"configurable": {"thread_id": "lg"}})
+    assert app.get_state({"thread_id": "lg"}).values["log"] == ["a", "a"]
