@@ -21,6 +21,7 @@ from checkpoint.errors import (
     CheckpointNotFoundError,
     CheckpointStorageError,
     SerializationError,
+    ThreadLockedError,
 )
 from checkpoint.memory import MemorySaver
 from checkpoint.redis import AsyncRedisSaver, RedisSaver
@@ -39,6 +40,7 @@ __all__ = [
     "PendingWrite",
     "RedisSaver",
     "SerializationError",
+    "ThreadLockedError",
     "new_checkpoint_id",
     "serde",
 ]

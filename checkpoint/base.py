@@ -14,9 +14,17 @@ import random
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    nullcontext,
+)
 from dataclasses import dataclass, field
 from typing import Any
+
+from checkpoint.locks import LockPolicy
 
 __all__ = [
     "Change",
@@ -121,12 +129,41 @@ def new_checkpoint_id() -> str:
     return f"{stamp:016x}{_rand(32):08x}"
 
 
+@asynccontextmanager
+async def _in_worker_thread(held: AbstractContextManager[None]) -> AsyncIterator[None]:
+    await asyncio.to_thread(held.__enter__)
+    try:
+        yield
+    finally:
+        await asyncio.to_thread(held.__exit__, None, None, None)
+
+
 class CheckpointSaver(ABC):
     """Stores a thread's checkpoints. Every method has an ``a``-prefixed async twin.
 
     The async twins default to running the sync method in a worker thread; savers
     with a native async client (``RedisSaver``) override them.
+
+    Attributes:
+        lock_policy: set when the saver was made with ``lock_timeout=``: runs then take
+            the thread's lock (see :mod:`checkpoint.locks`); ``None``: no lock.
     """
+
+    lock_policy: LockPolicy | None = None
+
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        """Hold the thread's run lock for a ``with`` block (a no-op without a policy).
+
+        Raises:
+            ThreadLockedError: another run kept it longer than the policy's timeout.
+        """
+        return nullcontext()
+
+    def alock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Async :meth:`lock` (the sync lock taken and given back in a worker thread)."""
+        if self.lock_policy is None:
+            return nullcontext()
+        return _in_worker_thread(self.lock(thread_id))
 
     @abstractmethod
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:

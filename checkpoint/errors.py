@@ -5,6 +5,7 @@ errors form their own small tree::
 
     CheckpointError                  anything a saver or the serde could not do
     ├── CheckpointConflictError      another writer moved the thread's head first
+    │   └── ThreadLockedError        the opt-in per-thread lock stayed taken too long
     ├── CheckpointNotFoundError      a checkpoint id that the thread does not hold
     ├── CheckpointStorageError       the store failed (connection lost, timeout, ...)
     └── SerializationError           a value that cannot be stored or loaded
@@ -25,6 +26,13 @@ class CheckpointConflictError(CheckpointError):
     """The thread's head moved since the writer read it; nothing was written.
 
     Re-read the thread (``get_state``) and run again, or serialise writers per thread.
+    """
+
+
+class ThreadLockedError(CheckpointConflictError):
+    """Another run held the thread's lock for longer than ``lock_timeout``; nothing ran.
+
+    Raised only when the saver was made with ``lock_timeout=`` (runs wait their turn).
     """
 
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import builtins
 import threading
+import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from checkpoint import _layout as layout
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.errors import CheckpointConflictError, CheckpointNotFoundError
+from checkpoint.locks import LockPolicy, hold
 from checkpoint.serde import Serde, default_serde
 
 __all__ = ["MemorySaver"]
@@ -43,14 +46,54 @@ class MemorySaver(CheckpointSaver):
         True
     """
 
-    def __init__(self, *, serde: Serde | None = None, keep_last: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        serde: Serde | None = None,
+        keep_last: int | None = None,
+        lock_timeout: float | None = None,
+        lock_lease: float = 30.0,
+    ) -> None:
         if keep_last is not None and keep_last < 1:
             raise ValueError("keep_last must be at least 1 (or None to keep everything)")
         self.serde = serde or default_serde
         self.keep_last = keep_last
+        self.lock_policy = None if lock_timeout is None else LockPolicy(lock_timeout, lock_lease)
         self._threads: dict[str, _Thread] = {}
         self._lock = threading.Lock()
         self._record_cache: dict[tuple[str, str], layout.Record] = {}
+        # thread -> (token, lease end on the monotonic clock)
+        self._run_locks: dict[str, tuple[str, float]] = {}
+
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
+        policy = self.lock_policy
+        if policy is None:
+            return nullcontext()
+        locks, guard = self._run_locks, self._lock
+
+        def take(token: str) -> bool:
+            with guard:
+                held = locks.get(thread_id)
+                if held is not None and held[1] > time.monotonic():
+                    return False
+                locks[thread_id] = (token, time.monotonic() + policy.lease)
+                return True
+
+        def renew(token: str) -> bool:
+            with guard:
+                held = locks.get(thread_id)
+                if held is None or held[0] != token:
+                    return False
+                locks[thread_id] = (token, time.monotonic() + policy.lease)
+                return True
+
+        def release(token: str) -> None:
+            with guard:
+                if locks.get(thread_id, ("",))[0] == token:
+                    del locks[thread_id]
+
+        return hold(policy, thread_id, take, renew, release)
 
     def _record(self, thread_id: str, t: _Thread, checkpoint_id: str) -> layout.Record:
         cached = self._record_cache.get((thread_id, checkpoint_id))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 from collections.abc import Generator, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -36,6 +37,7 @@ from checkpoint.errors import (
     CheckpointNotFoundError,
     CheckpointStorageError,
 )
+from checkpoint.locks import LockPolicy, ahold, hold
 from checkpoint.serde import Serde, default_serde
 
 __all__ = ["AsyncRedisSaver", "RedisSaver"]
@@ -75,6 +77,19 @@ if h[6] == '1' then return {1, redis.call('HLEN', KEYS[2])} end
 return {1, 0}
 """
 
+# renew or release the lock only if we still hold it (the token is ours)
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
 _READ = """
 local id = ARGV[1]
 if id == '' then
@@ -106,7 +121,7 @@ def _storage_error(action: str, exc: Exception) -> CheckpointStorageError:
 
 
 class _Keys:
-    __slots__ = ("cp", "data", "head", "writes")
+    __slots__ = ("cp", "data", "head", "lock", "writes")
 
     def __init__(self, prefix: str, thread_id: str) -> None:
         tag = f"{{{prefix}:{escape_thread_id(thread_id)}}}"
@@ -114,6 +129,8 @@ class _Keys:
         self.cp = f"{tag}:cp"
         self.data = f"{tag}:data"
         self.writes = f"{tag}:writes"
+        # not in all(): deleting a thread must not break the lock of a run holding it
+        self.lock = f"{tag}:lock"
 
     def all(self) -> list[str]:
         return [self.head, self.cp, self.data, self.writes]
@@ -139,7 +156,14 @@ class _Pipeline:
     transaction: bool
 
 
-_Op = _Eval | _Call | _Pipeline
+@dataclass(slots=True)
+class _Scan:
+    """Every key matching ``match``, on every node (redis-py walks a cluster's primaries)."""
+
+    match: str
+
+
+_Op = _Eval | _Call | _Pipeline | _Scan
 _Program = Generator[_Op, Any, T]
 
 
@@ -171,6 +195,17 @@ class _RedisLogic:
 
     def keys(self, thread_id: str) -> _Keys:
         return _Keys(self.prefix, thread_id)
+
+    def lock_take(self, thread_id: str, token: str, lease_ms: int) -> _Program[bool]:
+        key = self.keys(thread_id).lock
+        return bool((yield _Call("set", (key, token), {"nx": True, "px": lease_ms})))
+
+    def lock_renew(self, thread_id: str, token: str, lease_ms: int) -> _Program[bool]:
+        key = self.keys(thread_id).lock
+        return bool((yield _Eval(_RENEW, [key], [token, lease_ms])))
+
+    def lock_release(self, thread_id: str, token: str) -> _Program[None]:
+        yield _Eval(_RELEASE, [self.keys(thread_id).lock], [token])
 
     def _remember(self, thread_id: str, record: layout.Record) -> layout.Record:
         # Records never change once written, so caching them by id is always safe.
@@ -305,14 +340,9 @@ class _RedisLogic:
 
     def threads(self) -> _Program[builtins.list[str]]:
         pattern = f"{{{self.prefix}:*}}:head"
-        found: set[str] = set()
-        cursor: Any = 0
-        while True:
-            cursor, keys = yield _Call("scan", (cursor,), {"match": pattern, "count": 500})
-            for key in keys:
-                found.add(unescape_thread_id(key.decode()[len(self.prefix) + 2 : -len("}:head")]))
-            if int(cursor) == 0:
-                return sorted(found)
+        keys = yield _Scan(pattern)
+        start, end = len(self.prefix) + 2, -len("}:head")
+        return sorted({unescape_thread_id(bytes(key).decode()[start:end]) for key in keys})
 
     @staticmethod
     def _history_ids(raw: Any, limit: int | None, before: str | None) -> builtins.list[str]:
@@ -323,7 +353,9 @@ class _RedisLogic:
 
 
 # Redis names a loaded script by the SHA1 of its text.
-_SHA = {script: hashlib.sha1(script.encode()).hexdigest() for script in (_PUT, _READ)}
+_SHA = {
+    script: hashlib.sha1(script.encode()).hexdigest() for script in (_PUT, _READ, _RENEW, _RELEASE)
+}
 
 
 C = TypeVar("C", redis.Redis, aredis.Redis)
@@ -340,9 +372,13 @@ class _RedisSaverBase(CheckpointSaver, Generic[C]):
         ttl: float | None = None,
         keep_last: int | None = None,
         serde: Serde | None = None,
+        lock_timeout: float | None = None,
+        lock_lease: float = 30.0,
     ) -> None:
         self.client: C = client
         self.logic = _RedisLogic(prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde)
+        if lock_timeout is not None:
+            self.lock_policy = LockPolicy(lock_timeout, lock_lease)
 
     @staticmethod
     def _connect(url: str, **options: Any) -> C:
@@ -357,6 +393,8 @@ class _RedisSaverBase(CheckpointSaver, Generic[C]):
         prefix: str = "graphagent",
         keep_last: int | None = None,
         serde: Serde | None = None,
+        lock_timeout: float | None = None,
+        lock_lease: float = 30.0,
         **client_options: Any,
     ) -> Self:
         """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``), lazily.
@@ -365,7 +403,15 @@ class _RedisSaverBase(CheckpointSaver, Generic[C]):
         ``client_options`` go to the redis client (``socket_timeout``, ...).
         """
         client = cls._connect(url, **client_options)
-        return cls(client, prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde)
+        return cls(
+            client,
+            prefix=prefix,
+            ttl=ttl,
+            keep_last=keep_last,
+            serde=serde,
+            lock_timeout=lock_timeout,
+            lock_lease=lock_lease,
+        )
 
     @property
     def prefix(self) -> str:
@@ -385,6 +431,10 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
         keep_last: keep only this many newest checkpoints per thread (costs extra
             round trips on steps that prune).
         serde: the codec (default: the process-wide one).
+        lock_timeout: opt in to one run at a time per thread: a run waits up to this many
+            seconds for the thread's lock, then raises ``ThreadLockedError`` (``None``: no
+            lock; racing runs are still safe, the loser gets ``CheckpointConflictError``).
+        lock_lease: seconds a lock outlives a crashed holder (live runs renew it).
 
     Example::
 
@@ -419,6 +469,8 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
                 return client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
         if type(op) is _Call:
             return getattr(client, op.name)(*op.args, **op.kwargs)
+        if type(op) is _Scan:
+            return list(client.scan_iter(match=op.match, count=500))
         assert type(op) is _Pipeline
         pipe = client.pipeline(transaction=op.transaction)
         for call in op.calls:
@@ -460,6 +512,20 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
         """Every thread id under this prefix (uses SCAN; for tools, not hot paths)."""
         return self._run(self.logic.threads(), "listing threads")
 
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
+        policy = self.lock_policy
+        if policy is None:
+            return nullcontext()
+        lease, logic, action = int(policy.lease * 1000), self.logic, f"locking {thread_id!r}"
+        return hold(
+            policy,
+            thread_id,
+            lambda token: self._run(logic.lock_take(thread_id, token, lease), action),
+            lambda token: self._run(logic.lock_renew(thread_id, token, lease), action),
+            lambda token: self._run(logic.lock_release(thread_id, token), action),
+        )
+
     def close(self) -> None:
         """Close the client's connections."""
         self.client.close()
@@ -497,6 +563,8 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
                 return await client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
         if type(op) is _Call:
             return await getattr(client, op.name)(*op.args, **op.kwargs)
+        if type(op) is _Scan:
+            return [key async for key in client.scan_iter(match=op.match, count=500)]
         assert type(op) is _Pipeline
         pipe = client.pipeline(transaction=op.transaction)
         for call in op.calls:
@@ -540,6 +608,20 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
     async def athreads(self) -> builtins.list[str]:
         """Every thread id under this prefix (uses SCAN)."""
         return await self._run(self.logic.threads(), "listing threads")
+
+    def alock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
+        policy = self.lock_policy
+        if policy is None:
+            return nullcontext()
+        lease, logic, action = int(policy.lease * 1000), self.logic, f"locking {thread_id!r}"
+        return ahold(
+            policy,
+            thread_id,
+            lambda token: self._run(logic.lock_take(thread_id, token, lease), action),
+            lambda token: self._run(logic.lock_renew(thread_id, token, lease), action),
+            lambda token: self._run(logic.lock_release(thread_id, token), action),
+        )
 
     async def aclose(self) -> None:
         """Close the async client's connections."""

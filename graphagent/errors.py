@@ -24,6 +24,7 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     │       └── ModelResponseError      the provider's answer could not be understood
     ├── CheckpointError                 mirrors ``checkpoint.CheckpointError``
     │   ├── CheckpointConflictError
+    │   │   └── ThreadLockedError
     │   ├── CheckpointNotFoundError
     │   ├── CheckpointStorageError
     │   └── SerializationError
@@ -62,6 +63,7 @@ __all__ = [
     "RunError",
     "SerializationError",
     "StructuredOutputError",
+    "ThreadLockedError",
     "ToolArgumentsError",
     "ToolDefinitionError",
     "ToolExecutionError",
@@ -172,6 +174,10 @@ class CheckpointConflictError(CheckpointError, _cp.CheckpointConflictError):
     """Another writer moved the thread's head first; this step wrote nothing."""
 
 
+class ThreadLockedError(CheckpointConflictError, _cp.ThreadLockedError):
+    """Another run held the thread's lock too long (mirror of ``checkpoint.ThreadLockedError``)."""
+
+
 class CheckpointNotFoundError(CheckpointError, _cp.CheckpointNotFoundError):
     """The thread holds no checkpoint with the requested id."""
 
@@ -197,6 +203,7 @@ class GraphInterrupt(GraphAgentError):
 
 
 _MIRRORS: tuple[tuple[type[_cp.CheckpointError], type[CheckpointError]], ...] = (
+    (_cp.ThreadLockedError, ThreadLockedError),
     (_cp.CheckpointConflictError, CheckpointConflictError),
     (_cp.CheckpointNotFoundError, CheckpointNotFoundError),
     (_cp.CheckpointStorageError, CheckpointStorageError),

@@ -30,10 +30,54 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _free_port(bus: bool = False) -> int:
+    """A free loopback port; with ``bus``, one whose cluster bus port (+10000) is free too."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if not bus:
+            return port
+        if port < 55000:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 10000))
+                except OSError:
+                    continue
+            return port
+
+
+def _start_redis(port: int, workdir: str, *extra: str) -> subprocess.Popen[bytes]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.exit("redis-server is not installed; the Redis tests cannot run", 3)
+    return subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            *list(extra),
+        ],
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _wait(check: object, what: str, procs: list[subprocess.Popen[bytes]]) -> None:
+    for _ in range(200):
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    for proc in procs:
+        proc.kill()
+    pytest.exit(f"{what} never came up", 3)
 
 
 @pytest.fixture(scope="session")
@@ -43,29 +87,108 @@ def redis_url() -> Iterator[str]:
     if _answers(url):
         yield url
         return
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.exit(f"Redis at {url} does not answer and redis-server is not installed", 3)
     port = _free_port()
     workdir = tempfile.mkdtemp(prefix="graphagent-redis-")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        cwd=workdir,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = _start_redis(port, workdir)
     url = f"redis://127.0.0.1:{port}/0"
-    for _ in range(100):
-        if _answers(url):
-            break
-        time.sleep(0.05)
-    else:
-        proc.kill()
-        pytest.exit(f"started redis-server on port {port} but it never answered", 3)
+    _wait(lambda: _answers(url), f"redis-server on port {port}", [proc])
     yield url
     proc.terminate()
     proc.wait(timeout=10)
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _cluster_ok(url: str) -> bool:
+    try:
+        info = redis.Redis.from_url(url, socket_connect_timeout=1).cluster("info")
+    except (redis.RedisError, OSError):
+        return False
+    text = info.decode() if isinstance(info, bytes) else str(info)
+    return "cluster_state:ok" in text or (
+        isinstance(info, dict) and info.get("cluster_state") == "ok"
+    )
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """A 3-master Redis Cluster on loopback, started from redis-server binaries.
+
+    ``REDIS_CLUSTER_URL`` (any node) is used instead when set. Never skipped: if the cluster
+    cannot start, the run stops with the reason.
+    """
+    given = os.environ.get("REDIS_CLUSTER_URL")
+    if given:
+        if not _cluster_ok(given):
+            pytest.exit(f"REDIS_CLUSTER_URL={given} is not a healthy cluster", 3)
+        yield given
+        return
+    cli = shutil.which("redis-cli")
+    if cli is None:
+        pytest.exit("redis-cli is not installed; the Redis Cluster tests cannot run", 3)
+    ports = [_free_port(bus=True) for _ in range(3)]
+    workdir = tempfile.mkdtemp(prefix="graphagent-cluster-")
+    procs = []
+    for port in ports:
+        node_dir = os.path.join(workdir, str(port))
+        os.mkdir(node_dir)
+        procs.append(
+            _start_redis(
+                port,
+                node_dir,
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "2000",
+            )
+        )
+    urls = [f"redis://127.0.0.1:{p}/0" for p in ports]
+    for url in urls:
+        _wait(lambda url=url: _answers(url), f"cluster node {url}", procs)
+    created = subprocess.run(
+        [
+            cli,
+            "--cluster",
+            "create",
+            *(f"127.0.0.1:{p}" for p in ports),
+            "--cluster-replicas",
+            "0",
+            "--cluster-yes",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if created.returncode != 0:
+        for proc in procs:
+            proc.kill()
+        pytest.exit(f"redis-cli --cluster create failed: {created.stdout}{created.stderr}", 3)
+    for url in urls:
+        _wait(lambda url=url: _cluster_ok(url), f"cluster state ok at {url}", procs)
+    yield urls[0]
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        proc.wait(timeout=10)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster_client(redis_cluster_url: str) -> Iterator[redis.RedisCluster]:
+    """A cluster client on the test cluster."""
+    client = redis.RedisCluster.from_url(redis_cluster_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def cluster_prefix(cluster_client: redis.RedisCluster) -> Iterator[str]:
+    """A key prefix of this test's own on the cluster, cleaned up on every node."""
+    prefix = f"gatest-{uuid.uuid4().hex[:12]}"
+    yield prefix
+    for key in list(cluster_client.scan_iter(match=f"{{{prefix}:*", count=1000)):
+        cluster_client.delete(key)
 
 
 @pytest.fixture
@@ -86,11 +209,18 @@ def redis_prefix(redis_client: redis.Redis) -> Iterator[str]:
         redis_client.delete(*keys)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 def saver(request: pytest.FixtureRequest) -> Iterator[CheckpointSaver]:
-    """Each saver in turn: the conformance suite runs against both."""
+    """Each saver in turn: the conformance suite runs against memory, Redis and a Cluster."""
     if request.param == "memory":
         yield MemorySaver()
+        return
+    if request.param == "cluster":
+        url = request.getfixturevalue("redis_cluster_url")
+        prefix = request.getfixturevalue("cluster_prefix")
+        s = RedisSaver(redis.RedisCluster.from_url(url), prefix=prefix)
+        yield s
+        s.close()
         return
     url = request.getfixturevalue("redis_url")
     prefix = request.getfixturevalue("redis_prefix")
@@ -105,6 +235,9 @@ def make_saver(request: pytest.FixtureRequest, saver: CheckpointSaver) -> object
     if isinstance(saver, MemorySaver):
         return lambda **kw: saver
     assert isinstance(saver, RedisSaver)
+    if isinstance(saver.client, redis.RedisCluster):
+        url = request.getfixturevalue("redis_cluster_url")
+        return lambda **kw: RedisSaver(redis.RedisCluster.from_url(url), prefix=saver.prefix, **kw)
     url = request.getfixturevalue("redis_url")
     return lambda **kw: RedisSaver.from_url(url, prefix=saver.prefix, **kw)
 

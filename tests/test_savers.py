@@ -288,3 +288,13 @@ def test_redis_unreachable_is_a_storage_error() -> None:
             s.put("t", write(None, {}), expected_head=None)
     finally:
         s.close()
+
+
+def test_threads_lists_every_thread(saver: CheckpointSaver) -> None:
+    """threads() finds every thread (on a cluster: on every node), odd ids intact."""
+    names = [f"t{i}" for i in range(12)] + ["a}b{c:%7D*", "ünï cødé"]
+    for name in names:
+        chain(saver, name, 1)
+    assert saver.threads() == sorted(names)  # type: ignore[attr-defined]
+    saver.delete_thread("t0")
+    assert "t0" not in saver.threads()  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ in how they perform its effects: node calls, saver calls, handing out events.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import queue
 import threading
@@ -172,6 +173,8 @@ class CompiledGraph:
         saver = self.saver
         live: queue.SimpleQueue[Any] | None = None
         send: Any = None
+        # the thread's run lock (when the saver has one) is held from the first load to the end
+        held, locked = contextlib.ExitStack(), False
         try:
             while True:
                 effect = program.send(send)
@@ -189,6 +192,9 @@ class CompiledGraph:
                     saver.put(effect.thread_id, effect.write, expected_head=effect.expected_head)
                 elif kind is Load:
                     assert saver is not None
+                    if saver.lock_policy is not None and not locked:
+                        held.enter_context(saver.lock(effect.thread_id))
+                        locked = True
                     send = self._load(saver, effect)
                 elif kind is PutWrites:
                     assert saver is not None
@@ -201,6 +207,8 @@ class CompiledGraph:
         except CheckpointError as exc:
             # the one saver boundary of a run: checkpoint errors become GraphAgentErrors
             raise mirror_error(exc) from exc
+        finally:
+            held.close()
 
     @staticmethod
     def _load(saver: CheckpointSaver, effect: Load) -> tuple[Any, str | None]:
@@ -249,6 +257,7 @@ class CompiledGraph:
         saver = self.saver
         live: asyncio.Queue[Any] | None = None
         send: Any = None
+        held, locked = contextlib.AsyncExitStack(), False
         try:
             while True:
                 effect = program.send(send)
@@ -279,6 +288,9 @@ class CompiledGraph:
                     )
                 elif kind is Load:
                     assert saver is not None
+                    if saver.lock_policy is not None and not locked:
+                        await held.enter_async_context(saver.alock(effect.thread_id))
+                        locked = True
                     cp = await saver.aget(effect.thread_id, effect.checkpoint_id)
                     if effect.checkpoint_id is None or cp is None:
                         send = (cp, cp.id if cp is not None else None)
@@ -294,6 +306,8 @@ class CompiledGraph:
         except CheckpointError as exc:
             # the one saver boundary of a run: checkpoint errors become GraphAgentErrors
             raise mirror_error(exc) from exc
+        finally:
+            await held.aclose()
 
     @staticmethod
     async def _aexecute(effect: Execute) -> dict[str, tuple[str, Any]]:

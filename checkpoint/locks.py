@@ -1,0 +1,128 @@
+"""The opt-in per-thread run lock: wait for the lock, hold it with a lease, give it back.
+
+Optimistic concurrency (the head check in ``put``) is always on: of two runs racing on a
+thread, one step wins and the other gets ``CheckpointConflictError``. Some deployments
+prefer that the second run waits instead; a saver made with ``lock_timeout=`` takes this
+lock around every run. The lock has a lease so that a crashed worker cannot hold a thread
+forever; a live run renews the lease in the background (every third of it). If a lease is
+lost anyway (a process paused longer than the lease), the head check still refuses the
+stale writer, so the lock is a courtesy for throughput, never the guard of correctness.
+
+The backend is three callables (try to take, renew, release), so Redis and memory share
+the waiting, the backoff and the renewal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
+from dataclasses import dataclass
+
+from checkpoint.errors import ThreadLockedError
+
+__all__ = ["LockPolicy", "hold", "ahold"]
+
+
+@dataclass(frozen=True)
+class LockPolicy:
+    """How long to wait for a thread's lock, and how long one holder's lease lasts.
+
+    Attributes:
+        timeout: seconds to wait for the lock before ``ThreadLockedError``.
+        lease: seconds the lock lives without renewal (a crashed holder frees it then).
+    """
+
+    timeout: float
+    lease: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.timeout < 0 or self.lease <= 0:
+            raise ValueError(
+                f"lock_timeout must be >= 0 and lock_lease > 0 (got {self.timeout}, {self.lease})"
+            )
+
+
+def _delays(policy: LockPolicy, thread_id: str) -> Iterator[float]:
+    """Sleeps between tries (5 ms doubling to 100 ms, jittered), until the deadline."""
+    deadline = time.monotonic() + policy.timeout
+    delay = 0.005
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ThreadLockedError(
+                f"thread {thread_id!r} is locked by another run; waited {policy.timeout:g} s "
+                f"(lock_timeout). Try again later, or raise lock_timeout"
+            )
+        yield min(left, delay * (0.5 + random.random()))
+        delay = min(delay * 2, 0.1)
+
+
+@contextmanager
+def hold(
+    policy: LockPolicy,
+    thread_id: str,
+    take: Callable[[str], bool],
+    renew: Callable[[str], bool],
+    release: Callable[[str], None],
+) -> Iterator[None]:
+    """Hold the thread's lock for the ``with`` block (sync backends)."""
+    token = secrets.token_hex(12)
+    delays = _delays(policy, thread_id)
+    while not take(token):
+        time.sleep(next(delays))
+    stop = threading.Event()
+
+    def keep_alive() -> None:
+        while not stop.wait(policy.lease / 3):
+            try:
+                if not renew(token):
+                    return  # lost: the head check still protects the thread
+            except Exception:
+                return  # the store is down; the run's own writes will report it
+
+    watchdog = threading.Thread(target=keep_alive, name=f"lease:{thread_id}", daemon=True)
+    watchdog.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        # a failed release is not worth masking the run's outcome: the lease expires anyway
+        with suppress(Exception):
+            release(token)
+
+
+@asynccontextmanager
+async def ahold(
+    policy: LockPolicy,
+    thread_id: str,
+    take: Callable[[str], Awaitable[bool]],
+    renew: Callable[[str], Awaitable[bool]],
+    release: Callable[[str], Awaitable[None]],
+) -> AsyncIterator[None]:
+    """Hold the thread's lock for the ``async with`` block (async backends)."""
+    token = secrets.token_hex(12)
+    delays = _delays(policy, thread_id)
+    while not await take(token):
+        await asyncio.sleep(next(delays))
+
+    async def keep_alive() -> None:
+        while True:
+            await asyncio.sleep(policy.lease / 3)
+            try:
+                if not await renew(token):
+                    return
+            except Exception:
+                return
+
+    watchdog = asyncio.ensure_future(keep_alive())
+    try:
+        yield
+    finally:
+        watchdog.cancel()
+        with suppress(Exception):
+            await release(token)
