@@ -50,6 +50,8 @@ _PUT = """
 local h = {}
 for part in string.gmatch(ARGV[1] .. '|', '([^|]*)|') do h[#h + 1] = part end
 local cur = redis.call('GET', KEYS[1]) or ''
+-- already the head: a client retry of a write that landed before its reply was lost
+if cur == h[2] then return {1, 0} end
 if cur ~= h[1] then return {0, cur} end
 local n = tonumber(h[5])
 local i = 3
@@ -249,6 +251,13 @@ class _RedisLogic:
         ok, info = yield _Eval(_PUT, self.keys(thread_id).all(), args)
         if not ok:
             current = info.decode() if isinstance(info, bytes) else info
+            if not current and expected_head is not None:
+                raise CheckpointConflictError(
+                    f"thread {thread_id!r} is gone from Redis (its keys expired or were "
+                    f"deleted, or Redis restarted without its data) while this run expected "
+                    f"checkpoint {expected_head!r}; nothing was written. Start the thread "
+                    "again, or give Redis persistence (AOF) if restarts must keep threads"
+                )
             raise CheckpointConflictError(
                 f"thread {thread_id!r} moved to checkpoint {current or None!r} while this run "
                 f"expected {expected_head!r}; nothing was written. Reload the thread and run "

@@ -98,6 +98,49 @@ def redis_url() -> Iterator[str]:
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+class RedisProcess:
+    """A private redis-server for fault tests: stop it, crash it, start it again.
+
+    With ``durable``, it keeps an append-only file fsynced on every write, so a crash
+    (SIGKILL) loses nothing that was acknowledged, as a production Redis with AOF would.
+    """
+
+    def __init__(self, durable: bool) -> None:
+        self.port = _free_port()
+        self.workdir = tempfile.mkdtemp(prefix="graphagent-fault-")
+        self.durable = durable
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, empty: bool = False) -> None:
+        if empty:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            os.mkdir(self.workdir)
+        extra = ["--appendonly", "yes", "--appendfsync", "always"] if self.durable else []
+        self.proc = _start_redis(self.port, self.workdir, *extra)
+        _wait(lambda: _answers(self.url), f"private redis-server on {self.port}", [self.proc])
+
+    def crash(self) -> None:
+        """SIGKILL: no shutdown, no goodbye to clients."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+
+@pytest.fixture
+def private_redis() -> Iterator[RedisProcess]:
+    """A redis-server of this test's own, with AOF, started; crashed and removed after."""
+    server = RedisProcess(durable=True)
+    server.start()
+    yield server
+    server.crash()
+    shutil.rmtree(server.workdir, ignore_errors=True)
+
+
 def _cluster_ok(url: str) -> bool:
     try:
         info = redis.Redis.from_url(url, socket_connect_timeout=1).cluster("info")
