@@ -37,6 +37,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py
 	$(BIN)/python bench/checkpoint_growth.py
 	$(BIN)/python bench/agent_loop.py
+	$(BIN)/python bench/load.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
