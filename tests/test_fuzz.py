@@ -202,3 +202,18 @@ def test_memory_saver_threads_are_separate_for_any_ids() -> None:
     for tid in ["a", "a ", "A", "a}", "{a}"]:
         app.invoke({"n": 0}, {"thread_id": tid})
     assert sorted(saver.threads()) == sorted(["a", "a ", "A", "a}", "{a}"])
+
+
+@pytest.mark.parametrize("data", ["false", "[]", '"text"', "3", "null"])
+@pytest.mark.parametrize("client", [_openai, _anthropic])
+def test_stream_events_of_the_wrong_json_type_are_response_errors(data: str, client: Any) -> None:
+    """Found by the fuzzer: an event whose JSON is not an object is a ModelResponseError."""
+    body = f"data: {data}\n\n".encode()
+    model = client(
+        lambda r: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
+    with pytest.raises(ModelResponseError):
+        list(model.stream([UserMessage("hi")]))
+    body_model = client(lambda r: httpx.Response(200, content=data.encode()))
+    with pytest.raises(ModelResponseError):
+        body_model.generate([UserMessage("hi")])

@@ -20,6 +20,10 @@ from graphagent.models._types import (
 
 __all__ = ["ChatModel", "HTTPChatModel", "OptionsLike", "StreamParser"]
 
+# what parsing a provider payload of an unexpected shape raises (a list where a dict was
+# expected raises AttributeError; found by fuzzing): all become ModelResponseError
+_UNREADABLE = (AttributeError, KeyError, IndexError, TypeError, ValueError)
+
 OptionsLike = ChatOptions | Mapping[str, Any] | None
 
 
@@ -108,7 +112,7 @@ class HTTPChatModel:
             return self.parse_response(body)
         except ModelResponseError:
             raise
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+        except _UNREADABLE as exc:
             raise ModelResponseError(
                 f"{self.http.where} answered with a body this client cannot read "
                 f"({type(exc).__name__}: {exc}): {str(body)[:200]}"
@@ -161,7 +165,7 @@ class HTTPChatModel:
             return parser.feed(event)
         except ModelResponseError:
             raise
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+        except _UNREADABLE as exc:
             raise ModelResponseError(
                 f"{self.http.where} sent a stream event this client cannot read "
                 f"({type(exc).__name__}: {exc}): {event.data[:200]!r}"
