@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-from collections.abc import Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -198,16 +198,26 @@ class _RedisLogic:
     def keys(self, thread_id: str) -> _Keys:
         return _Keys(self.prefix, thread_id)
 
-    def lock_take(self, thread_id: str, token: str, lease_ms: int) -> _Program[bool]:
-        key = self.keys(thread_id).lock
-        return bool((yield _Call("set", (key, token), {"nx": True, "px": lease_ms})))
+    def lock_programs(
+        self, thread_id: str, policy: LockPolicy
+    ) -> tuple[
+        Callable[[str], _Program[bool]],
+        Callable[[str], _Program[bool]],
+        Callable[[str], _Program[None]],
+    ]:
+        """Take, renew and release of the thread's lock, each a program of one command."""
+        key, lease_ms = self.keys(thread_id).lock, int(policy.lease * 1000)
 
-    def lock_renew(self, thread_id: str, token: str, lease_ms: int) -> _Program[bool]:
-        key = self.keys(thread_id).lock
-        return bool((yield _Eval(_RENEW, [key], [token, lease_ms])))
+        def take(token: str) -> _Program[bool]:
+            return bool((yield _Call("set", (key, token), {"nx": True, "px": lease_ms})))
 
-    def lock_release(self, thread_id: str, token: str) -> _Program[None]:
-        yield _Eval(_RELEASE, [self.keys(thread_id).lock], [token])
+        def renew(token: str) -> _Program[bool]:
+            return bool((yield _Eval(_RENEW, [key], [token, lease_ms])))
+
+        def release(token: str) -> _Program[None]:
+            yield _Eval(_RELEASE, [key], [token])
+
+        return take, renew, release
 
     def _remember(self, thread_id: str, record: layout.Record) -> layout.Record:
         # Records never change once written, so caching them by id is always safe.
@@ -523,17 +533,15 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
 
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
         """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
-        policy = self.lock_policy
-        if policy is None:
+        if self.lock_policy is None:
             return nullcontext()
-        lease, logic, action = int(policy.lease * 1000), self.logic, f"locking {thread_id!r}"
-        return hold(
-            policy,
-            thread_id,
-            lambda token: self._run(logic.lock_take(thread_id, token, lease), action),
-            lambda token: self._run(logic.lock_renew(thread_id, token, lease), action),
-            lambda token: self._run(logic.lock_release(thread_id, token), action),
-        )
+        take, renew, release = self.logic.lock_programs(thread_id, self.lock_policy)
+        action = f"locking thread {thread_id!r}"
+
+        def run(program: Callable[[str], _Program[T]]) -> Callable[[str], T]:
+            return lambda token: self._run(program(token), action)
+
+        return hold(self.lock_policy, thread_id, run(take), run(renew), run(release))
 
     def close(self) -> None:
         """Close the client's connections."""
@@ -620,17 +628,15 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
 
     def alock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
         """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
-        policy = self.lock_policy
-        if policy is None:
+        if self.lock_policy is None:
             return nullcontext()
-        lease, logic, action = int(policy.lease * 1000), self.logic, f"locking {thread_id!r}"
-        return ahold(
-            policy,
-            thread_id,
-            lambda token: self._run(logic.lock_take(thread_id, token, lease), action),
-            lambda token: self._run(logic.lock_renew(thread_id, token, lease), action),
-            lambda token: self._run(logic.lock_release(thread_id, token), action),
-        )
+        take, renew, release = self.logic.lock_programs(thread_id, self.lock_policy)
+        action = f"locking thread {thread_id!r}"
+
+        def run(program: Callable[[str], _Program[T]]) -> Callable[[str], Awaitable[T]]:
+            return lambda token: self._run(program(token), action)
+
+        return ahold(self.lock_policy, thread_id, run(take), run(renew), run(release))
 
     async def aclose(self) -> None:
         """Close the async client's connections."""

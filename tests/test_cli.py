@@ -177,19 +177,17 @@ def test_chat_asks_for_a_pending_answer_and_resumes_with_it(module: str) -> None
 
 def test_console_entry_point_runs(module: str, tmp_path: Path) -> None:
     """``python -m graphagent`` is the same command, exit codes included."""
-    ok = subprocess.run(
-        [sys.executable, "-m", "graphagent", "draw", f"{module}:graph"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=False,
-    )
+
+    def command(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "graphagent", *argv],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=False,
+        )
+
+    ok = command("draw", f"{module}:graph")
     assert ok.returncode == 0 and "[only]" in ok.stdout
-    bad = subprocess.run(
-        [sys.executable, "-m", "graphagent", "draw", f"{module}:nothing"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=False,
-    )
+    bad = command("draw", f"{module}:nothing")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import pytest
 
@@ -62,15 +63,13 @@ def test_demo_runs_and_resumes(
     assert "flowchart TD" in out and "[tools]" in out
 
 
-def test_state_snapshot_renders_as_html() -> None:
-    """A snapshot shows the conversation (tool calls and results), other keys and the step."""
+def _agent_after_one_lookup(question: str) -> Any:
+    """An agent (MemorySaver) that looked something up once on thread "h"."""
     from checkpoint import MemorySaver
     from graphagent.agent import ReactAgent
     from graphagent.messages import AssistantMessage, ToolCall
     from graphagent.models import FakeChatModel
-    from graphagent.tools import tool
 
-    @tool
     def lookup(q: str) -> str:
         """Look <things> up."""
         return "<found>"
@@ -82,7 +81,13 @@ def test_state_snapshot_renders_as_html() -> None:
         tools=[lookup],
         saver=MemorySaver(),
     )
-    agent.call("find <it>", thread_id="h")
+    agent.call(question, thread_id="h")
+    return agent
+
+
+def test_state_snapshot_renders_as_html() -> None:
+    """A snapshot shows the conversation (tool calls and results), other keys and the step."""
+    agent = _agent_after_one_lookup("find <it>")
     page = agent.get_state(thread_id="h")._repr_html_()
     assert "find &lt;it&gt;" in page and "&lt;found&gt;" in page
     assert "lookup({&quot;q&quot;: &quot;x&quot;})" in page
@@ -91,25 +96,9 @@ def test_state_snapshot_renders_as_html() -> None:
 
 def test_history_is_a_list_and_a_timeline() -> None:
     """History stays a list, says which node wrote each checkpoint, and renders as a table."""
-    from checkpoint import MemorySaver
-    from graphagent.agent import ReactAgent
     from graphagent.graph import StateHistory
-    from graphagent.messages import AssistantMessage, ToolCall
-    from graphagent.models import FakeChatModel
 
-    def lookup(q: str) -> str:
-        """Look things up."""
-        return "found"
-
-    call = ToolCall(id="1", name="lookup", arguments='{"q": "x"}')
-    agent = ReactAgent(
-        name="a",
-        model=FakeChatModel([AssistantMessage(tool_calls=[call]), "done"]),
-        tools=[lookup],
-        saver=MemorySaver(),
-    )
-    agent.call("hi", thread_id="t")
-    history = agent.get_state_history(thread_id="t")
+    history = _agent_after_one_lookup("hi").get_state_history(thread_id="h")
     assert isinstance(history, StateHistory) and isinstance(history, list)
     assert [s.metadata.get("nodes") for s in history] == [["model"], ["tools"], ["model"], None]
     page = history._repr_html_()
