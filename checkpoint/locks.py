@@ -40,6 +40,11 @@ class LockPolicy:
     timeout: float
     lease: float = 30.0
 
+    @classmethod
+    def optional(cls, timeout: float | None, lease: float) -> LockPolicy | None:
+        """The policy for a saver's ``lock_timeout=``/``lock_lease=`` (``None``: no lock)."""
+        return None if timeout is None else cls(timeout, lease)
+
     def __post_init__(self) -> None:
         if self.timeout < 0 or self.lease <= 0:
             raise ValueError(

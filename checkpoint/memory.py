@@ -58,7 +58,7 @@ class MemorySaver(CheckpointSaver):
             raise ValueError("keep_last must be at least 1 (or None to keep everything)")
         self.serde = serde or default_serde
         self.keep_last = keep_last
-        self.lock_policy = None if lock_timeout is None else LockPolicy(lock_timeout, lock_lease)
+        self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
         self._threads: dict[str, _Thread] = {}
         self._lock = threading.Lock()
         self._record_cache: dict[tuple[str, str], layout.Record] = {}

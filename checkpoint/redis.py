@@ -396,8 +396,7 @@ class _RedisSaverBase(CheckpointSaver, Generic[C]):
     ) -> None:
         self.client: C = client
         self.logic = _RedisLogic(prefix=prefix, ttl=ttl, keep_last=keep_last, serde=serde)
-        if lock_timeout is not None:
-            self.lock_policy = LockPolicy(lock_timeout, lock_lease)
+        self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
 
     @staticmethod
     def _connect(url: str, **options: Any) -> C:

@@ -25,12 +25,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from checkpoint.base import CheckpointSaver
+import redis
+
 from checkpoint.errors import CheckpointError
+from checkpoint.redis import RedisSaver
+from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
 from graphagent.graph import Command, CompiledGraph, StateSnapshot
 from graphagent.graph._draw import FORMATS
-from graphagent.graph._snapshot import conversation
+from graphagent.graph._snapshot import conversation, written_by
 
 __all__ = ["CliError", "load_object", "main"]
 
@@ -105,14 +108,10 @@ def _draw(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
     return 0
 
 
-def _redis_saver(url: str | None, prefix: str) -> CheckpointSaver:
-    from checkpoint.redis import RedisSaver
-
+def _redis_saver(url: str | None, prefix: str) -> RedisSaver:
     url = url or os.environ.get("REDIS_URL")
     if not url:
         raise CliError("no Redis to look in: pass --redis URL or set REDIS_URL")
-    import redis
-
     try:
         saver = RedisSaver.from_url(url, prefix=prefix, socket_connect_timeout=3)
         saver.client.ping()
@@ -192,9 +191,8 @@ def _print_snapshot(snap: StateSnapshot, out: TextIO) -> None:
 
 def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
     saver = _redis_saver(args.redis, args.prefix)
-    threads = getattr(saver, "threads")  # noqa: B009 - RedisSaver-only API
     if args.action == "list":
-        for thread in threads():
+        for thread in saver.threads():
             print(thread, file=out)
         return 0
     if not args.thread:
@@ -206,14 +204,12 @@ def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) 
     cps = saver.list(args.thread, limit=args.limit if args.action == "history" else 1)
     if not cps:
         raise CliError(f"no thread {args.thread!r} under prefix {args.prefix!r}")
-    from graphagent.config import RunnableConfig
-
     snaps = [StateSnapshot.from_checkpoint(cp, RunnableConfig(thread_id=args.thread)) for cp in cps]
     if args.action == "show":
         _print_snapshot(snaps[0], out)
         return 0
     for snap in snaps:
-        nodes = ", ".join(snap.metadata.get("nodes", ())) or snap.metadata.get("source", "")
+        nodes = written_by(snap)
         when = snap.created_at.isoformat(timespec="seconds") if snap.created_at else ""
         count = len(snap.values.get("messages", ()) or ())
         print(

@@ -58,7 +58,6 @@ class Layout:
     x: dict[Vertex, float] = field(default_factory=dict)
     y: dict[Vertex, float] = field(default_factory=dict)
     band: dict[Vertex, tuple[float, float]] = field(default_factory=dict)
-    row_height: list[float] = field(default_factory=list)
     rows: list[list[Vertex]] = field(default_factory=list)
     routes: dict[tuple[str, str], list[Vertex]] = field(default_factory=dict)
     reversed: set[tuple[str, str]] = field(default_factory=set)
@@ -227,7 +226,6 @@ def layered_layout(
     y = top
     for row in rows:
         h = max((size(v)[1] for v in row if not isinstance(v, Waypoint)), default=10.0)
-        layout.row_height.append(h)
         for v in row:
             layout.y[v] = y + h / 2
             layout.band[v] = (y, y + h)

@@ -11,7 +11,7 @@ from checkpoint.base import Checkpoint
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt
 
-__all__ = ["StateHistory", "StateSnapshot", "conversation"]
+__all__ = ["StateHistory", "StateSnapshot", "conversation", "written_by"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,13 @@ def conversation(snap: StateSnapshot) -> list[tuple[str, str, list[str]]]:
     return rows
 
 
+def written_by(snap: StateSnapshot) -> str:
+    """What wrote the checkpoint: its nodes (``"a, b"``), else its source (``"input"``)."""
+    return ", ".join(map(str, snap.metadata.get("nodes", ()))) or str(
+        snap.metadata.get("source", "")
+    )
+
+
 def _snapshot_html(snap: StateSnapshot) -> str:
     """The snapshot as HTML: the conversation, the other keys, the checkpoint line."""
     esc = html.escape
@@ -131,9 +138,8 @@ class StateHistory(list[StateSnapshot]):
             return '<div style="font-family:sans-serif;font-size:13px">no checkpoints</div>'
         rows: list[str] = []
         for snap in self:
-            meta = snap.metadata
-            source = str(meta.get("source", ""))
-            nodes = ", ".join(map(str, meta.get("nodes", ()))) or source
+            source = str(snap.metadata.get("source", ""))
+            nodes = written_by(snap)
             colour = {"input": "#43a047", "update": "#8e24aa"}.get(source, "#1e88e5")
             when = snap.created_at.strftime("%H:%M:%S.%f")[:-3] if snap.created_at else ""
             count = len(snap.values.get("messages", ()) or ())
