@@ -15,6 +15,7 @@ MODULES = [
     "graphagent.graph",
     "graphagent.errors",
     "graphagent.messages",
+    "graphagent.mcp",
     "checkpoint",
 ]
 
