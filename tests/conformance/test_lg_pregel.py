@@ -346,7 +346,7 @@ async def test_failing_async_node_cancels_siblings() -> None:
     g.add_edge(START, "hangs").add_edge(START, "fails")
     app = g.add_edge("hangs", END).add_edge("fails", END).compile()
     task = asyncio.ensure_future(app.ainvoke({}))
-    done, _ = await asyncio.wait({task}, timeout=3)
+    done, _ = await asyncio.wait({task}, timeout=2)
     if not done:  # siblings ran on: stop the run so the test ends, then fail
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
