@@ -5,17 +5,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
+# the reference MCP servers the tests run (npm packages, cached under .venv/)
+MCP_NODE := $(VENV)/mcp-node/installed.json
 
 .PHONY: demo test lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp]'
 	touch $(STAMP)
 
+$(MCP_NODE): $(STAMP) tests/_mcp_servers.py
+	$(BIN)/python tests/_mcp_servers.py
+
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,bench]'
 	touch $(BENCH_STAMP)
 
 demo: $(STAMP)
@@ -28,7 +33,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(MCP_NODE)
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

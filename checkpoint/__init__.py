@@ -25,9 +25,11 @@ from checkpoint.errors import (
 )
 from checkpoint.memory import MemorySaver
 from checkpoint.redis import AsyncRedisSaver, RedisSaver
+from checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
 
 __all__ = [
     "AsyncRedisSaver",
+    "AsyncSqliteSaver",
     "Change",
     "Checkpoint",
     "CheckpointConflictError",
@@ -40,6 +42,7 @@ __all__ = [
     "PendingWrite",
     "RedisSaver",
     "SerializationError",
+    "SqliteSaver",
     "ThreadLockedError",
     "new_checkpoint_id",
     "serde",

@@ -21,6 +21,8 @@ MODULES = {
     "graphagent.tools": "Tools from functions and methods. Guide: [tools](tools.md).",
     "graphagent.models": "Chat model clients and test doubles. Guide: [models](models.md).",
     "graphagent.messages": "Messages and the `add_messages` rule.",
+    "graphagent.mcp": "MCP servers' tools as graphagent tools, and graphagent served over MCP "
+    "(extra `graphagent[mcp]`). Guide: [MCP](mcp.md).",
     "graphagent.errors": "Every error is a `GraphAgentError`; the message says what to do.",
     "checkpoint": "Savers and serialisation; imports nothing from graphagent. "
     "Guide: [persistence](persistence.md), [production](production.md).",

@@ -3,9 +3,11 @@
 Examples::
 
     graphagent draw myapp.agents:support --format svg -o support.svg
-    graphagent chat myapp.agents:support --thread ticket-42
+    graphagent chat myapp.agents:support --thread ticket-42 --db threads.sqlite
     graphagent threads list --redis redis://localhost:6379/0
+    graphagent threads show ticket-42 --db threads.sqlite
     graphagent threads history ticket-42 --redis redis://localhost:6379/0
+    graphagent mcp serve myapp.agents:support --http 127.0.0.1:8000
 
 ``module:object`` names a module (or a ``.py`` file) and an attribute in it: a compiled
 graph, an agent, or a function of no arguments that returns one. Errors are one line on
@@ -27,13 +29,17 @@ from typing import Any, NoReturn, TextIO
 
 import redis
 
+from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
 from checkpoint.redis import RedisSaver
+from checkpoint.sqlite import SqliteSaver
+from graphagent._mcp_cli import add_mcp_command
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
 from graphagent.graph import Command, CompiledGraph, StateSnapshot
 from graphagent.graph._draw import FORMATS
 from graphagent.graph._snapshot import conversation, written_by
+from graphagent.tools import ToolCallback
 
 __all__ = ["CliError", "load_object", "main"]
 
@@ -82,7 +88,8 @@ def load_object(spec: str) -> Any:
         if not hasattr(obj, part):
             raise CliError(f"{module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
-    if callable(obj) and not isinstance(obj, CompiledGraph) and not hasattr(obj, "graph"):
+    factory = not isinstance(obj, (CompiledGraph, ToolCallback))  # a @tool is callable too
+    if callable(obj) and factory and not hasattr(obj, "graph"):
         obj = obj()
     return obj
 
@@ -121,21 +128,39 @@ def _redis_saver(url: str | None, prefix: str) -> RedisSaver:
     return saver
 
 
+def _sqlite_saver(path: str, *, create: bool) -> SqliteSaver:
+    if not create and not Path(path).is_file():
+        raise CliError(f"no SQLite file {path!r} (chat --db {path} creates it)")
+    return SqliteSaver.from_path(path)
+
+
+def _stored_saver(args: argparse.Namespace, *, create: bool) -> CheckpointSaver | None:
+    """The saver named by --db or --redis (``None``: neither was given)."""
+    if args.db and args.redis:
+        raise CliError("pass --db PATH or --redis URL, not both")
+    if args.db:
+        return _sqlite_saver(args.db, create=create)
+    if args.redis:
+        return _redis_saver(args.redis, args.prefix)
+    return None
+
+
 def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
     agent = load_object(args.target)
     if isinstance(agent, CompiledGraph) or not isinstance(
         getattr(agent, "graph", None), CompiledGraph
     ):
         raise CliError(f"{args.target!r} is a {type(agent).__name__}, not an agent; chat needs one")
-    if args.redis:
+    stored = _stored_saver(args, create=True)
+    if stored is not None:
         # a copy: the user's agent object keeps its own saver
         agent = copy.copy(agent)
         agent.graph = copy.copy(agent.graph)
-        agent.graph.saver = _redis_saver(args.redis, args.prefix)
+        agent.graph.saver = stored
     if agent.graph.saver is None:
         raise CliError(
             f"agent {agent.name!r} has no saver, so thread {args.thread!r} cannot be kept; "
-            "build it with saver=... or pass --redis URL"
+            "build it with saver=..., or pass --db PATH or --redis URL"
         )
     messages: list[str] | None = list(args.message) if args.message else None
     print(f"chatting with {agent.name!r} on thread {args.thread!r} (Ctrl-D to stop)", file=out)
@@ -190,7 +215,13 @@ def _print_snapshot(snap: StateSnapshot, out: TextIO) -> None:
 
 
 def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
-    saver = _redis_saver(args.redis, args.prefix)
+    if args.db and args.redis:
+        raise CliError("pass --db PATH or --redis URL, not both")
+    saver: RedisSaver | SqliteSaver
+    if args.db:
+        saver = _sqlite_saver(args.db, create=False)
+    else:
+        saver = _redis_saver(args.redis, args.prefix)
     if args.action == "list":
         for thread in saver.threads():
             print(thread, file=out)
@@ -203,7 +234,8 @@ def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) 
         return 0
     cps = saver.list(args.thread, limit=args.limit if args.action == "history" else 1)
     if not cps:
-        raise CliError(f"no thread {args.thread!r} under prefix {args.prefix!r}")
+        where = f"in {args.db!r}" if args.db else f"under prefix {args.prefix!r}"
+        raise CliError(f"no thread {args.thread!r} {where}")
     snaps = [StateSnapshot.from_checkpoint(cp, RunnableConfig(thread_id=args.thread)) for cp in cps]
     if args.action == "show":
         _print_snapshot(snaps[0], out)
@@ -234,17 +266,21 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("target", help="module:object (an agent, or a factory)")
     chat.add_argument("--thread", "-t", required=True, help="thread id to start or resume")
     chat.add_argument("--message", "-m", action="append", help="send this, print, exit")
+    chat.add_argument("--db", help="keep the thread in this SQLite file (created if missing)")
     chat.add_argument("--redis", help="keep the thread in Redis at this URL")
     chat.add_argument("--prefix", default="graphagent", help="Redis key prefix")
     chat.set_defaults(run=_chat)
 
-    threads = sub.add_parser("threads", help="look into threads stored in Redis")
+    threads = sub.add_parser("threads", help="look into threads stored in Redis or SQLite")
     threads.add_argument("action", choices=("list", "show", "history", "delete"))
     threads.add_argument("thread", nargs="?", help="thread id (show, history, delete)")
+    threads.add_argument("--db", help="SQLite file (instead of Redis)")
     threads.add_argument("--redis", help="Redis URL (default: $REDIS_URL)")
     threads.add_argument("--prefix", default="graphagent", help="Redis key prefix")
     threads.add_argument("--limit", type=int, default=None, help="history: newest N only")
     threads.set_defaults(run=_threads)
+
+    add_mcp_command(sub)
     return parser
 
 

@@ -7,8 +7,9 @@ Model: set ``GRAPHAGENT_MODEL`` to ``"provider:model"`` (``openai:gpt-4o-mini`` 
 ``GRAPHAGENT_BASE_URL`` to a local OpenAI-compatible server (Ollama, llama.cpp, vLLM)
 and ``GRAPHAGENT_MODEL`` to its model name. Otherwise the scripted test model answers.
 
-Threads: in memory, or in Redis when ``REDIS_URL`` is set (a second run then
-continues the same thread).
+Threads: in the SQLite file ``.graphagent/demo.sqlite`` (``GRAPHAGENT_DB`` names another
+file), or in Redis when ``REDIS_URL`` is set. Either way a second run continues the same
+conversation, and says so.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 import sys
 from typing import Any
 
-from checkpoint import MemorySaver, RedisSaver
+from checkpoint import RedisSaver, SqliteSaver
 from checkpoint.base import CheckpointSaver
 from graphagent.agent import ReactAgent
 from graphagent.messages import (
@@ -32,6 +33,7 @@ from graphagent.models import ChatModel, FunctionChatModel, OpenAIChatModel, ini
 from graphagent.tools import ToolContext, tool
 
 THREAD = "demo-user-42"
+DEFAULT_DB = ".graphagent/demo.sqlite"
 FORECASTS = {"paris": "sunny, 21 C", "oslo": "light snow, -2 C", "tokyo": "rain, 14 C"}
 
 
@@ -86,11 +88,13 @@ def make_model() -> tuple[ChatModel, str]:
 
 
 def make_saver() -> tuple[CheckpointSaver, str]:
-    """Redis when REDIS_URL is set (threads expire after an hour), else memory."""
+    """Redis when REDIS_URL is set (threads expire after an hour), else a SQLite file."""
     url = os.environ.get("REDIS_URL")
     if url:
         return RedisSaver.from_url(url, prefix="graphagent-demo", ttl=3600), f"Redis at {url}"
-    return MemorySaver(), "memory (set REDIS_URL to keep them in Redis)"
+    path = os.environ.get("GRAPHAGENT_DB") or DEFAULT_DB
+    where = f"the SQLite file {path} (set REDIS_URL to keep them in Redis)"
+    return SqliteSaver.from_path(path), where
 
 
 def build(model: ChatModel, saver: CheckpointSaver) -> ReactAgent:
@@ -113,12 +117,19 @@ def main() -> int:
     print(f"  threads: {saver_text}")
 
     agent = build(model, saver)
+    earlier = agent.get_state(thread_id=THREAD).values.get("messages", [])
+    if earlier:
+        print(
+            f"\nthread {THREAD!r} holds {len(earlier)} messages from an earlier run: "
+            "this run continues that conversation"
+        )
     print(f"\n--- call 1 on thread {THREAD!r}")
     print("user:      What's the weather in Paris?")
     print("assistant:", agent.call("What's the weather in Paris?", thread_id=THREAD).text)
 
     print("\n--- call 2: a freshly built agent resumes the thread by its id")
-    resumed = build(model, saver if isinstance(saver, MemorySaver) else make_saver()[0])
+    in_memory = isinstance(saver, SqliteSaver) and saver.path == ":memory:"
+    resumed = build(model, saver if in_memory else make_saver()[0])
     print("user:      What did I ask you before?")
     print("assistant:", resumed.call("What did I ask you before?", thread_id=THREAD).text)
     state = resumed.get_state(thread_id=THREAD)
@@ -134,6 +145,8 @@ def main() -> int:
     print(resumed.draw("mermaid"))
     if os.environ.get("REDIS_URL"):
         print("(the thread stays in Redis for an hour: run the demo again to continue it)")
+    elif isinstance(saver, SqliteSaver):
+        print(f"(the thread is kept in {saver.path}: run the demo again to continue it)")
     return 0
 
 

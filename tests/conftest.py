@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from checkpoint import MemorySaver, RedisSaver
+from checkpoint import MemorySaver, RedisSaver, SqliteSaver
 from checkpoint.base import CheckpointSaver
 
 
@@ -252,11 +252,17 @@ def redis_prefix(redis_client: redis.Redis) -> Iterator[str]:
         redis_client.delete(*keys)
 
 
-@pytest.fixture(params=["memory", "redis", "cluster"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "cluster"])
 def saver(request: pytest.FixtureRequest) -> Iterator[CheckpointSaver]:
-    """Each saver in turn: the conformance suite runs against memory, Redis and a Cluster."""
+    """Each saver in turn: the conformance suite runs against memory, SQLite, Redis and a
+    Cluster."""
     if request.param == "memory":
         yield MemorySaver()
+        return
+    if request.param == "sqlite":
+        path = request.getfixturevalue("tmp_path") / "threads.sqlite"
+        with SqliteSaver(path) as s:
+            yield s
         return
     if request.param == "cluster":
         url = request.getfixturevalue("redis_cluster_url")
@@ -277,6 +283,10 @@ def make_saver(request: pytest.FixtureRequest, saver: CheckpointSaver) -> object
     """A factory for a second saver on the same storage (another "process")."""
     if isinstance(saver, MemorySaver):
         return lambda **kw: saver
+    if isinstance(saver, SqliteSaver):
+        made: list[SqliteSaver] = []
+        request.addfinalizer(lambda: [s.close() for s in made])
+        return lambda **kw: made.append(SqliteSaver(saver.path, **kw)) or made[-1]
     assert isinstance(saver, RedisSaver)
     if isinstance(saver.client, redis.RedisCluster):
         url = request.getfixturevalue("redis_cluster_url")

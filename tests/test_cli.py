@@ -156,6 +156,25 @@ def test_chat_resumes_a_thread_through_redis_and_threads_look_into_it(
     assert code == 2
 
 
+def test_chat_keeps_a_thread_in_a_sqlite_file(module: str, tmp_path: Path) -> None:
+    """chat --db keeps the thread in a file a later session continues; threads --db reads it."""
+    db = str(tmp_path / "chats" / "threads.sqlite")
+    code, text = run("chat", f"{module}:agent", "--thread", "s-1", "--db", db, "-m", "hello")
+    assert code == 0 and "echo> you said 1 things, last: hello" in text
+    code, text = run("chat", f"{module}:agent", "--thread", "s-1", "--db", db, "-m", "again")
+    assert code == 0 and "you said 2 things, last: again" in text
+    assert run("threads", "list", "--db", db) == (0, "s-1\n")
+    code, text = run("threads", "show", "s-1", "--db", db)
+    assert code == 0 and "user: again" in text
+    code, text = run("threads", "history", "s-1", "--db", db, "--limit", "2")
+    assert code == 0 and len(text.splitlines()) == 2
+    assert run("threads", "delete", "s-1", "--db", db)[0] == 0
+    assert run("threads", "show", "s-1", "--db", db)[0] == 2
+    assert run("threads", "list", "--db", str(tmp_path / "missing.sqlite"))[0] == 2
+    code, _ = run("threads", "list", "--db", db, "--redis", "redis://127.0.0.1:1/0")
+    assert code == 2
+
+
 def test_chat_asks_for_a_pending_answer_and_resumes_with_it(module: str) -> None:
     """A human-in-the-loop pause is shown; the next line (JSON or text) resumes the run."""
     code, text = run("chat", f"{module}:careful", "--thread", "h", "-m", "mail bob")

@@ -13,9 +13,14 @@ PAGES = sorted(p for p in DOCS.glob("*.md") if "```python" in p.read_text())
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_doc_examples_run(
-    page: Path, redis_url: str, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+    page: Path,
+    redis_url: str,
+    redis_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """The page's examples run in order in one namespace without error."""
+    monkeypatch.chdir(tmp_path)  # files the examples write (SQLite databases) land here
     monkeypatch.setenv("REDIS_URL", redis_url)
     monkeypatch.setenv("GRAPHAGENT_DOCS_PREFIX", redis_prefix)
     blocks = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)

@@ -15,6 +15,7 @@ MODULES = [
     "graphagent.graph",
     "graphagent.errors",
     "graphagent.messages",
+    "graphagent.mcp",
     "checkpoint",
 ]
 
@@ -47,20 +48,41 @@ def test_version() -> None:
 
 
 def test_demo_runs_and_resumes(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     """The README demo builds an agent, calls it, resumes the thread and draws it."""
     from graphagent import demo
 
     for var in ("REDIS_URL", "GRAPHAGENT_MODEL", "GRAPHAGENT_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GRAPHAGENT_DB", str(tmp_path / "demo.sqlite"))
     assert demo.main() == 0
     out = capsys.readouterr().out
     assert "the scripted test model" in out
+    assert "from an earlier run" not in out
     assert "The weather in Paris is sunny, 21 C." in out
     assert 'you asked: ["What\'s the weather in Paris?"]' in out
     assert "holds 6 messages after 3 model calls" in out
     assert "flowchart TD" in out and "[tools]" in out
+
+
+def test_running_the_demo_twice_continues_the_conversation(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """The demo keeps its thread in a SQLite file: a second run continues it and says so."""
+    from graphagent import demo
+
+    for var in ("REDIS_URL", "GRAPHAGENT_MODEL", "GRAPHAGENT_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)  # the default file, .graphagent/demo.sqlite, lands here
+    assert demo.main() == 0
+    first = capsys.readouterr().out
+    assert "the SQLite file .graphagent/demo.sqlite" in first
+    assert (tmp_path / ".graphagent" / "demo.sqlite").is_file()
+    assert demo.main() == 0
+    second = capsys.readouterr().out
+    assert "holds 6 messages from an earlier run: this run continues that conversation" in second
+    assert "holds 12 messages after 6 model calls" in second
 
 
 def _agent_after_one_lookup(question: str) -> Any:

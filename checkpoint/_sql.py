@@ -1,0 +1,625 @@
+"""What the SQL savers share: the schema, its migrations, and every saver operation as a
+program of SQL statements, with no I/O.
+
+Each operation is a generator that yields :class:`Stmt` and receives, for each, the rows
+it returned (a statement with a result) or the number of rows it changed. A driver runs a
+whole program inside one transaction, so ``SqliteSaver``, ``PostgresSaver`` and
+``AsyncPostgresSaver`` only open connections, begin, execute, commit and translate errors.
+
+Tables (``graphagent_`` names, so they sit beside anyone else's)::
+
+    threads      thread id -> head checkpoint id, last sequence number, last write time
+    checkpoints  (thread, checkpoint id) -> sequence number, record (see ``_layout``)
+    data         (thread, field) -> encoded value or log item
+    writes       (thread, checkpoint id, task) -> pending writes
+    locks        thread id -> holder's token, lease end (the opt-in run lock)
+    migrations   the schema versions applied
+
+History is ordered by the per-thread sequence number that the step's own transaction
+takes, never by a clock. Thread ids, field names and tasks are stored as UTF-8 bytes
+(lone surrogates kept), so any Python string is a valid thread id and none can collide.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from checkpoint import _layout as layout
+from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
+from checkpoint.errors import (
+    CheckpointConflictError,
+    CheckpointError,
+    CheckpointNotFoundError,
+)
+from checkpoint.serde import Serde, default_serde
+
+__all__ = ["MIGRATIONS", "Dialect", "SqlLogic", "Stmt"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    """One SQL statement of a program (``many``: run once per row of ``params``)."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    many: bool = False
+
+
+Program = Generator[Stmt, Any, T]
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one database spells what the programs need.
+
+    Attributes:
+        name: the database's name, for messages.
+        param: the placeholder (``?`` or ``%s``); programs are written with ``?``.
+        blob: the binary column type.
+        real: the floating point column type.
+        bigint: the 64-bit integer column type.
+        now: an SQL expression for the database's clock, UNIX seconds.
+        tables: what goes before a table name (a quoted schema and a dot, or nothing).
+        begin_read: starts a read transaction that sees one snapshot.
+        begin_write: starts a write transaction.
+        table_exists: a query taking a table name (qualified as ``tables`` says) that
+            returns a row when the table exists.
+        setup_prelude: statements run first in ``setup()``'s transaction.
+        extra_ddl: ``{without_rowid}``-style suffix for tables with composite keys.
+    """
+
+    name: str
+    param: str
+    blob: str
+    real: str
+    bigint: str
+    now: str
+    tables: str
+    begin_read: str
+    begin_write: str
+    table_exists: str
+    setup_prelude: tuple[str, ...] = ()
+    extra_ddl: str = ""
+
+
+# Numbered migrations: entry N-1 takes the schema from version N-1 to N. Never edit a
+# released entry; add the next one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE {t}graphagent_threads (
+            thread_id {blob} PRIMARY KEY,
+            head TEXT NOT NULL,
+            seq {bigint} NOT NULL,
+            touched_at {real} NOT NULL)""",
+        "CREATE INDEX graphagent_threads_touched ON {t}graphagent_threads (touched_at)",
+        """CREATE TABLE {t}graphagent_checkpoints (
+            thread_id {blob} NOT NULL,
+            id TEXT NOT NULL,
+            seq {bigint} NOT NULL,
+            record {blob} NOT NULL,
+            PRIMARY KEY (thread_id, id)){extra}""",
+        """CREATE UNIQUE INDEX graphagent_checkpoints_seq
+            ON {t}graphagent_checkpoints (thread_id, seq)""",
+        """CREATE TABLE {t}graphagent_data (
+            thread_id {blob} NOT NULL,
+            field {blob} NOT NULL,
+            value {blob} NOT NULL,
+            PRIMARY KEY (thread_id, field)){extra}""",
+        """CREATE TABLE {t}graphagent_writes (
+            thread_id {blob} NOT NULL,
+            checkpoint_id TEXT NOT NULL,
+            task {blob} NOT NULL,
+            value {blob} NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_id, task)){extra}""",
+        """CREATE TABLE {t}graphagent_locks (
+            thread_id {blob} PRIMARY KEY,
+            token TEXT NOT NULL,
+            expires_at {real} NOT NULL)""",
+    ),
+)
+LATEST = len(MIGRATIONS)
+_CHUNK = 500  # parameters per IN (...) list: below every SQLite build's limit
+
+
+def encode_text(text: str) -> bytes:
+    """A thread id, field name or task as stored: UTF-8, lone surrogates kept."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def decode_text(raw: bytes | memoryview) -> str:
+    """Reverse :func:`encode_text`."""
+    return bytes(raw).decode("utf-8", "surrogatepass")
+
+
+def _storable_id(cid: str) -> bool:
+    """Whether a checkpoint id can be a TEXT value in every database (no NUL, valid UTF-8)."""
+    if "\x00" in cid:
+        return False
+    try:
+        cid.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class SqlLogic:
+    """The SQL savers' operations, as programs; see the module docstring.
+
+    Args:
+        dialect: the database's spelling.
+        ttl: seconds after a thread's last write that it expires (``None``: never).
+        keep_last: keep only this many newest checkpoints per thread.
+        serde: the codec (default: the process-wide one).
+    """
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        *,
+        ttl: float | None,
+        keep_last: int | None,
+        serde: Serde | None,
+    ) -> None:
+        if keep_last is not None and keep_last < 1:
+            raise ValueError("keep_last must be at least 1 (or None to keep everything)")
+        if ttl is not None and ttl <= 0:
+            raise ValueError("ttl must be a positive number of seconds (or None: never expire)")
+        self.dialect = dialect
+        self.ttl = ttl
+        self.keep_last = keep_last
+        self.serde = serde or default_serde
+        self._sql: dict[str, str] = {}
+        self._records: dict[tuple[str, str], layout.Record] = {}
+
+    def sql(self, template: str) -> str:
+        """``template`` in this dialect: tables qualified, ``?`` placeholders translated."""
+        done = self._sql.get(template)
+        if done is None:
+            d = self.dialect
+            done = template.format(
+                t=d.tables, now=d.now, blob=d.blob, real=d.real, bigint=d.bigint, extra=d.extra_ddl
+            )
+            if d.param != "?":
+                done = done.replace("?", d.param)
+            self._sql[template] = done
+        return done
+
+    def stmt(self, template: str, *params: Any) -> Stmt:
+        """A statement from a template and its parameters."""
+        return Stmt(self.sql(template), params)
+
+    # -- schema -------------------------------------------------------------------
+
+    def setup(self) -> Program[int]:
+        """Create or migrate the tables; idempotent. Returns the schema version."""
+        for text in self.dialect.setup_prelude:
+            yield Stmt(text)
+        yield self.stmt(
+            "CREATE TABLE IF NOT EXISTS {t}graphagent_migrations "
+            "(version INTEGER PRIMARY KEY, applied_at {real} NOT NULL)"
+        )
+        rows = yield self.stmt("SELECT version FROM {t}graphagent_migrations")
+        have = max((int(r[0]) for r in rows), default=0)
+        self._refuse_newer(have)
+        for version in range(have + 1, LATEST + 1):
+            for text in MIGRATIONS[version - 1]:
+                yield self.stmt(text)
+            yield self.stmt(
+                "INSERT INTO {t}graphagent_migrations (version, applied_at) VALUES (?, {now})",
+                version,
+            )
+        return LATEST
+
+    def check_version(self, where: str, how_to_setup: str) -> Program[None]:
+        """Refuse to run on tables that are missing, older or newer than this code."""
+        found = yield Stmt(
+            self.dialect.table_exists, (f"{self.dialect.tables}graphagent_migrations",)
+        )
+        if not found or found[0][0] is None:
+            raise CheckpointError(f"{where} has no graphagent tables yet: {how_to_setup}")
+        rows = yield self.stmt("SELECT max(version) FROM {t}graphagent_migrations")
+        have = int(rows[0][0] or 0)
+        self._refuse_newer(have)
+        if have < LATEST:
+            raise CheckpointError(
+                f"{where} holds graphagent tables at schema version {have}, and this version "
+                f"of graphagent needs {LATEST}: {how_to_setup} to migrate them"
+            )
+
+    def _refuse_newer(self, have: int) -> None:
+        if have > LATEST:
+            raise CheckpointError(
+                f"the database's graphagent tables are at schema version {have}, newer than "
+                f"this version of graphagent knows ({LATEST}); upgrade graphagent"
+            )
+
+    # -- reading --------------------------------------------------------------------
+
+    def _alive(self) -> tuple[str, tuple[Any, ...]]:
+        """SQL condition (on ``threads``) and parameters: the thread has not expired."""
+        if self.ttl is None:
+            return "", ()
+        return " AND touched_at >= {now} - ?", (self.ttl,)
+
+    def _record(self, thread_id: str, cid: str, blob: bytes) -> layout.Record:
+        # Records never change once written, so decoding each id once is always safe.
+        key = (thread_id, cid)
+        cached = self._records.get(key)
+        if cached is None:
+            if len(self._records) > 4096:
+                self._records.clear()
+            cached = self._records[key] = layout.decode_record(bytes(blob), self.serde.loads)
+        return cached
+
+    def _not_found(self, thread_id: str, cid: str) -> CheckpointNotFoundError:
+        return CheckpointNotFoundError(f"thread {thread_id!r} has no checkpoint {cid!r}")
+
+    def head(self, thread_id: str) -> Program[str | None]:
+        """The thread's head id."""
+        cond, extra = self._alive()
+        rows = yield self.stmt(
+            "SELECT head FROM {t}graphagent_threads WHERE thread_id = ?" + cond,
+            encode_text(thread_id),
+            *extra,
+        )
+        return str(rows[0][0]) if rows else None
+
+    def get(self, thread_id: str, checkpoint_id: str | None) -> Program[Checkpoint | None]:
+        """The head (or the named checkpoint) with its state."""
+        if checkpoint_id is not None and not _storable_id(checkpoint_id):
+            raise self._not_found(thread_id, checkpoint_id)
+        tid = encode_text(thread_id)
+        cond, extra = self._alive()
+        rows = yield self.stmt(
+            "SELECT c.id, c.record FROM {t}graphagent_threads t JOIN {t}graphagent_checkpoints c "
+            "ON c.thread_id = t.thread_id AND c.id = COALESCE(?, t.head) "
+            "WHERE t.thread_id = ?" + cond.replace("touched_at", "t.touched_at"),
+            checkpoint_id,
+            tid,
+            *extra,
+        )
+        if not rows:
+            if checkpoint_id is not None:
+                raise self._not_found(thread_id, checkpoint_id)
+            return None
+        record = self._record(thread_id, str(rows[0][0]), rows[0][1])
+        found = yield from self._load(thread_id, [record])
+        return found[0]
+
+    def list(
+        self, thread_id: str, limit: int | None, before: str | None
+    ) -> Program[builtins.list[Checkpoint]]:
+        """Checkpoints newest first (by the thread's sequence, not by any clock)."""
+        tid = encode_text(thread_id)
+        if (yield from self.head(thread_id)) is None:
+            return []
+        where = "thread_id = ?"
+        params: builtins.list[Any] = [tid]
+        if before is not None:
+            seq = []
+            if _storable_id(before):
+                seq = yield self.stmt(
+                    "SELECT seq FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = ?",
+                    tid,
+                    before,
+                )
+            if seq:
+                where, params = where + " AND seq < ?", [*params, seq[0][0]]
+            else:  # not one of ours: fall back to the ids' time order
+                safe = before.encode("utf-8", "replace").decode().replace("\x00", "")
+                where, params = where + " AND id < ?", [*params, safe]
+        query = (
+            "SELECT id, record FROM {t}graphagent_checkpoints WHERE " + where + " ORDER BY seq DESC"
+        )
+        if limit is not None:
+            query, params = query + " LIMIT ?", [*params, max(limit, 0)]
+        rows = yield Stmt(self.sql(query), params)
+        records = [self._record(thread_id, str(cid), blob) for cid, blob in rows]
+        return (yield from self._load(thread_id, records))
+
+    def _load(
+        self, thread_id: str, records: builtins.list[layout.Record]
+    ) -> Program[builtins.list[Checkpoint]]:
+        """Rebuild each record's state, reading every field they need once."""
+        if not records:
+            return []
+        tid = encode_text(thread_id)
+        wanted = [layout.read_fields(r) for r in records]
+        names = sorted({encode_text(f) for fields in wanted for f in fields})
+        blobs: dict[str, bytes] = {}
+        for start in range(0, len(names), _CHUNK):
+            chunk = names[start : start + _CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            rows = yield Stmt(
+                self.sql(
+                    "SELECT field, value FROM {t}graphagent_data "
+                    f"WHERE thread_id = ? AND field IN ({marks})"
+                ),
+                [tid, *chunk],
+            )
+            blobs.update((decode_text(f), bytes(v)) for f, v in rows)
+        if len(records) == 1:
+            rows = yield self.stmt(
+                "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                "WHERE thread_id = ? AND checkpoint_id = ?",
+                tid,
+                records[0].id,
+            )
+        else:
+            rows = yield self.stmt(
+                "SELECT checkpoint_id, task, value FROM {t}graphagent_writes WHERE thread_id = ?",
+                tid,
+            )
+        pending: dict[str, dict[str, bytes]] = {}
+        for cid, task, value in rows:
+            pending.setdefault(str(cid), {})[decode_text(task)] = bytes(value)
+        out = []
+        for record, fields in zip(records, wanted, strict=True):
+            values = layout.rebuild(record, [blobs.get(f) for f in fields], self.serde.loads)
+            writes = layout.group_writes(pending.get(record.id, {}), self.serde.loads)
+            out.append(layout.to_checkpoint(thread_id, record, values, writes))
+        return out
+
+    def threads(self) -> Program[builtins.list[str]]:
+        """Every thread id stored (and not expired)."""
+        cond, extra = self._alive()
+        rows = yield self.stmt(
+            "SELECT thread_id FROM {t}graphagent_threads WHERE 1 = 1" + cond, *extra
+        )
+        return sorted(decode_text(r[0]) for r in rows)
+
+    # -- writing --------------------------------------------------------------------
+
+    def put(
+        self, thread_id: str, write: CheckpointWrite, expected_head: str | None
+    ) -> Program[None]:
+        """Check the head and store the step, in the caller's one transaction."""
+        for cid in (write.id, write.parent_id, expected_head):
+            if cid is not None and not _storable_id(cid):
+                raise CheckpointError(f"checkpoint id {cid!r} is not storable text")
+        tid = encode_text(thread_id)
+        moved = yield from self._move_head(thread_id, write, expected_head)
+        if moved is None:
+            return  # a retry of this very write, which already landed
+        parent = None
+        if write.parent_id is not None:
+            # the head check just proved that the expected head exists; a fork's parent
+            # may have been pruned or deleted by another process since we cached it
+            verify = write.parent_id != expected_head
+            parent = yield from self._parent(thread_id, write.parent_id, verify=verify)
+        plan = layout.plan_put(
+            parent, write, on_head=write.parent_id == expected_head, dumps=self.serde.dumps
+        )
+        yield self.stmt(
+            "INSERT INTO {t}graphagent_checkpoints (thread_id, id, seq, record) "
+            "VALUES (?, ?, ?, ?)",
+            tid,
+            write.id,
+            moved,
+            plan.record_blob,
+        )
+        if plan.data:
+            yield Stmt(
+                self.sql(
+                    "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)"
+                ),
+                [(tid, encode_text(f), v) for f, v in plan.data.items()],
+                many=True,
+            )
+        if write.parent_id is not None:
+            yield self.stmt(
+                "DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?",
+                tid,
+                write.parent_id,
+            )
+        self._records[(thread_id, write.id)] = plan.record
+        if self.keep_last is not None and moved > self.keep_last:
+            yield from self._prune(thread_id, self.keep_last)
+
+    def _move_head(
+        self, thread_id: str, write: CheckpointWrite, expected_head: str | None
+    ) -> Program[int | None]:
+        """Move the head from ``expected_head`` to the write; its sequence number.
+
+        ``None``: the head already is this write. Conflicts raise, having written nothing.
+        """
+        tid = encode_text(thread_id)
+        if self.ttl is not None:
+            yield from self._drop_if_expired(tid)
+        if expected_head is None:
+            changed = yield self.stmt(
+                "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
+                "VALUES (?, ?, 1, {now}) ON CONFLICT (thread_id) DO NOTHING",
+                tid,
+                write.id,
+            )
+        else:
+            changed = yield self.stmt(
+                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + 1, touched_at = {now} "
+                "WHERE thread_id = ? AND head = ?",
+                write.id,
+                tid,
+                expected_head,
+            )
+        rows = yield self.stmt(
+            "SELECT head, seq FROM {t}graphagent_threads WHERE thread_id = ?", tid
+        )
+        current = str(rows[0][0]) if rows else None
+        if changed == 1:
+            return int(rows[0][1])
+        if current == write.id:
+            return None
+        if current is None:
+            raise CheckpointConflictError(
+                f"thread {thread_id!r} is gone (deleted, or expired after its ttl) while this "
+                f"run expected checkpoint {expected_head!r}; nothing was written. Start the "
+                "thread again"
+            )
+        raise CheckpointConflictError(
+            f"thread {thread_id!r} moved to checkpoint {current!r} while this run expected "
+            f"{expected_head!r}; nothing was written. Reload the thread and run again, or "
+            "serialise runs per thread"
+        )
+
+    def _parent(self, thread_id: str, parent_id: str, *, verify: bool) -> Program[layout.Record]:
+        cached = self._records.get((thread_id, parent_id))
+        if cached is not None and not verify:
+            return cached
+        rows = yield self.stmt(
+            "SELECT record FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = ?",
+            encode_text(thread_id),
+            parent_id,
+        )
+        if not rows:
+            raise self._not_found(thread_id, parent_id)
+        return self._record(thread_id, parent_id, rows[0][0])
+
+    def _drop_if_expired(self, tid: bytes) -> Program[None]:
+        rows = yield self.stmt(
+            "SELECT 1 FROM {t}graphagent_threads WHERE thread_id = ? AND touched_at < {now} - ?",
+            tid,
+            self.ttl,
+        )
+        if rows:
+            yield from self._delete(tid)
+
+    def _prune(self, thread_id: str, keep: int) -> Program[None]:
+        tid = encode_text(thread_id)
+        rows = yield self.stmt(
+            "SELECT id, record FROM {t}graphagent_checkpoints WHERE thread_id = ? ORDER BY seq",
+            tid,
+        )
+        if len(rows) <= keep:
+            return
+        records = [self._record(thread_id, str(cid), blob) for cid, blob in rows]
+        drop, fields = layout.plan_prune(records[: len(rows) - keep], records[len(rows) - keep :])
+        for cid in drop:
+            self._records.pop((thread_id, cid), None)
+        yield Stmt(
+            self.sql("DELETE FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = ?"),
+            [(tid, cid) for cid in drop],
+            many=True,
+        )
+        yield Stmt(
+            self.sql("DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?"),
+            [(tid, cid) for cid in drop],
+            many=True,
+        )
+        if fields:
+            yield Stmt(
+                self.sql("DELETE FROM {t}graphagent_data WHERE thread_id = ? AND field = ?"),
+                [(tid, encode_text(f)) for f in fields],
+                many=True,
+            )
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> Program[None]:
+        """Keep a step's finished work; the checkpoint must exist (and not have expired)."""
+        tid = encode_text(thread_id)
+        cond, extra = self._alive()
+        found: Any = []
+        if _storable_id(checkpoint_id):
+            found = yield self.stmt(
+                "SELECT 1 FROM {t}graphagent_checkpoints c JOIN {t}graphagent_threads t "
+                "ON t.thread_id = c.thread_id WHERE c.thread_id = ? AND c.id = ?"
+                + cond.replace("touched_at", "t.touched_at"),
+                tid,
+                checkpoint_id,
+                *extra,
+            )
+        if not found:
+            raise self._not_found(thread_id, checkpoint_id)
+        by_task: dict[str, builtins.list[PendingWrite]] = {}
+        for w in writes:
+            by_task.setdefault(w.task, []).append(w)
+        if not by_task:
+            return
+        rows = [
+            (tid, checkpoint_id, encode_text(task), layout.encode_writes(group, self.serde.dumps))
+            for task, group in by_task.items()
+        ]
+        yield Stmt(
+            self.sql(
+                "INSERT INTO {t}graphagent_writes (thread_id, checkpoint_id, task, value) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_id, task) "
+                "DO UPDATE SET value = excluded.value"
+            ),
+            rows,
+            many=True,
+        )
+        if self.ttl is not None:
+            yield self.stmt(
+                "UPDATE {t}graphagent_threads SET touched_at = {now} WHERE thread_id = ?", tid
+            )
+
+    def delete(self, thread_id: str) -> Program[None]:
+        """Remove everything stored for the thread (not a run's lock on it)."""
+        for key in [k for k in self._records if k[0] == thread_id]:
+            del self._records[key]
+        yield from self._delete(encode_text(thread_id))
+
+    def _delete(self, tid: bytes) -> Program[None]:
+        for table in ("threads", "checkpoints", "data", "writes"):
+            yield self.stmt(f"DELETE FROM {{t}}graphagent_{table} WHERE thread_id = ?", tid)
+
+    def purge_expired(self) -> Program[int]:
+        """Delete every thread whose ttl has passed; how many went."""
+        if self.ttl is None:
+            return 0
+        rows = yield self.stmt(
+            "SELECT thread_id FROM {t}graphagent_threads WHERE touched_at < {now} - ?", self.ttl
+        )
+        for (tid,) in rows:
+            yield from self._delete(bytes(tid))
+        return len(rows)
+
+    # -- the opt-in run lock ------------------------------------------------------------
+
+    def lock_programs(
+        self, thread_id: str, lease: float
+    ) -> tuple[
+        Callable[[str], Program[bool]],
+        Callable[[str], Program[bool]],
+        Callable[[str], Program[None]],
+    ]:
+        """Take, renew and release of the thread's lock, each one statement.
+
+        Taking succeeds when the lock is free, its lease has ended, or it already holds
+        our token (a retried take whose first reply was lost).
+        """
+        tid = encode_text(thread_id)
+
+        def take(token: str) -> Program[bool]:
+            changed = yield self.stmt(
+                "INSERT INTO {t}graphagent_locks AS l (thread_id, token, expires_at) "
+                "VALUES (?, ?, {now} + ?) ON CONFLICT (thread_id) DO UPDATE "
+                "SET token = excluded.token, expires_at = excluded.expires_at "
+                "WHERE l.expires_at <= {now} OR l.token = excluded.token",
+                tid,
+                token,
+                lease,
+            )
+            return bool(changed == 1)
+
+        def renew(token: str) -> Program[bool]:
+            changed = yield self.stmt(
+                "UPDATE {t}graphagent_locks SET expires_at = {now} + ? "
+                "WHERE thread_id = ? AND token = ?",
+                lease,
+                tid,
+                token,
+            )
+            return bool(changed == 1)
+
+        def release(token: str) -> Program[None]:
+            yield self.stmt(
+                "DELETE FROM {t}graphagent_locks WHERE thread_id = ? AND token = ?", tid, token
+            )
+
+        return take, renew, release

@@ -1,0 +1,296 @@
+"""``SqliteSaver``: threads in one SQLite file, durable with nothing to run beside the program.
+
+Built on Python's own ``sqlite3``. The file is in WAL mode, so readers never wait for a
+writer. Each step is one ``BEGIN IMMEDIATE`` transaction that checks the thread's head,
+writes the step's record and only the values and items it changed (see ``_layout``),
+moves the head and drops the parent's pending writes; it lands whole or not at all.
+Several processes may share one file: a writer waits up to ``timeout`` seconds for
+another's transaction, then gets ``ThreadLockedError``; a writer whose expected head
+moved gets ``CheckpointConflictError``, as on every other saver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import functools
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any, TypeVar
+
+from typing_extensions import Self
+
+from checkpoint._sql import Dialect, Program, SqlLogic, Stmt
+from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
+from checkpoint.errors import CheckpointError, CheckpointStorageError, ThreadLockedError
+from checkpoint.locks import LockPolicy, hold
+from checkpoint.serde import Serde
+
+__all__ = ["AsyncSqliteSaver", "SqliteSaver"]
+
+T = TypeVar("T")
+
+SQLITE = Dialect(
+    name="SQLite",
+    param="?",
+    blob="BLOB",
+    real="REAL",
+    bigint="INTEGER",
+    now="((julianday('now') - 2440587.5) * 86400.0)",
+    tables="",
+    begin_read="BEGIN",
+    begin_write="BEGIN IMMEDIATE",
+    table_exists="SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?",
+    extra_ddl=" WITHOUT ROWID",
+)
+
+
+class SqliteSaver(CheckpointSaver):
+    """Keep threads in a SQLite file, so a conversation survives restarts without a server.
+
+    Args:
+        path: the database file (created with its tables if missing), or ``":memory:"``
+            for a private in-memory database.
+        ttl: seconds after a thread's last write that it expires (``None``: never).
+            Expired threads read as absent and are deleted by later writes.
+        keep_last: keep only this many newest checkpoints per thread.
+        serde: the codec (default: the process-wide one).
+        timeout: seconds a write waits for another connection's transaction on the
+            file before ``ThreadLockedError`` (SQLite's busy timeout).
+        lock_timeout: opt in to one run at a time per thread (see ``RedisSaver``).
+        lock_lease: seconds a run lock outlives a crashed holder.
+
+    Example:
+        >>> from checkpoint import SqliteSaver
+        >>> saver = SqliteSaver(":memory:")
+        >>> saver.get("no-such-thread") is None
+        True
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        ttl: float | None = None,
+        keep_last: int | None = None,
+        serde: Serde | None = None,
+        timeout: float = 5.0,
+        lock_timeout: float | None = None,
+        lock_lease: float = 30.0,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.timeout = timeout
+        self.logic = SqlLogic(SQLITE, ttl=ttl, keep_last=keep_last, serde=serde)
+        self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
+        self._guard = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = 0
+        self._next_purge = 0.0
+        if self.path != ":memory:" and not Path(self.path).parent.is_dir():
+            raise CheckpointStorageError(
+                f"cannot open SQLite database {self.path!r}: its folder does not exist "
+                "(create it, or use SqliteSaver.from_path, which does)"
+            )
+        self._run(self.logic.setup(), write=True, action="creating its tables")
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], **options: Any) -> Self:
+        """Open (or create) the database at ``path``, creating missing folders on the way.
+
+        ``options`` are the constructor's keyword arguments.
+        """
+        if os.fspath(path) != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return cls(path, **options)
+
+    # -- the driver ----------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        # A connection must not cross os.fork(): a child opens its own.
+        if self._conn is None or self._pid != os.getpid():
+            conn = sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: a crash of the program never loses a committed step; a power
+            # cut may lose the last few, never leaving one half-written.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    def _run(self, program: Program[T], *, write: bool, action: str) -> T:
+        with self._guard:
+            try:
+                conn = self._connection()
+                conn.execute(SQLITE.begin_write if write else SQLITE.begin_read)
+                try:
+                    result = _drive(program, conn)
+                    conn.execute("COMMIT")
+                    return result
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self._error(action, exc) from exc
+
+    def _error(self, action: str, exc: sqlite3.Error) -> CheckpointError:
+        text = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+            return ThreadLockedError(
+                f"SQLite database {self.path!r} stayed locked by another writer for "
+                f"{self.timeout:g} s (timeout) while {action}; nothing was written. Try "
+                "again, or raise timeout"
+            )
+        return CheckpointStorageError(
+            f"SQLite failed while {action} in {self.path!r}: {type(exc).__name__}: {text}"
+        )
+
+    # -- the saver interface --------------------------------------------------------
+
+    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
+        """Store ``write`` as the new head in one transaction (see ``CheckpointSaver.put``)."""
+        action = f"writing checkpoint {write.id} of thread {thread_id!r}"
+        self._run(self.logic.put(thread_id, write, expected_head), write=True, action=action)
+        if self.logic.ttl is not None and time.monotonic() >= self._next_purge:
+            self._next_purge = time.monotonic() + min(self.logic.ttl, 60.0)
+            self.purge_expired()
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> None:
+        """Keep a step's finished work until the step commits."""
+        action = f"saving pending writes of thread {thread_id!r}"
+        program = self.logic.put_writes(thread_id, checkpoint_id, writes)
+        self._run(program, write=True, action=action)
+
+    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The head (or the named checkpoint) with its state, from one snapshot."""
+        action = f"reading thread {thread_id!r}"
+        return self._run(self.logic.get(thread_id, checkpoint_id), write=False, action=action)
+
+    def list(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> builtins.list[Checkpoint]:
+        """Checkpoints newest first."""
+        action = f"listing thread {thread_id!r}"
+        return self._run(self.logic.list(thread_id, limit, before), write=False, action=action)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove everything stored for the thread."""
+        action = f"deleting thread {thread_id!r}"
+        self._run(self.logic.delete(thread_id), write=True, action=action)
+
+    def head(self, thread_id: str) -> str | None:
+        """The thread's head id, without loading its state."""
+        action = f"reading thread {thread_id!r}"
+        return self._run(self.logic.head(thread_id), write=False, action=action)
+
+    def threads(self) -> builtins.list[str]:
+        """Every thread id in the file."""
+        return self._run(self.logic.threads(), write=False, action="listing threads")
+
+    def purge_expired(self) -> int:
+        """Delete the threads whose ttl has passed (writes do this now and then); how many."""
+        return self._run(self.logic.purge_expired(), write=True, action="purging expired threads")
+
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
+        if self.lock_policy is None:
+            return nullcontext()
+        take, renew, release = self.logic.lock_programs(thread_id, self.lock_policy.lease)
+        action = f"locking thread {thread_id!r}"
+
+        def run(program: Callable[[str], Program[T]]) -> Callable[[str], T]:
+            return lambda token: self._run(program(token), write=True, action=action)
+
+        return hold(self.lock_policy, thread_id, run(take), run(renew), run(release))
+
+    def close(self) -> None:
+        """Close the connection (a later call opens a new one)."""
+        with self._guard:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _drive(program: Program[T], conn: sqlite3.Connection) -> T:
+    send: Any = None
+    while True:
+        try:
+            stmt: Stmt = program.send(send)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        if stmt.many:
+            send = conn.executemany(stmt.sql, stmt.params).rowcount
+            continue
+        cur = conn.execute(stmt.sql, stmt.params)
+        send = cur.fetchall() if cur.description is not None else cur.rowcount
+
+
+class AsyncSqliteSaver(SqliteSaver):
+    """``SqliteSaver`` for async services: its ``a``-methods run on a worker thread of its own.
+
+    Same file format (the two read each other's threads); the sync methods work too.
+    Close it with :meth:`aclose`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", **options: Any) -> None:
+        super().__init__(path, **options)
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="graphagent-sqlite")
+
+    async def _off(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    async def aput(
+        self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
+    ) -> None:
+        """Async :meth:`put`."""
+        await self._off(self.put, thread_id, write, expected_head=expected_head)
+
+    async def aput_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        await self._off(self.put_writes, thread_id, checkpoint_id, writes)
+
+    async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """Async :meth:`get`."""
+        return await self._off(self.get, thread_id, checkpoint_id)
+
+    async def alist(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> builtins.list[Checkpoint]:
+        """Async :meth:`list`."""
+        return await self._off(self.list, thread_id, limit=limit, before=before)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        await self._off(self.delete_thread, thread_id)
+
+    async def ahead(self, thread_id: str) -> str | None:
+        """Async :meth:`head`."""
+        return await self._off(self.head, thread_id)
+
+    async def athreads(self) -> builtins.list[str]:
+        """Async :meth:`threads`."""
+        return await self._off(self.threads)
+
+    async def aclose(self) -> None:
+        """Close the connection and the worker thread."""
+        await self._off(self.close)
+        self._executor.shutdown(wait=False)

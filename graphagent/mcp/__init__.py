@@ -1,0 +1,35 @@
+"""MCP (Model Context Protocol): use any MCP server's tools, and serve ours.
+
+Needs the extra: ``pip install 'graphagent[mcp]'`` (the official MCP Python SDK).
+
+- :class:`McpToolProvider` turns the tools of a server (run locally over stdio, or
+  reached over streamable HTTP) into tools for any agent or ``ToolCallingManager``.
+- :func:`serve` offers graphagent tools and agents to any MCP client, over stdio or
+  streamable HTTP (also ``graphagent mcp serve module:object [--http HOST:PORT]``).
+
+Guide: docs/mcp.md.
+"""
+
+from __future__ import annotations
+
+try:
+    import mcp as _sdk  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError("graphagent.mcp needs the MCP SDK: pip install 'graphagent[mcp]'") from exc
+
+from graphagent.mcp._client import McpToolCallback, McpToolProvider, MetaMapper
+from graphagent.mcp._errors import McpServerError
+from graphagent.mcp._names import prefixed_tool_name
+from graphagent.mcp._server import Servable, build_server, http_app, serve
+
+__all__ = [
+    "McpServerError",
+    "McpToolCallback",
+    "McpToolProvider",
+    "MetaMapper",
+    "Servable",
+    "build_server",
+    "http_app",
+    "prefixed_tool_name",
+    "serve",
+]

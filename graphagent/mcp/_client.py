@@ -1,0 +1,379 @@
+"""``McpToolProvider``: the tools of an MCP server as graphagent tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from mcp import types
+
+from graphagent.errors import ToolArgumentsError, ToolDefinitionError, UserError
+from graphagent.mcp import _reaper
+from graphagent.mcp._errors import McpServerError
+from graphagent.mcp._names import prefixed_tool_name, safe_name
+from graphagent.mcp._results import result_text
+from graphagent.mcp._session import LiveSession, Transport
+from graphagent.mcp._transports import HttpTransport, StdioTransport
+from graphagent.tools import ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+
+__all__ = ["McpToolCallback", "McpToolProvider", "MetaMapper"]
+
+T = TypeVar("T")
+MetaMapper = Callable[[ToolContext], Mapping[str, Any] | None]
+"""Builds a call's ``_meta`` from its ToolContext: the only way context reaches a server."""
+
+
+class _LoopThread:
+    """An event loop on a daemon thread, for providers used from sync code."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+class McpToolCallback:
+    """One tool of an MCP server, callable like any graphagent tool.
+
+    Spring AI's ``SyncMcpToolCallback`` / ``AsyncMcpToolCallback`` in one: ``call``
+    and ``acall`` both work. The server's input schema is given to the model unchanged.
+
+    Attributes:
+        tool: the server's description of the tool.
+    """
+
+    def __init__(self, provider: McpToolProvider, tool: types.Tool, name: str) -> None:
+        self._provider = provider
+        self.tool = tool
+        self._definition = ToolDefinition(
+            name, tool.description or tool.title or tool.name, dict(tool.inputSchema)
+        )
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The definition sent to models."""
+        return self._definition
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        """How the result is used (never ``return_direct``)."""
+        return ToolMetadata()
+
+    def _arguments(self, tool_input: str) -> dict[str, Any]:
+        try:
+            value = json.loads(tool_input) if tool_input.strip() else {}
+        except ValueError as exc:
+            raise ToolArgumentsError(
+                f"arguments for {self._definition.name!r} are not valid JSON: {exc}."
+            ) from exc
+        if not isinstance(value, dict):
+            raise ToolArgumentsError(
+                f"arguments for {self._definition.name!r} must be a JSON object, "
+                f"got {type(value).__name__}."
+            )
+        return value
+
+    def _request(self, tool_input: str, context: ToolContext | None) -> Coroutine[Any, Any, str]:
+        arguments = self._arguments(tool_input)
+        mapper = self._provider.meta
+        meta = dict(mapper(context) or {}) if mapper is not None and context is not None else None
+        return self._provider._call(self, arguments, meta)
+
+    def call(self, tool_input: str, context: ToolContext | None = None) -> str:
+        """Call the server's tool with the model's JSON arguments; the result as text.
+
+        Raises:
+            ToolExecutionError: the server flagged the result as an error.
+            McpServerError: the server exited, timed out or refused the call.
+        """
+        return self._provider._run_sync(self._request(tool_input, context))
+
+    async def acall(self, tool_input: str, context: ToolContext | None = None) -> str:
+        """Async :meth:`call`."""
+        return await self._provider._run_async(self._request(tool_input, context))
+
+    def __repr__(self) -> str:
+        return f"<McpToolCallback {self._definition.name!r} of {self._provider.label!r}>"
+
+
+class McpToolProvider:
+    """The tools of one MCP server, as a :class:`~graphagent.tools.ToolCallbackProvider`.
+
+    Make one with :meth:`stdio` (a local server run as a child process) or :meth:`http`
+    (streamable HTTP), and open it: ``with`` runs the session on its own loop thread
+    (for sync agents; async agents can use it too), ``async with`` runs it on the
+    current loop. Calls from parallel tool calls run concurrently.
+
+    Args:
+        transport: how to reach the server (use the constructors).
+        name: the server's name in tool prefixes and errors (default: the name the
+            server gives, or the command).
+        prefix: name tools ``<server>_<tool>`` (Spring AI's ``prefixedToolName``),
+            always within ``[a-zA-Z0-9_-]{1,64}``.
+        timeout: seconds each call may take (``None``: no limit).
+        startup_timeout: seconds to start and initialise the server.
+        meta: maps a call's :class:`ToolContext` to the request's ``_meta``; without it
+            nothing of the context, config or metadata is sent.
+
+    Example:
+        >>> provider = McpToolProvider.stdio("npx", ["@modelcontextprotocol/server-everything"])
+        >>> provider.label
+        'npx'
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        name: str | None = None,
+        prefix: bool = True,
+        timeout: float | None = 60.0,
+        startup_timeout: float = 30.0,
+        meta: MetaMapper | None = None,
+    ) -> None:
+        self.name = name
+        self.prefix = prefix
+        self.timeout = timeout
+        self.meta = meta
+        self._live = LiveSession(
+            transport, startup_timeout=startup_timeout, on_tools=self._set, named=bool(name)
+        )
+        self._thread: _LoopThread | None = None
+        self._tools: dict[str, McpToolCallback] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        *,
+        name: str | None = None,
+        prefix: bool = True,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float | None = 60.0,
+        startup_timeout: float = 30.0,
+        meta: MetaMapper | None = None,
+    ) -> McpToolProvider:
+        """A server run as a child process, spoken to over stdin/stdout.
+
+        ``env`` is added to the SDK's safe default environment (``PATH``, ``HOME``, ...),
+        not to this process's whole environment. The server is stopped on close, at
+        interpreter exit, when this process gets SIGTERM, and (Linux) when it dies.
+        """
+        label = name or os.path.basename(command)
+        transport = StdioTransport(command, args, env, cwd, label)
+        return cls(
+            transport,
+            name=name,
+            prefix=prefix,
+            timeout=timeout,
+            startup_timeout=startup_timeout,
+            meta=meta,
+        )
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        name: str | None = None,
+        prefix: bool = True,
+        timeout: float | None = 60.0,
+        startup_timeout: float = 30.0,
+        meta: MetaMapper | None = None,
+    ) -> McpToolProvider:
+        """A server at ``url`` (streamable HTTP, e.g. ``http://host:8000/mcp``).
+
+        ``headers`` go with every request (e.g. ``{"Authorization": "Bearer ..."}``).
+        """
+        transport = HttpTransport(url, headers, name or url)
+        return cls(
+            transport,
+            name=name,
+            prefix=prefix,
+            timeout=timeout,
+            startup_timeout=startup_timeout,
+            meta=meta,
+        )
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        """The server's name in messages."""
+        return self._live.label
+
+    @property
+    def server_name(self) -> str:
+        """The name the server gave when it started (empty before)."""
+        return self._live.server_name
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of a local server's guard (its process group), else ``None``."""
+        return self._live.transport.pid
+
+    def _set(self, tools: list[types.Tool]) -> None:
+        server = self.name or self.label
+        made: dict[str, McpToolCallback] = {}
+        for tool in tools:
+            name = prefixed_tool_name(server, tool.name) if self.prefix else safe_name(tool.name)
+            if name in made:
+                raise ToolDefinitionError(
+                    f"MCP server {self.label!r}: tools {made[name].tool.name!r} and "
+                    f"{tool.name!r} both become {name!r}; use prefix=True or rename one"
+                )
+            made[name] = McpToolCallback(self, tool, name)
+        with self._lock:
+            self._tools = made
+
+    def tool_callbacks(self) -> Sequence[ToolCallback]:
+        """The server's tools, as last listed (``tools/list_changed`` refreshes them).
+
+        Raises:
+            UserError: the provider is not open.
+        """
+        if self._live.loop is None:
+            raise UserError(
+                f"MCP provider {self.label!r} is not open; use it as `with provider:` "
+                "(or `async with`), or call provider.open()"
+            )
+        with self._lock:
+            return list(self._tools.values())
+
+    # -- running coroutines on the session's loop ------------------------------------------
+
+    def _run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        loop = self._live.loop
+        if loop is None:
+            coro.close()
+            raise McpServerError(f"MCP server {self.label!r} is not open", server=self.label)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            coro.close()
+            raise UserError(
+                f"MCP provider {self.label!r} was opened with `async with` on this loop: call its "
+                "tools with acall/ainvoke, or open it with `with` for sync use"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    async def _run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        loop = self._live.loop
+        if loop is None:
+            coro.close()
+            raise McpServerError(f"MCP server {self.label!r} is not open", server=self.label)
+        if loop is asyncio.get_running_loop():
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+    async def _call(
+        self, tool: McpToolCallback, arguments: dict[str, Any], meta: dict[str, Any] | None
+    ) -> str:
+        result = await self._live.call_tool(
+            tool.tool.name, arguments, timeout=self.timeout, meta=meta
+        )
+        return result_text(result, tool=tool.definition.name, server=self.label)
+
+    # -- opening and closing -----------------------------------------------------------------
+
+    def open(self) -> McpToolProvider:
+        """Start the server on a loop thread of its own; returns self.
+
+        Raises:
+            McpServerError: the server did not start (the message says why).
+        """
+        if self._live.loop is not None:
+            raise UserError(f"MCP provider {self.label!r} is already open")
+        _reaper.install()
+        self._thread = _LoopThread(f"graphagent-mcp-{self.label}")
+        try:
+            self._thread.run(self._live.start())
+        except BaseException:
+            self._thread.run(self._live.close())
+            self._thread.stop()
+            self._thread = None
+            self._live.loop = None
+            raise
+        return self
+
+    def close(self) -> None:
+        """Stop the session and the server; safe to call twice."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.run(self._live.close())
+            thread.stop()
+        self._live.loop = None
+
+    async def aopen(self) -> McpToolProvider:
+        """Start the server on the running loop; returns self."""
+        if self._live.loop is not None:
+            raise UserError(f"MCP provider {self.label!r} is already open")
+        _reaper.install()
+        try:
+            await self._live.start()
+        except BaseException:
+            await self._live.close()
+            self._live.loop = None
+            raise
+        return self
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        if self._thread is not None:
+            await asyncio.to_thread(self.close)
+            return
+        await self._live.close()
+        self._live.loop = None
+
+    def refresh(self) -> None:
+        """List the server's tools again (``tools/list_changed`` does this by itself)."""
+        self._run_sync(self._live.refresh())
+
+    async def arefresh(self) -> None:
+        """Async :meth:`refresh`."""
+        await self._run_async(self._live.refresh())
+
+    def __enter__(self) -> McpToolProvider:
+        return self.open()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> McpToolProvider:
+        return await self.aopen()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        state = "open" if self._live.loop is not None else "closed"
+        return f"<McpToolProvider {self.label!r} ({state}, {len(self._tools)} tools)>"

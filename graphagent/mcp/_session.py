@@ -1,0 +1,257 @@
+"""One live MCP session on an event loop: start-up, calls, tool list, shutdown, faults."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from typing import Any, Protocol
+
+import anyio
+from mcp import ClientSession, types
+from mcp.shared.exceptions import McpError
+from mcp.shared.session import RequestResponder
+
+from graphagent.mcp._errors import McpServerError
+
+__all__ = ["LiveSession", "Transport"]
+
+log = logging.getLogger("graphagent.mcp")
+_CLOSED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+
+
+class Transport(Protocol):
+    """What a session needs from a transport (see ``_transports``)."""
+
+    label: str
+    pid: int | None
+
+    def __call__(self) -> Any:
+        """An async context manager yielding ``(read, write)`` streams."""
+        ...
+
+    def stderr_tail(self) -> str:
+        """Text to append to error messages."""
+        ...
+
+    def started(self) -> None:
+        """Called once the session is initialised."""
+        ...
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (possibly nested) exception groups."""
+    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # type: ignore[attr-defined]
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
+
+
+async def _drain(source: Any, sink: Any) -> None:
+    """Pass the transport's messages on, and keep reading after the session is gone.
+
+    The SDK's stdio reader fails if a server still talks (a log line, a notification)
+    once the session has stopped listening, and that failure makes the SDK SIGKILL the
+    process instead of letting it exit; reading to the end avoids it.
+    """
+    async with source, sink:
+        async for message in source:
+            try:
+                await sink.send(message)
+            except _CLOSED:
+                continue
+
+
+class LiveSession:
+    """Runs ``ClientSession`` in one task of the loop it was started on.
+
+    The SDK's transports are anyio task groups, which must be entered and left by the
+    same task; so one long-lived task owns the session and callers send it requests.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        startup_timeout: float,
+        on_tools: Callable[[list[types.Tool]], None],
+        named: bool = False,
+    ) -> None:
+        self.transport = transport
+        self.named = named
+        self.startup_timeout = startup_timeout
+        self.on_tools = on_tools
+        self.server_name = ""
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._session: ClientSession | None = None
+        self._closing: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._dead: str | None = None
+        self._refreshing: set[asyncio.Task[None]] = set()
+
+    @property
+    def label(self) -> str:
+        """The server's name in messages."""
+        return self.transport.label
+
+    def _error(self, text: str) -> McpServerError:
+        return McpServerError(
+            f"MCP server {self.label!r} {text}{self.transport.stderr_tail()}", server=self.label
+        )
+
+    # -- lifecycle (run on the session's loop) ---------------------------------------------
+
+    async def start(self) -> None:
+        """Connect, initialise and list the tools; raises :class:`McpServerError` on failure."""
+        self.loop = asyncio.get_running_loop()
+        self._closing = asyncio.Event()
+        ready: asyncio.Future[None] = self.loop.create_future()
+        self._task = asyncio.create_task(self._run(ready), name=f"mcp:{self.label}")
+        await ready
+
+    async def _run(self, ready: asyncio.Future[None]) -> None:
+        assert self._closing is not None
+        try:
+            async with AsyncExitStack() as stack:
+                relays = await stack.enter_async_context(anyio.create_task_group())
+                read, write = await stack.enter_async_context(self.transport())
+                inbox, session_read = anyio.create_memory_object_stream[Any](0)
+                relays.start_soon(_drain, read, inbox)
+                session = await stack.enter_async_context(
+                    ClientSession(session_read, write, message_handler=self._on_message)
+                )
+                with anyio.fail_after(self.startup_timeout):
+                    info = await session.initialize()
+                    self.transport.started()
+                    self.server_name = info.serverInfo.name
+                    if not self.named and self.server_name:
+                        self.transport.label = self.server_name  # better than the command
+                    self._session = session
+                    await self._list_tools()
+                ready.set_result(None)
+                await self._closing.wait()
+        except McpServerError as exc:
+            self._fail(ready, exc)
+        except TimeoutError:
+            self._fail(ready, self._error(f"did not start within {self.startup_timeout} s"))
+        except Exception as exc:
+            leaf = _leaf(exc)
+            if isinstance(leaf, McpServerError):
+                self._fail(ready, leaf)
+            elif isinstance(leaf, McpError) and leaf.error.code == types.CONNECTION_CLOSED:
+                what = "exited during start-up" if not ready.done() else "closed the connection"
+                self._fail(ready, self._error(what))
+            else:
+                detail = f"{type(leaf).__name__}: {leaf}"
+                what = "failed to start" if not ready.done() else "stopped"
+                self._fail(ready, self._error(f"{what} ({detail})"))
+        finally:
+            self._session = None
+            for task in self._refreshing:
+                task.cancel()
+
+    def _fail(self, ready: asyncio.Future[None], error: McpServerError) -> None:
+        self._dead = str(error)
+        if not ready.done():
+            ready.set_exception(error)
+        else:
+            log.warning("%s", error)
+
+    async def close(self) -> None:
+        """Shut the session down (the SDK closes stdin, then terminates the server)."""
+        if self._closing is not None:
+            self._closing.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._dead = self._dead or f"MCP server {self.label!r} is closed"
+
+    # -- tools -----------------------------------------------------------------------------
+
+    async def _list_tools(self) -> None:
+        assert self._session is not None
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await self._session.list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.nextCursor
+            if not cursor:
+                break
+        self.on_tools(tools)
+
+    async def refresh(self) -> None:
+        """List the server's tools again."""
+        self._check()
+        try:
+            await self._list_tools()
+        except McpError as exc:
+            raise self._error(f"refused tools/list: {exc.error.message}") from exc
+
+    async def _on_message(
+        self,
+        message: RequestResponder[types.ServerRequest, types.ClientResult]
+        | types.ServerNotification
+        | Exception,
+    ) -> None:
+        if isinstance(message, Exception):
+            log.warning("MCP server %r sent something unreadable: %s", self.label, message)
+        elif isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            # not awaited here: this handler runs inside the session's receive loop,
+            # which must keep running to deliver the tools/list answer
+            task = asyncio.create_task(self._refresh_quietly())
+            self._refreshing.add(task)
+            task.add_done_callback(self._refreshing.discard)
+
+    async def _refresh_quietly(self) -> None:
+        try:
+            await self.refresh()
+        except McpServerError as exc:
+            if self._session is not None:  # a closed session has no list to refresh
+                log.warning("could not refresh the tool list: %s", exc)
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def _check(self) -> ClientSession:
+        if self._session is None:
+            raise McpServerError(
+                self._dead or f"MCP server {self.label!r} is not running", server=self.label
+            )
+        return self._session
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None,
+        meta: dict[str, Any] | None,
+    ) -> types.CallToolResult:
+        """Call a server tool; faults become :class:`McpServerError` naming the server."""
+        session = self._check()
+        wait = timedelta(seconds=timeout) if timeout is not None else None
+        try:
+            return await session.call_tool(name, arguments, read_timeout_seconds=wait, meta=meta)
+        except McpError as exc:
+            raise self._call_error(name, exc, timeout) from exc
+        except _CLOSED as exc:
+            raise self._exited(name) from exc
+
+    def _call_error(self, name: str, exc: McpError, timeout: float | None) -> McpServerError:
+        code = exc.error.code
+        if code == 408:  # the SDK's own read timeout
+            return self._error(f"did not answer tool {name!r} within {timeout} s")
+        if code == types.CONNECTION_CLOSED:
+            return self._exited(name)
+        return self._error(f"refused tool {name!r}: {exc.error.message}")
+
+    def _exited(self, name: str) -> McpServerError:
+        error = self._error(f"exited while running tool {name!r}")
+        self._dead = str(error)
+        self._session = None
+        if self._closing is not None:
+            self._closing.set()  # let the runner task leave the transport and reap the server
+        return error
