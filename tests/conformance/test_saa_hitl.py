@@ -329,3 +329,50 @@ def test_interrupt_inside_tool_pauses_and_resumes(saver: CheckpointSaver) -> Non
     assert len(model.calls) == 1  # the model was not told "tool failed"
     assert agent.call(Command(resume="yes"), thread_id=t).text == "All done."
     assert _tool_results(model, 1) == ["transferred 5"]
+
+
+# -- resuming from elsewhere and asynchronously -----------------------------------------------
+
+
+# origin: spring-ai-alibaba HumanInTheLoopTest::testApproved, resumed by another "process"
+# (a second saver on the same storage, a freshly built agent)
+def test_resume_from_another_process(saver: CheckpointSaver, make_saver: Any) -> None:
+    tools = Tools()
+    first, _ = _agent(saver, tools, [_poem_call(), "unused"])
+    t = _tid()
+    first.call("Write a poem", thread_id=t)
+    second, model = _agent(make_saver(), tools, ["Resumed elsewhere."])
+    assert second.graph.get_state(thread_id=t).interrupts[0].value["action_requests"][0]["id"] == (
+        "c1"
+    )
+    assert second.call(Command(resume={"c1": "approve"}), thread_id=t).text == (
+        "Resumed elsewhere."
+    )
+    assert tools.ran == ["poem(spring)"]
+    assert _tool_results(model, 0) == ["a poem about spring"]
+
+
+# origin: spring-ai-alibaba HumanInTheLoopTest::testApproved (async twin)
+async def test_approved_async(saver: CheckpointSaver) -> None:
+    tools = Tools()
+    agent, _model = _agent(saver, tools, [_poem_call(), "Async poem."])
+    t = _tid()
+    await agent.acall("Write a poem", thread_id=t)
+    assert (await agent.graph.aget_state(thread_id=t)).interrupts
+    reply = await agent.acall(Command(resume={"c1": {"type": "approve"}}), thread_id=t)
+    assert reply.text == "Async poem."
+    assert tools.ran == ["poem(spring)"]
+
+
+# origin: spring-ai-alibaba HumanInTheLoopTest::testRejected (a wrong decision changes nothing)
+def test_bad_decision_is_refused_and_thread_stays_paused(saver: CheckpointSaver) -> None:
+    tools = Tools()
+    agent, _model = _agent(saver, tools, [_poem_call(), "ok"])
+    t = _tid()
+    agent.call("Write a poem", thread_id=t)
+    before = agent.graph.get_state(thread_id=t)
+    with pytest.raises(UserError, match="approve, edit or reject"):
+        agent.call(Command(resume={"c1": {"type": "maybe"}}), thread_id=t)
+    after = agent.graph.get_state(thread_id=t)
+    assert (after.checkpoint_id, after.interrupts) == (before.checkpoint_id, before.interrupts)
+    assert agent.call(Command(resume={"c1": "approve"}), thread_id=t).text == "ok"
