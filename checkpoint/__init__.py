@@ -24,10 +24,12 @@ from checkpoint.errors import (
     ThreadLockedError,
 )
 from checkpoint.memory import MemorySaver
+from checkpoint.postgres import AsyncPostgresSaver, PostgresSaver
 from checkpoint.redis import AsyncRedisSaver, RedisSaver
 from checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
 
 __all__ = [
+    "AsyncPostgresSaver",
     "AsyncRedisSaver",
     "AsyncSqliteSaver",
     "Change",
@@ -40,6 +42,7 @@ __all__ = [
     "CheckpointWrite",
     "MemorySaver",
     "PendingWrite",
+    "PostgresSaver",
     "RedisSaver",
     "SerializationError",
     "SqliteSaver",

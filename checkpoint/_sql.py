@@ -23,6 +23,7 @@ takes, never by a clock. Thread ids, field names and tasks are stored as UTF-8 b
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -175,6 +176,15 @@ class SqlLogic:
         self.serde = serde or default_serde
         self._sql: dict[str, str] = {}
         self._records: dict[tuple[str, str], layout.Record] = {}
+        self._next_purge = 0.0
+
+    def purge_due(self) -> bool:
+        """Whether this saver should purge expired threads now (at most once per
+        ``min(ttl, 60)`` seconds, so a busy saver does not scan on every step)."""
+        if self.ttl is None or time.monotonic() < self._next_purge:
+            return False
+        self._next_purge = time.monotonic() + min(self.ttl, 60.0)
+        return True
 
     def sql(self, template: str) -> str:
         """``template`` in this dialect: tables qualified, ``?`` placeholders translated."""

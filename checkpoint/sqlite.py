@@ -17,7 +17,6 @@ import functools
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -91,7 +90,6 @@ class SqliteSaver(CheckpointSaver):
         self._guard = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
-        self._next_purge = 0.0
         if self.path != ":memory:" and not Path(self.path).parent.is_dir():
             raise CheckpointStorageError(
                 f"cannot open SQLite database {self.path!r}: its folder does not exist "
@@ -159,8 +157,7 @@ class SqliteSaver(CheckpointSaver):
         """Store ``write`` as the new head in one transaction (see ``CheckpointSaver.put``)."""
         action = f"writing checkpoint {write.id} of thread {thread_id!r}"
         self._run(self.logic.put(thread_id, write, expected_head), write=True, action=action)
-        if self.logic.ttl is not None and time.monotonic() >= self._next_purge:
-            self._next_purge = time.monotonic() + min(self.logic.ttl, 60.0)
+        if self.logic.purge_due():
             self.purge_expired()
 
     def put_writes(

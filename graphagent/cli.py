@@ -7,6 +7,7 @@ Examples::
     graphagent threads list --redis redis://localhost:6379/0
     graphagent threads show ticket-42 --db threads.sqlite
     graphagent threads history ticket-42 --redis redis://localhost:6379/0
+    graphagent mcp serve myapp.agents:support --http 127.0.0.1:8000
 
 ``module:object`` names a module (or a ``.py`` file) and an attribute in it: a compiled
 graph, an agent, or a function of no arguments that returns one. Errors are one line on
@@ -32,11 +33,13 @@ from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
 from checkpoint.redis import RedisSaver
 from checkpoint.sqlite import SqliteSaver
+from graphagent._mcp_cli import add_mcp_command
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
 from graphagent.graph import Command, CompiledGraph, StateSnapshot
 from graphagent.graph._draw import FORMATS
 from graphagent.graph._snapshot import conversation, written_by
+from graphagent.tools import ToolCallback
 
 __all__ = ["CliError", "load_object", "main"]
 
@@ -85,7 +88,8 @@ def load_object(spec: str) -> Any:
         if not hasattr(obj, part):
             raise CliError(f"{module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
-    if callable(obj) and not isinstance(obj, CompiledGraph) and not hasattr(obj, "graph"):
+    factory = not isinstance(obj, (CompiledGraph, ToolCallback))  # a @tool is callable too
+    if callable(obj) and factory and not hasattr(obj, "graph"):
         obj = obj()
     return obj
 
@@ -275,6 +279,8 @@ def _parser() -> argparse.ArgumentParser:
     threads.add_argument("--prefix", default="graphagent", help="Redis key prefix")
     threads.add_argument("--limit", type=int, default=None, help="history: newest N only")
     threads.set_defaults(run=_threads)
+
+    add_mcp_command(sub)
     return parser
 
 

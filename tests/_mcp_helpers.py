@@ -11,7 +11,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import uvicorn
+from _mcp_servers import NodeMissing, node_servers
 from mcp.server.fastmcp import Context, FastMCP
 
 
@@ -56,6 +58,30 @@ def wait_until(check: Callable[[], bool], seconds: float = 15.0) -> bool:
             return True
         time.sleep(0.05)
     return check()
+
+
+@pytest.fixture(scope="session")
+def servers() -> dict[str, list[str]]:
+    """The npm servers' command lines (installed once); fails loudly without node/npm."""
+    try:
+        return node_servers()
+    except NodeMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    """Every test leaves no server, guard or zombie behind."""
+    marks = ("mcp-node", "_guard.py")
+
+    def ours() -> set[int]:
+        return {p for p, (_, _, cmd) in process_table().items() if any(m in cmd for m in marks)}
+
+    before = ours()
+    yield
+    assert wait_until(lambda: not (ours() - before)), (
+        f"left over: {[process_table().get(p) for p in ours() - before]}"
+    )
 
 
 def free_port() -> int:

@@ -8,6 +8,7 @@ stops with an error: Redis tests never skip silently.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -16,10 +17,11 @@ import time
 import uuid
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 import redis
 
-from checkpoint import MemorySaver, RedisSaver, SqliteSaver
+from checkpoint import MemorySaver, PostgresSaver, RedisSaver, SqliteSaver
 from checkpoint.base import CheckpointSaver
 
 
@@ -252,10 +254,41 @@ def redis_prefix(redis_client: redis.Redis) -> Iterator[str]:
         redis_client.delete(*keys)
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis", "cluster"])
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """URL of a PostgreSQL that answers: ``DATABASE_URL``, else 127.0.0.1:5432, database test.
+
+    Never skipped: if none answers, every PostgreSQL test fails saying what to start.
+    """
+    url = os.environ.get("DATABASE_URL") or "postgresql://127.0.0.1:5432/test"
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        shown = re.sub(r"//[^@/]*@", "//***@", url)  # no password in the report
+        pytest.fail(
+            f"no PostgreSQL answers at {shown} ({str(exc).strip()}). Start one with trust auth "
+            "and a database named test (e.g. `pg_ctlcluster 15 main start`, or `docker run -p "
+            "5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust -e POSTGRES_DB=test postgres`), or "
+            "set DATABASE_URL",
+            pytrace=False,
+        )
+    return url
+
+
+@pytest.fixture
+def pg_schema(postgres_url: str) -> Iterator[str]:
+    """A PostgreSQL schema of this test's own, dropped with everything in it afterwards."""
+    schema = f"gatest_{uuid.uuid4().hex[:12]}"
+    yield schema
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres", "redis", "cluster"])
 def saver(request: pytest.FixtureRequest) -> Iterator[CheckpointSaver]:
-    """Each saver in turn: the conformance suite runs against memory, SQLite, Redis and a
-    Cluster."""
+    """Each saver in turn: the conformance suite runs against memory, SQLite, PostgreSQL,
+    Redis and a Cluster."""
     if request.param == "memory":
         yield MemorySaver()
         return
@@ -263,6 +296,12 @@ def saver(request: pytest.FixtureRequest) -> Iterator[CheckpointSaver]:
         path = request.getfixturevalue("tmp_path") / "threads.sqlite"
         with SqliteSaver(path) as s:
             yield s
+        return
+    if request.param == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        with PostgresSaver.from_url(url, schema=request.getfixturevalue("pg_schema")) as pg:
+            pg.setup()
+            yield pg
         return
     if request.param == "cluster":
         url = request.getfixturevalue("redis_cluster_url")
@@ -287,6 +326,13 @@ def make_saver(request: pytest.FixtureRequest, saver: CheckpointSaver) -> object
         made: list[SqliteSaver] = []
         request.addfinalizer(lambda: [s.close() for s in made])
         return lambda **kw: made.append(SqliteSaver(saver.path, **kw)) or made[-1]
+    if isinstance(saver, PostgresSaver):
+        url = request.getfixturevalue("postgres_url")
+        pools: list[PostgresSaver] = []
+        request.addfinalizer(lambda: [s.close() for s in pools])
+        return lambda **kw: (
+            pools.append(PostgresSaver.from_url(url, schema=saver.schema, **kw)) or pools[-1]
+        )
     assert isinstance(saver, RedisSaver)
     if isinstance(saver.client, redis.RedisCluster):
         url = request.getfixturevalue("redis_cluster_url")

@@ -16,6 +16,8 @@ def test_doc_examples_run(
     page: Path,
     redis_url: str,
     redis_prefix: str,
+    postgres_url: str,
+    pg_schema: str,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
@@ -23,6 +25,8 @@ def test_doc_examples_run(
     monkeypatch.chdir(tmp_path)  # files the examples write (SQLite databases) land here
     monkeypatch.setenv("REDIS_URL", redis_url)
     monkeypatch.setenv("GRAPHAGENT_DOCS_PREFIX", redis_prefix)
+    monkeypatch.setenv("DATABASE_URL", postgres_url)
+    monkeypatch.setenv("GRAPHAGENT_DOCS_SCHEMA", pg_schema)
     blocks = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
     for i, block in enumerate(blocks):

@@ -19,11 +19,12 @@ from _mcp_helpers import (
     alive,
     descendants,
     fastmcp_server,
+    no_leftover_processes,
     process_table,
     serve_http,
+    servers,
     wait_until,
 )
-from _mcp_servers import NodeMissing, node_servers
 
 from graphagent.agent import ReactAgent
 from graphagent.errors import ToolExecutionError, UserError
@@ -37,30 +38,7 @@ from graphagent.tools import (
 )
 
 EVERYTHING = "mcp-servers_everything_"
-
-
-@pytest.fixture(scope="session")
-def servers() -> dict[str, list[str]]:
-    """The npm servers' command lines (installed once); fails loudly without node/npm."""
-    try:
-        return node_servers()
-    except NodeMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(autouse=True)
-def no_leftover_processes() -> Iterator[None]:
-    """Every test leaves no server, guard or zombie behind."""
-    marks = ("mcp-node", "_guard.py")
-
-    def ours() -> set[int]:
-        return {p for p, (_, _, cmd) in process_table().items() if any(m in cmd for m in marks)}
-
-    before = ours()
-    yield
-    assert wait_until(lambda: not (ours() - before)), (
-        f"left over: {[process_table().get(p) for p in ours() - before]}"
-    )
+__all__ = ["no_leftover_processes", "servers"]  # fixtures, used by name
 
 
 @pytest.fixture

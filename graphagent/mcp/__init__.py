@@ -4,6 +4,8 @@ Needs the extra: ``pip install 'graphagent[mcp]'`` (the official MCP Python SDK)
 
 - :class:`McpToolProvider` turns the tools of a server (run locally over stdio, or
   reached over streamable HTTP) into tools for any agent or ``ToolCallingManager``.
+- :func:`serve` offers graphagent tools and agents to any MCP client, over stdio or
+  streamable HTTP (also ``graphagent mcp serve module:object [--http HOST:PORT]``).
 
 Guide: docs/mcp.md.
 """
@@ -18,11 +20,16 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 from graphagent.mcp._client import McpToolCallback, McpToolProvider, MetaMapper
 from graphagent.mcp._errors import McpServerError
 from graphagent.mcp._names import prefixed_tool_name
+from graphagent.mcp._server import Servable, build_server, http_app, serve
 
 __all__ = [
     "McpServerError",
     "McpToolCallback",
     "McpToolProvider",
     "MetaMapper",
+    "Servable",
+    "build_server",
+    "http_app",
     "prefixed_tool_name",
+    "serve",
 ]

@@ -394,3 +394,53 @@ def test_stateless_subgraph_starts_fresh_on_parent_replay(saver: CheckpointSaver
     app.invoke({"runs": 10}, config)
     app.invoke(None, _before(app, config, "call").config)
     assert seen == [0, 0, 0]
+
+
+# origin: langgraph tests/test_time_travel.py::
+# test_subgraph_interrupt_replay_from_interrupt_checkpoint
+@pytest.mark.xfail(strict=True, reason=ITEM7)
+def test_replay_from_the_interrupt_checkpoint_refires(saver: CheckpointSaver) -> None:
+    calls = Calls()
+    app = _ask(saver, calls)
+    config = thread()
+    app.invoke({"value": []}, config)
+    paused = app.get_state(config)
+    app.invoke(Command(resume="first"), config)
+    calls.clear()
+    app.invoke(None, paused.config)
+    assert calls == ["ask_human"]
+    assert app.get_state(config).interrupts[0].value == "What is your input?"
+
+
+# origin: langgraph tests/test_time_travel.py::
+# test_parallel_subgraph_nodes_load_correct_state_on_replay
+def test_parallel_subgraph_nodes_rerun_on_replay(saver: CheckpointSaver) -> None:
+    calls = Calls()
+    left = chain(None, calls, [("left_inner", None)])
+    right = chain(None, calls, [("right_inner", None)])
+    g = StateGraph(ListState).add_node("prep", calls.node("prep"))
+    g.add_node("left", left).add_node("right", right)
+    g.add_edge(START, "prep").add_edge("prep", "left").add_edge("prep", "right")
+    app = g.add_edge("left", END).add_edge("right", END).compile(saver)
+    config = thread()
+    app.invoke({"value": []}, config)
+    calls.clear()
+    app.invoke(None, _fan(app, config))
+    assert sorted(calls) == ["left_inner", "right_inner"]
+
+
+def _fan(app: Any, config: dict[str, Any]) -> Any:
+    return next(s for s in app.get_state_history(config) if s.next == ("left", "right")).config
+
+
+# origin: langgraph tests/test_time_travel.py (async replay)
+async def test_replay_async(saver: CheckpointSaver) -> None:
+    calls = Calls()
+    app = _abc(saver, calls)
+    config = thread()
+    await app.ainvoke({"value": []}, config)
+    history = await app.aget_state_history(config)
+    before_b = next(s for s in history if s.next == ("node_b",))
+    calls.clear()
+    assert await app.ainvoke(None, before_b.config) == {"value": ["node_a", "node_b"]}
+    assert calls == ["node_b"]

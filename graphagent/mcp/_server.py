@@ -1,0 +1,234 @@
+"""Serving graphagent tools and agents over MCP, with the SDK's low-level server."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from io import TextIOWrapper
+from typing import Any, Literal
+
+import anyio
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from graphagent.agent._base import BaseAgent
+from graphagent.errors import ToolDefinitionError, UserError
+from graphagent.mcp._agent_tool import AgentTool
+from graphagent.tools import ToolCallback, ToolCallbackProvider, ToolContext
+from graphagent.tools._resolve import as_tool
+
+__all__ = ["Servable", "build_server", "http_app", "serve"]
+
+log = logging.getLogger("graphagent.mcp")
+Servable = ToolCallback | BaseAgent | ToolCallbackProvider | Callable[..., Any]
+Runner = Callable[[dict[str, Any], "dict[str, Any] | None"], Awaitable[types.CallToolResult]]
+_LOCAL = ("127.0.0.1", "localhost", "::1")
+
+
+def _text(text: str, *, error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=error)
+
+
+def _callback_runner(tool: ToolCallback) -> Runner:
+    async def run(arguments: dict[str, Any], meta: dict[str, Any] | None) -> types.CallToolResult:
+        # the MCP request's _meta is the only context a served tool gets
+        context = ToolContext(context={"mcp_meta": meta} if meta else None)
+        return _text(await tool.acall(json.dumps(arguments), context))
+
+    return run
+
+
+def _served(targets: Servable | Iterable[Servable]) -> dict[str, tuple[types.Tool, Runner]]:
+    """The MCP tools for ``targets``, by name."""
+    items: list[Any] = (
+        list(targets)
+        if isinstance(targets, Iterable) and not isinstance(targets, (str, Mapping))
+        else [targets]
+    )
+    found: dict[str, tuple[types.Tool, Runner]] = {}
+
+    def add(tool: types.Tool, run: Runner, what: str) -> None:
+        if tool.name in found:
+            raise ToolDefinitionError(
+                f"two served tools are named {tool.name!r} (the second is {what}); rename one"
+            )
+        found[tool.name] = (tool, run)
+
+    for item in items:
+        if isinstance(item, BaseAgent):
+            agent_tool = AgentTool(item)
+            add(agent_tool.tool, agent_tool.run, f"agent {item.name!r}")
+        elif isinstance(item, ToolCallbackProvider) and not isinstance(item, ToolCallback):
+            for callback in item.tool_callbacks():
+                add(_as_mcp_tool(callback), _callback_runner(callback), repr(callback))
+        elif isinstance(item, ToolCallback) or callable(item):
+            callback = as_tool(item)
+            add(_as_mcp_tool(callback), _callback_runner(callback), repr(callback))
+        else:
+            raise UserError(
+                f"cannot serve {item!r} over MCP: pass tools (@tool functions, ToolCallbacks), "
+                "agents, ToolCallbackProviders, or a list of them"
+            )
+    if not found:
+        raise UserError("nothing to serve: pass at least one tool or agent")
+    return found
+
+
+def _as_mcp_tool(callback: ToolCallback) -> types.Tool:
+    definition = callback.definition
+    return types.Tool(
+        name=definition.name,
+        description=definition.description,
+        inputSchema=dict(definition.input_schema),
+    )
+
+
+def build_server(
+    targets: Servable | Iterable[Servable], *, name: str = "graphagent"
+) -> Server[Any, Any]:
+    """An MCP server (the SDK's low-level ``Server``) offering ``targets`` as tools.
+
+    Tools keep their names and JSON schemas; an agent becomes ``ask_<agent>`` (see
+    :func:`serve`). A tool that raises answers with ``isError`` and the reason.
+
+    Raises:
+        ToolDefinitionError: two served tools share a name.
+        UserError: something in ``targets`` cannot be served.
+    """
+    tools = _served(targets)
+    server: Server[Any, Any] = Server(name)
+
+    async def list_tools() -> list[types.Tool]:
+        return [tool for tool, _ in tools.values()]
+
+    async def call_tool(tool_name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        entry = tools.get(tool_name)
+        if entry is None:
+            return _text(f"unknown tool {tool_name!r}; call one of {sorted(tools)}", error=True)
+        meta = server.request_context.meta
+        extra = meta.model_dump(exclude_none=True) if meta is not None else None
+        try:
+            return await entry[1](arguments, extra or None)
+        except Exception as exc:
+            log.info("served tool %r failed: %s", tool_name, exc)
+            return _text(f"tool {tool_name!r} failed: {type(exc).__name__}: {exc}", error=True)
+
+    server.list_tools()(list_tools)  # type: ignore[no-untyped-call]
+    server.call_tool()(call_tool)
+    return server
+
+
+class _Endpoint:
+    """The session manager as a plain ASGI app (Starlette wraps bare functions as views)."""
+
+    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
+        self.manager = manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.manager.handle_request(scope, receive, send)
+
+
+def http_app(
+    targets: Servable | Iterable[Servable],
+    *,
+    name: str = "graphagent",
+    path: str = "/mcp",
+    host: str = "127.0.0.1",
+    stateless: bool = False,
+    json_response: bool = False,
+) -> Starlette:
+    """An ASGI app serving ``targets`` over streamable HTTP at ``path``.
+
+    Run it with any ASGI server (``uvicorn``), or mount it in your own app. Bound to a
+    loopback ``host``, requests must name a loopback host too (DNS rebinding defence,
+    as the SDK's FastMCP does).
+    """
+    security = (
+        TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+        if host in _LOCAL
+        else None
+    )
+    manager = StreamableHTTPSessionManager(
+        app=build_server(targets, name=name),
+        json_response=json_response,
+        stateless=stateless,
+        security_settings=security,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> Any:
+        async with manager.run():
+            yield
+
+    return Starlette(routes=[Route(path, endpoint=_Endpoint(manager))], lifespan=lifespan)
+
+
+async def _serve_stdio(server: Server[Any, Any]) -> None:
+    # stdout carries the protocol: anything the served code prints goes to stderr instead
+    protocol_out = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
+    saved, sys.stdout = sys.stdout, sys.stderr
+    try:
+        async with stdio_server(stdout=protocol_out) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        sys.stdout = saved
+
+
+def serve(
+    targets: Servable | Iterable[Servable],
+    *,
+    name: str = "graphagent",
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+) -> None:
+    """Serve tools and agents over MCP until stopped (Ctrl-C, or the client closes stdio).
+
+    Every ``ToolCallback`` (``@tool`` function) becomes an MCP tool with its schema. An
+    agent becomes one tool, ``ask_<agent>``, taking ``message`` and an optional
+    ``thread_id``: the answer carries the thread id, so any MCP client (Claude Desktop,
+    Spring AI, other frameworks) can keep the conversation going. A run that pauses for
+    a human answers with the question and how to resume it.
+
+    Args:
+        targets: a tool, an agent, a provider, or a list of them.
+        name: the server's name, shown to clients.
+        transport: ``"stdio"`` (the client starts this process) or ``"http"``
+            (streamable HTTP at ``http://host:port/path``).
+        host: where to listen (``http`` only).
+        port: the port (``http`` only).
+        path: the endpoint's path (``http`` only).
+
+    Example:
+        >>> from graphagent.tools import tool
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two numbers.'''
+        ...     return a + b
+        >>> server = build_server([add], name="math")   # serve([add], name="math") runs it
+        >>> server.name
+        'math'
+    """
+    if transport == "stdio":
+        anyio.run(_serve_stdio, build_server(targets, name=name))
+    elif transport == "http":
+        import uvicorn
+
+        app = http_app(targets, name=name, path=path, host=host)
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    else:
+        raise UserError(f"transport must be 'stdio' or 'http', got {transport!r}")
