@@ -71,11 +71,16 @@ def servers() -> dict[str, list[str]]:
 
 @pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
-    """Every test leaves no server, guard or zombie behind."""
+    """Every test leaves no server or guard running, and no unreaped child of ours."""
     marks = ("mcp-node", "_guard.py")
+    me = os.getpid()
 
     def ours() -> set[int]:
-        return {p for p, (_, _, cmd) in process_table().items() if any(m in cmd for m in marks)}
+        return {
+            pid
+            for pid, (parent, state, cmd) in process_table().items()
+            if any(m in cmd for m in marks) or (parent == me and state == "Z")
+        }
 
     before = ours()
     yield
