@@ -1,10 +1,11 @@
 """What the SQL savers share: the schema, its migrations, and every saver operation as a
 program of SQL statements, with no I/O.
 
-Each operation is a generator that yields :class:`Stmt` and receives, for each, the rows
-it returned (a statement with a result) or the number of rows it changed. A driver runs a
-whole program inside one transaction, so ``SqliteSaver``, ``PostgresSaver`` and
-``AsyncPostgresSaver`` only open connections, begin, execute, commit and translate errors.
+Each operation is a generator that yields a :class:`Stmt` (or a tuple of them, which a
+driver may send together) and receives what each asked for: its rows, the number of rows
+it changed, or nothing. A driver runs a whole program inside one transaction, so
+``SqliteSaver``, ``PostgresSaver`` and ``AsyncPostgresSaver`` only open connections,
+begin, execute, commit and translate errors.
 
 Tables (``graphagent_`` names, so they sit beside anyone else's)::
 
@@ -44,14 +45,29 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Stmt:
-    """One SQL statement of a program (``many``: run once per row of ``params``)."""
+    """One SQL statement of a program.
+
+    Attributes:
+        sql: the statement, in the driver's dialect.
+        params: its parameters (``many``: a sequence of parameter rows, one run each).
+        many: run once per row of ``params``.
+        result: what the program receives: ``"rows"`` (all rows), ``"count"`` (rows
+            changed) or ``"none"`` (``None``; the driver need not wait for the reply).
+    """
 
     sql: str
     params: Sequence[Any] = ()
     many: bool = False
+    result: str = "rows"
 
 
-Program = Generator[Stmt, Any, T]
+Program = Generator["Stmt | tuple[Stmt, ...]", Any, T]
+
+
+def result_kind(sql: str) -> str:
+    """``"rows"`` for a query or a ``RETURNING`` statement, else ``"none"``."""
+    head = sql.lstrip()[:6].upper()
+    return "rows" if head == "SELECT" or " RETURNING " in sql.upper() else "none"
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,7 @@ class Dialect:
             returns a row when the table exists.
         setup_prelude: statements run first in ``setup()``'s transaction.
         extra_ddl: ``{without_rowid}``-style suffix for tables with composite keys.
+        returning: the database knows ``RETURNING`` (else changes are counted).
     """
 
     name: str
@@ -86,6 +103,7 @@ class Dialect:
     table_exists: str
     setup_prelude: tuple[str, ...] = ()
     extra_ddl: str = ""
+    returning: bool = True
 
 
 # Numbered migrations: entry N-1 takes the schema from version N-1 to N. Never edit a
@@ -200,15 +218,31 @@ class SqlLogic:
         return done
 
     def stmt(self, template: str, *params: Any) -> Stmt:
-        """A statement from a template and its parameters."""
-        return Stmt(self.sql(template), params)
+        """A statement from a template and its parameters (result: see :func:`result_kind`)."""
+        sql = self.sql(template)
+        return Stmt(sql, params, result=result_kind(sql))
+
+    def many(self, template: str, rows: Sequence[Sequence[Any]]) -> Stmt:
+        """A statement run once per parameter row; its result is not needed."""
+        return Stmt(self.sql(template), rows, many=True, result="none")
+
+    def changing(self, template: str, column: str, *params: Any) -> Stmt:
+        """A statement whose caller asks whether it changed a row (see :meth:`changed`)."""
+        if self.dialect.returning:
+            return self.stmt(f"{template} RETURNING {column}", *params)
+        return Stmt(self.sql(template), params, result="count")
+
+    @staticmethod
+    def changed(result: Any) -> bool:
+        """Whether a :meth:`changing` statement changed exactly one row."""
+        return len(result) == 1 if isinstance(result, list) else bool(result == 1)
 
     # -- schema -------------------------------------------------------------------
 
     def setup(self) -> Program[int]:
         """Create or migrate the tables; idempotent. Returns the schema version."""
         for text in self.dialect.setup_prelude:
-            yield Stmt(text)
+            yield Stmt(text, result=result_kind(text))
         yield self.stmt(
             "CREATE TABLE IF NOT EXISTS {t}graphagent_migrations "
             "(version INTEGER PRIMARY KEY, applied_at {real} NOT NULL)"
@@ -328,7 +362,7 @@ class SqlLogic:
         )
         if limit is not None:
             query, params = query + " LIMIT ?", [*params, max(limit, 0)]
-        rows = yield Stmt(self.sql(query), params)
+        rows = yield self.stmt(query, *params)
         records = [self._record(thread_id, str(cid), blob) for cid, blob in rows]
         return (yield from self._load(thread_id, records))
 
@@ -341,30 +375,37 @@ class SqlLogic:
         tid = encode_text(thread_id)
         wanted = [layout.read_fields(r) for r in records]
         names = sorted({encode_text(f) for fields in wanted for f in fields})
-        blobs: dict[str, bytes] = {}
+        batch = []
         for start in range(0, len(names), _CHUNK):
             chunk = names[start : start + _CHUNK]
             marks = ", ".join("?" * len(chunk))
-            rows = yield Stmt(
-                self.sql(
+            batch.append(
+                self.stmt(
                     "SELECT field, value FROM {t}graphagent_data "
-                    f"WHERE thread_id = ? AND field IN ({marks})"
-                ),
-                [tid, *chunk],
+                    f"WHERE thread_id = ? AND field IN ({marks})",
+                    tid,
+                    *chunk,
+                )
             )
-            blobs.update((decode_text(f), bytes(v)) for f, v in rows)
         if len(records) == 1:
-            rows = yield self.stmt(
-                "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
-                "WHERE thread_id = ? AND checkpoint_id = ?",
-                tid,
-                records[0].id,
+            batch.append(
+                self.stmt(
+                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                    "WHERE thread_id = ? AND checkpoint_id = ?",
+                    tid,
+                    records[0].id,
+                )
             )
         else:
-            rows = yield self.stmt(
-                "SELECT checkpoint_id, task, value FROM {t}graphagent_writes WHERE thread_id = ?",
-                tid,
+            batch.append(
+                self.stmt(
+                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                    "WHERE thread_id = ?",
+                    tid,
+                )
             )
+        *found, rows = yield tuple(batch)
+        blobs = {decode_text(f): bytes(v) for part in found for f, v in part}
         pending: dict[str, dict[str, bytes]] = {}
         for cid, task, value in rows:
             pending.setdefault(str(cid), {})[decode_text(task)] = bytes(value)
@@ -414,12 +455,9 @@ class SqlLogic:
             plan.record_blob,
         )
         if plan.data:
-            yield Stmt(
-                self.sql(
-                    "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)"
-                ),
+            yield self.many(
+                "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)",
                 [(tid, encode_text(f), v) for f, v in plan.data.items()],
-                many=True,
             )
         if write.parent_id is not None:
             yield self.stmt(
@@ -442,25 +480,29 @@ class SqlLogic:
         if self.ttl is not None:
             yield from self._drop_if_expired(tid)
         if expected_head is None:
-            changed = yield self.stmt(
+            moved = yield self.changing(
                 "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
                 "VALUES (?, ?, 1, {now}) ON CONFLICT (thread_id) DO NOTHING",
+                "seq",
                 tid,
                 write.id,
             )
         else:
-            changed = yield self.stmt(
+            moved = yield self.changing(
                 "UPDATE {t}graphagent_threads SET head = ?, seq = seq + 1, touched_at = {now} "
                 "WHERE thread_id = ? AND head = ?",
+                "seq",
                 write.id,
                 tid,
                 expected_head,
             )
+        if isinstance(moved, list) and moved:  # RETURNING gave the new sequence number
+            return int(moved[0][0])
         rows = yield self.stmt(
             "SELECT head, seq FROM {t}graphagent_threads WHERE thread_id = ?", tid
         )
         current = str(rows[0][0]) if rows else None
-        if changed == 1:
+        if moved == 1:  # counted, without RETURNING
             return int(rows[0][1])
         if current == write.id:
             return None
@@ -510,21 +552,18 @@ class SqlLogic:
         drop, fields = layout.plan_prune(records[: len(rows) - keep], records[len(rows) - keep :])
         for cid in drop:
             self._records.pop((thread_id, cid), None)
-        yield Stmt(
-            self.sql("DELETE FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = ?"),
+        yield self.many(
+            "DELETE FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = ?",
             [(tid, cid) for cid in drop],
-            many=True,
         )
-        yield Stmt(
-            self.sql("DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?"),
+        yield self.many(
+            "DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?",
             [(tid, cid) for cid in drop],
-            many=True,
         )
         if fields:
-            yield Stmt(
-                self.sql("DELETE FROM {t}graphagent_data WHERE thread_id = ? AND field = ?"),
+            yield self.many(
+                "DELETE FROM {t}graphagent_data WHERE thread_id = ? AND field = ?",
                 [(tid, encode_text(f)) for f in fields],
-                many=True,
             )
 
     def put_writes(
@@ -554,14 +593,11 @@ class SqlLogic:
             (tid, checkpoint_id, encode_text(task), layout.encode_writes(group, self.serde.dumps))
             for task, group in by_task.items()
         ]
-        yield Stmt(
-            self.sql(
-                "INSERT INTO {t}graphagent_writes (thread_id, checkpoint_id, task, value) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_id, task) "
-                "DO UPDATE SET value = excluded.value"
-            ),
+        yield self.many(
+            "INSERT INTO {t}graphagent_writes (thread_id, checkpoint_id, task, value) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_id, task) "
+            "DO UPDATE SET value = excluded.value",
             rows,
-            many=True,
         )
         if self.ttl is not None:
             yield self.stmt(
@@ -606,26 +642,28 @@ class SqlLogic:
         tid = encode_text(thread_id)
 
         def take(token: str) -> Program[bool]:
-            changed = yield self.stmt(
+            result = yield self.changing(
                 "INSERT INTO {t}graphagent_locks AS l (thread_id, token, expires_at) "
                 "VALUES (?, ?, {now} + ?) ON CONFLICT (thread_id) DO UPDATE "
                 "SET token = excluded.token, expires_at = excluded.expires_at "
                 "WHERE l.expires_at <= {now} OR l.token = excluded.token",
+                "token",
                 tid,
                 token,
                 lease,
             )
-            return bool(changed == 1)
+            return self.changed(result)
 
         def renew(token: str) -> Program[bool]:
-            changed = yield self.stmt(
+            result = yield self.changing(
                 "UPDATE {t}graphagent_locks SET expires_at = {now} + ? "
                 "WHERE thread_id = ? AND token = ?",
+                "token",
                 lease,
                 tid,
                 token,
             )
-            return bool(changed == 1)
+            return self.changed(result)
 
         def release(token: str) -> Program[None]:
             yield self.stmt(

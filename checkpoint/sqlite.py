@@ -47,6 +47,7 @@ SQLITE = Dialect(
     begin_write="BEGIN IMMEDIATE",
     table_exists="SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?",
     extra_ddl=" WITHOUT ROWID",
+    returning=sqlite3.sqlite_version_info >= (3, 35, 0),
 )
 
 
@@ -228,14 +229,23 @@ def _drive(program: Program[T], conn: sqlite3.Connection) -> T:
     send: Any = None
     while True:
         try:
-            stmt: Stmt = program.send(send)
+            op = program.send(send)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-        if stmt.many:
-            send = conn.executemany(stmt.sql, stmt.params).rowcount
-            continue
-        cur = conn.execute(stmt.sql, stmt.params)
-        send = cur.fetchall() if cur.description is not None else cur.rowcount
+        if isinstance(op, tuple):
+            send = [_execute(conn, stmt) for stmt in op]
+        else:
+            send = _execute(conn, op)
+
+
+def _execute(conn: sqlite3.Connection, stmt: Stmt) -> Any:
+    if stmt.many:
+        conn.executemany(stmt.sql, stmt.params)
+        return None
+    cur = conn.execute(stmt.sql, stmt.params)
+    if stmt.result == "rows":
+        return cur.fetchall()
+    return cur.rowcount if stmt.result == "count" else None
 
 
 class AsyncSqliteSaver(SqliteSaver):

@@ -1,11 +1,12 @@
-"""A stateless agent worker process for the scale-out tests and bench/load.py.
+"""A stateless agent worker process for the scale-out tests.
 
-Run as ``python tests/_agent_worker.py URL PREFIX QUEUE WORKER [cluster]``. It takes jobs
-``"<thread>|<turn>"`` from the Redis list ``QUEUE``, runs one agent turn on that thread
-(state in Redis under ``PREFIX``), and pushes ``"<thread>|<turn>|<worker>|<answer>"`` to
-``QUEUE:done``. ``"STOP"`` ends it. The model is scripted: each turn calls the ``note`` tool
-once, then answers with how many user messages it saw, which proves the thread's history
-reached this process.
+Run as ``python tests/_agent_worker.py QUEUE_URL QUEUE WORKER KIND TARGET NAME``. It takes
+jobs ``"<thread>|<turn>"`` from the Redis list ``QUEUE`` at ``QUEUE_URL`` (on a Redis
+Cluster when KIND is ``cluster``), runs one agent turn on that thread with its state in
+the store ``KIND TARGET NAME`` (see ``_stores.Store``), and pushes
+``"<thread>|<turn>|<worker>|<answer>"`` to ``QUEUE:done``. ``"STOP"`` ends it. The model is
+scripted: each turn calls the ``note`` tool once, then answers with how many user messages
+it saw, which proves the thread's history reached this process.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import sys
 from typing import Any
 
 import redis
+from _stores import Store
 
-from checkpoint import RedisSaver
+from checkpoint.base import CheckpointSaver
 from graphagent.agent import ReactAgent
 from graphagent.messages import AssistantMessage, Message, ToolCall
 from graphagent.models import FunctionChatModel
@@ -35,17 +37,20 @@ def note(turn: int) -> str:
     return f"noted turn {turn}"
 
 
-def build(client: Any, prefix: str) -> ReactAgent:
-    """The worker's agent on a Redis (or Redis Cluster) client."""
-    saver = RedisSaver(client, prefix=prefix)
+def build(saver: CheckpointSaver) -> ReactAgent:
+    """The worker's agent on a saver."""
     return ReactAgent(name="worker", model=FunctionChatModel(script), tools=[note], saver=saver)
 
 
 def main(argv: list[str]) -> int:
-    url, prefix, queue, worker = argv[:4]
-    cluster = len(argv) > 4 and argv[4] == "cluster"
-    client: Any = redis.RedisCluster.from_url(url) if cluster else redis.Redis.from_url(url)
-    agent = build(client, prefix)
+    queue_url, queue, worker = argv[:3]
+    store = Store(*argv[3:6])
+    client: Any = (
+        redis.RedisCluster.from_url(store.target)
+        if store.kind == "cluster"
+        else redis.Redis.from_url(queue_url)
+    )
+    agent = build(store.open())
     while True:
         item = client.blpop([queue], timeout=30)
         if item is None:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 import redis
+from _stores import Store
 
 from checkpoint import MemorySaver, PostgresSaver, RedisSaver, SqliteSaver
 from checkpoint.base import CheckpointSaver
@@ -315,6 +316,27 @@ def saver(request: pytest.FixtureRequest) -> Iterator[CheckpointSaver]:
     s = RedisSaver.from_url(url, prefix=prefix)
     yield s
     s.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres", "redis", "cluster"])
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    """Each store that outlives a process in turn, for tests with several processes."""
+    if request.param == "sqlite":
+        path = request.getfixturevalue("tmp_path") / "threads.sqlite"
+        SqliteSaver(path).close()  # creates the file and its tables
+        yield Store("sqlite", str(path))
+    elif request.param == "postgres":
+        url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("pg_schema")
+        with PostgresSaver.from_url(url, schema=schema) as pg:
+            pg.setup()
+        yield Store("postgres", url, schema)
+    elif request.param == "cluster":
+        url = request.getfixturevalue("redis_cluster_url")
+        yield Store("cluster", url, request.getfixturevalue("cluster_prefix"))
+    else:
+        yield Store(
+            "redis", request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
+        )
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import asyncio
 import operator
 import threading
 import time
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
@@ -336,3 +336,20 @@ async def test_subgraph_async() -> None:
     parent = StateGraph({"log": AppendStrategy()}).add_node("child", inner_app)
     app = parent.add_edge(START, "child").add_edge("child", END).compile()
     assert (await app.ainvoke({"log": []}))["log"] == ["s"]
+
+
+def test_subgraph_keys_the_parent_lacks_stay_in_the_subgraph() -> None:
+    """A subgraph's private keys are not written into a parent whose schema lacks them."""
+
+    class Parent(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    class Child(TypedDict):
+        log: Annotated[list[str], operator.add]
+        scratch: str
+
+    sub = StateGraph(Child).add_node("s", lambda s: {"log": ["s"], "scratch": "private"})
+    inner = sub.add_edge(START, "s").add_edge("s", END).compile()
+    parent = StateGraph(Parent).add_node("child", inner)
+    app = parent.add_edge(START, "child").add_edge("child", END).compile()
+    assert app.invoke({"log": []}) == {"log": ["s"]}

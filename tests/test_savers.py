@@ -17,6 +17,7 @@ from checkpoint import (
     MemorySaver,
     PendingWrite,
     RedisSaver,
+    SerializationError,
     new_checkpoint_id,
 )
 from checkpoint.base import CheckpointSaver
@@ -86,6 +87,22 @@ def test_conflict_writes_nothing(saver: CheckpointSaver) -> None:
     assert len(saver.list("t")) == 2
     with pytest.raises(CheckpointConflictError):
         saver.put("fresh", write(None, {}), expected_head="someone")
+
+
+def test_a_step_that_cannot_be_encoded_writes_nothing(saver: CheckpointSaver) -> None:
+    """A value the serde refuses fails the put whole: head, history and state unchanged."""
+    ids = chain(saver, "t", 2)
+    bad = write(ids[-1], {"log": ("append", ["ok", object()]), "last": ("set", 9)})
+    with pytest.raises(SerializationError):
+        saver.put("t", bad, expected_head=ids[-1])
+    assert saver.head("t") == ids[-1]
+    cp = saver.get("t")
+    assert cp is not None and cp.values == {"log": [0, 1], "last": 1}
+    assert [c.id for c in saver.list("t")] == ids[::-1]
+    good = write(ids[-1], {"log": ("append", [2])})
+    saver.put("t", good, expected_head=ids[-1])  # the thread goes on from there
+    again = saver.get("t")
+    assert again is not None and again.values["log"] == [0, 1, 2]
 
 
 def test_fork_keeps_both_branches(saver: CheckpointSaver) -> None:

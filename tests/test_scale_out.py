@@ -1,4 +1,5 @@
-"""Many stateless worker processes serving many threads through one Redis (or a Cluster).
+"""Many stateless worker processes serving many threads through one store: a SQLite file,
+PostgreSQL, Redis or a Redis Cluster.
 
 Four processes take agent turns from a shared queue; each thread's turns land on whichever
 process is free, so threads move between processes. Afterwards every thread's conversation
@@ -11,12 +12,14 @@ import itertools
 import random
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import redis
+from _stores import Store, close
 
-from checkpoint import RedisSaver
+from checkpoint.base import CheckpointSaver
 
 WORKER = Path(__file__).with_name("_agent_worker.py")
 PROCESSES = 4
@@ -24,12 +27,11 @@ THREADS = 200
 TURNS = 3
 
 
-def _serve(client: Any, url: str, prefix: str, cluster: bool) -> dict[str, list[tuple[int, str]]]:
+def _serve(client: Any, queue_url: str, store: Store) -> dict[str, list[tuple[int, str]]]:
     """Run every turn of every thread on the worker processes; answers by thread."""
-    queue = f"{{{prefix}:queue}}"
-    extra = ["cluster"] if cluster else []
+    queue = f"{{gatest-queue-{uuid.uuid4().hex[:12]}}}"
     workers = [
-        subprocess.Popen([sys.executable, str(WORKER), url, prefix, queue, f"w{i}", *extra])
+        subprocess.Popen([sys.executable, str(WORKER), queue_url, queue, f"w{i}", *store.argv()])
         for i in range(PROCESSES)
     ]
     done: dict[str, list[tuple[int, str]]] = {}
@@ -50,10 +52,11 @@ def _serve(client: Any, url: str, prefix: str, cluster: bool) -> dict[str, list[
         for w in workers:
             if w.poll() is None:
                 w.kill()
+        client.delete(queue, f"{queue}:done")
     return done
 
 
-def _check(saver: RedisSaver, done: dict[str, list[tuple[int, str]]]) -> None:
+def _check(saver: CheckpointSaver, done: dict[str, list[tuple[int, str]]]) -> None:
     assert len(done) == THREADS
     moved = 0
     for thread, turns in done.items():
@@ -81,20 +84,24 @@ def _check(saver: RedisSaver, done: dict[str, list[tuple[int, str]]]) -> None:
     assert moved > THREADS // 2, moved
 
 
-def test_many_workers_on_one_redis(redis_url: str, redis_prefix: str) -> None:
-    """4 processes x 200 threads x 3 turns on one Redis: nothing lost, doubled or reordered."""
-    client = redis.Redis.from_url(redis_url)
-    done = _serve(client, redis_url, redis_prefix, cluster=False)
-    _check(RedisSaver(client, prefix=redis_prefix), done)
+def test_many_workers_share_threads_through_one_store(store: Store, redis_url: str) -> None:
+    """4 processes x 200 threads x 3 turns on one store: nothing lost, doubled or reordered.
 
-
-def test_many_workers_on_a_redis_cluster(redis_cluster_url: str, cluster_prefix: str) -> None:
-    """The same on a 3-master Redis Cluster: threads spread over every node."""
-    client = redis.RedisCluster.from_url(redis_cluster_url)
-    done = _serve(client, redis_cluster_url, cluster_prefix, cluster=True)
-    saver = RedisSaver(client, prefix=cluster_prefix)  # type: ignore[arg-type]
-    _check(saver, done)
-    nodes = {
-        client.get_node_from_key(f"{{{cluster_prefix}:{t}}}:head").name for t in saver.threads()
-    }
-    assert len(nodes) == 3
+    Runs on SQLite (one file), PostgreSQL, Redis and a 3-master Redis Cluster (where the
+    threads must also spread over every node).
+    """
+    cluster = store.kind == "cluster"
+    client: Any = (
+        redis.RedisCluster.from_url(store.target) if cluster else redis.Redis.from_url(redis_url)
+    )
+    done = _serve(client, redis_url, store)
+    saver = store.open()
+    try:
+        _check(saver, done)
+        if cluster:
+            threads = saver.threads()  # type: ignore[attr-defined]
+            nodes = {client.get_node_from_key(f"{{{store.name}:{t}}}:head").name for t in threads}
+            assert len(nodes) == 3
+    finally:
+        close(saver)
+        client.close()

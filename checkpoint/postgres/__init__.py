@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import Program, SqlLogic
+from checkpoint._sql import Program, SqlLogic, Stmt
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.locks import LockPolicy, hold
 from checkpoint.postgres._common import SETUP_HINT, dialect, errors, require, storage_error
@@ -112,10 +112,9 @@ class PostgresSaver(CheckpointSaver):
     def _execute(self, program: Program[T], write: bool, action: str) -> T:
         try:
             with self.pool.connection() as conn, conn.transaction():
-                cur = conn.cursor()
                 if not write:
-                    cur.execute(self.logic.dialect.begin_read)
-                return drive(program, cur)
+                    conn.execute(self.logic.dialect.begin_read)
+                return drive(program, conn)
         except errors() as exc:
             raise storage_error(action, exc) from exc
 
@@ -197,17 +196,30 @@ class PostgresSaver(CheckpointSaver):
         self.close()
 
 
-def drive(program: Program[T], cur: psycopg.Cursor[Any]) -> T:
-    """Run ``program``'s statements on ``cur`` (inside the caller's transaction)."""
+def drive(program: Program[T], conn: psycopg.Connection[Any]) -> T:
+    """Run ``program``'s statements on ``conn`` (inside the caller's transaction)."""
     send: Any = None
     while True:
         try:
-            stmt = program.send(send)
+            op = program.send(send)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-        if stmt.many:
-            cur.executemany(stmt.sql, stmt.params)
-            send = cur.rowcount
-            continue
+        stmts = op if isinstance(op, tuple) else (op,)
+        cursors = [_send(conn, stmt) for stmt in stmts]
+        results = [_receive(cur, stmt) for cur, stmt in zip(cursors, stmts, strict=True)]
+        send = results if isinstance(op, tuple) else results[0]
+
+
+def _send(conn: psycopg.Connection[Any], stmt: Stmt) -> psycopg.Cursor[Any]:
+    cur = conn.cursor()
+    if stmt.many:
+        cur.executemany(stmt.sql, stmt.params)
+    else:
         cur.execute(stmt.sql, stmt.params)
-        send = cur.fetchall() if cur.description is not None else cur.rowcount
+    return cur
+
+
+def _receive(cur: psycopg.Cursor[Any], stmt: Stmt) -> Any:
+    if stmt.result == "rows":
+        return cur.fetchall()
+    return cur.rowcount if stmt.result == "count" else None

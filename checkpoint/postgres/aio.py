@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import Program, SqlLogic
+from checkpoint._sql import Program, SqlLogic, Stmt
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.locks import LockPolicy, ahold
 from checkpoint.postgres._common import SETUP_HINT, dialect, errors, require, storage_error
@@ -96,10 +96,9 @@ class AsyncPostgresSaver(CheckpointSaver):
             if self.pool.closed:
                 await self.pool.open()
             async with self.pool.connection() as conn, conn.transaction():
-                cur = conn.cursor()
                 if not write:
-                    await cur.execute(self.logic.dialect.begin_read)
-                return await adrive(program, cur)
+                    await conn.execute(self.logic.dialect.begin_read)
+                return await adrive(program, conn)
         except errors() as exc:
             raise storage_error(action, exc) from exc
 
@@ -205,17 +204,30 @@ class AsyncPostgresSaver(CheckpointSaver):
         raise self._sync_only()
 
 
-async def adrive(program: Program[T], cur: psycopg.AsyncCursor[Any]) -> T:
-    """Run ``program``'s statements on ``cur`` (inside the caller's transaction)."""
+async def adrive(program: Program[T], conn: psycopg.AsyncConnection[Any]) -> T:
+    """Run ``program``'s statements on ``conn`` (inside the caller's transaction)."""
     send: Any = None
     while True:
         try:
-            stmt = program.send(send)
+            op = program.send(send)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-        if stmt.many:
-            await cur.executemany(stmt.sql, stmt.params)
-            send = cur.rowcount
-            continue
+        stmts = op if isinstance(op, tuple) else (op,)
+        cursors = [await _send(conn, stmt) for stmt in stmts]
+        results = [await _receive(cur, stmt) for cur, stmt in zip(cursors, stmts, strict=True)]
+        send = results if isinstance(op, tuple) else results[0]
+
+
+async def _send(conn: psycopg.AsyncConnection[Any], stmt: Stmt) -> psycopg.AsyncCursor[Any]:
+    cur = conn.cursor()
+    if stmt.many:
+        await cur.executemany(stmt.sql, stmt.params)
+    else:
         await cur.execute(stmt.sql, stmt.params)
-        send = await cur.fetchall() if cur.description is not None else cur.rowcount
+    return cur
+
+
+async def _receive(cur: psycopg.AsyncCursor[Any], stmt: Stmt) -> Any:
+    if stmt.result == "rows":
+        return await cur.fetchall()
+    return cur.rowcount if stmt.result == "count" else None

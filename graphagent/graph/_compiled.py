@@ -475,6 +475,8 @@ class CompiledGraph:
         # a parent key that replaces gets the subgraph's final value instead.
         update: dict[str, Any] = {}
         for key, (kind, payload) in net.items():
+            if parent is not None and parent.closed and key not in parent.strategies:
+                continue  # the subgraph's own key: it stays in the subgraph
             strategy = parent.strategies.get(key) if parent is not None else None
             replaces = strategy is None or getattr(strategy, "replaces", False)
             update[key] = payload if kind == "append" and not replaces else values[key]

@@ -8,4 +8,7 @@ START = "__start__"
 END = "__end__"
 """The virtual node a run ends at: ``add_edge("last", END)``."""
 
-RESERVED = frozenset({START, END, "__interrupt__", "__input__", "__resume__"})
+INTERRUPT = "__interrupt__"
+"""The output key under which a paused run returns (and streams) its pending interrupts."""
+
+RESERVED = frozenset({START, END, INTERRUPT, "__input__", "__resume__"})

@@ -21,7 +21,7 @@ from graphagent.errors import (
     UserError,
 )
 from graphagent.graph._command import Command, Interrupt, TaskScope
-from graphagent.graph._constants import END, START
+from graphagent.graph._constants import END, INTERRUPT, START
 from graphagent.graph._effects import Emit, Execute, Load, Put, PutWrites, Task
 from graphagent.graph._nodes import Branch
 from graphagent.graph._state import OverAllState
@@ -201,7 +201,11 @@ class Loop:
     # -- checkpoints ----------------------------------------------------------------
 
     def write(
-        self, changes: dict[str, Change], source: str, ran: list[str] | None = None
+        self,
+        changes: dict[str, Change],
+        source: str,
+        ran: list[str] | None = None,
+        breakpoint_seen: bool = False,
     ) -> CheckpointWrite:
         """The checkpoint for the current position, as a write on top of the last one.
 
@@ -212,7 +216,9 @@ class Loop:
         meta.update(source=source, step=self.step)
         if ran:
             meta["nodes"] = ran
-        extra = {"barriers": self.barriers} if self.barriers else {}
+        extra: dict[str, Any] = {"barriers": self.barriers} if self.barriers else {}
+        if breakpoint_seen:
+            extra["breakpoint_seen"] = True
         return CheckpointWrite(
             id=new_checkpoint_id(),
             parent_id=self.checkpoint_id,
@@ -338,8 +344,18 @@ def run_program(
         assert thread is not None
         loop.next = saved.next
         interrupts = _load_pending(loop, saved)
-        _apply_resume(loop, interrupts, input.resume, thread)
+        if interrupts or not loop.skip_breakpoint:
+            _apply_resume(loop, interrupts, input.resume, thread)
         loop.skip_breakpoint = True
+        if input.update is not None and saver is not None:
+            # the update lands first, in a checkpoint of its own, so the resumed node sees it
+            loop.values, changes = loop.merge([("__resume__", dict(input.update))])
+            loop.step += 1
+            write = loop.write(changes, "update")
+            yield Put(thread, write, loop.head)
+            loop.checkpoint_id = loop.head = write.id
+            if saved.pending_writes:
+                yield PutWrites(thread, write.id, tuple(saved.pending_writes))
     elif input is None:
         if saved is None:
             raise EmptyInputError(
@@ -348,6 +364,8 @@ def run_program(
             )
         loop.next = saved.next
         _load_pending(loop, saved)
+        if saved.extra.get("breakpoint_seen"):
+            loop.skip_breakpoint = True
     else:
         if isinstance(input, Command):
             raise UserError("a Command as input must carry resume=...; to update, use update_state")
@@ -453,7 +471,11 @@ def run_program(
             if failures:
                 node, exc = failures[0]
                 raise attach_node(exc, node)
-            return loop.values
+            asked = tuple(i for _, vals in new_interrupts for i in vals)
+            for mode in ("updates", "values"):
+                if mode in modes:
+                    yield Emit(mode, {INTERRUPT: asked})
+            return {**loop.values, INTERRUPT: asked}
 
         ran = sorted(results)
         updates = [(n, u) for n, (u, _) in sorted(results.items()) if u]
@@ -510,7 +532,7 @@ def update_program(
     thread = config.thread_id
     if graph.saver is None or thread is None:
         raise UserError("update_state needs a saver and a thread_id in the config")
-    if as_node is not None and as_node not in graph.topology.nodes and as_node != START:
+    if as_node not in (None, START, END) and as_node not in graph.topology.nodes:
         raise InvalidRouteError(
             f"as_node={as_node!r} is not a node of this graph; known nodes: "
             f"{', '.join(sorted(graph.topology.nodes))}"
@@ -526,8 +548,19 @@ def update_program(
         loop.next = saved.next
     loop.values, changes = loop.merge([(as_node or "__update__", dict(values or {}))])
     loop.step += 1
-    if as_node is not None:
+    if as_node == END:
+        loop.next = ()
+    elif as_node is not None:
         loop.next = loop.route([as_node], {})
-    write = loop.write(changes, "update", [as_node] if as_node else None)
+    # a thread paused at a breakpoint stays past it: invoke(None) runs the paused nodes
+    seen = (
+        as_node is None
+        and saved is not None
+        and (
+            bool(saved.extra.get("breakpoint_seen"))
+            or any(w.kind == "breakpoint" for w in saved.pending_writes)
+        )
+    )
+    write = loop.write(changes, "update", [as_node] if as_node else None, seen)
     yield Put(thread, write, loop.head)
     return write.id

@@ -26,10 +26,6 @@ from graphagent.graph import (
     interrupt,
 )
 
-ITEM5 = "issue 12 item 5: Command(resume=..., update=...) drops the update"
-ITEM6 = "issue 12 item 6: resuming past a static breakpoint pauses at it again"
-ITEM9 = "issue 12 item 9: interrupts are not returned under '__interrupt__'"
-
 
 class Text(TypedDict):
     my_key: Annotated[str, operator.add]
@@ -115,7 +111,6 @@ def test_interrupt_multiple_resume_by_id(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_interrupt_multiple (Command with update=)
-@pytest.mark.xfail(strict=True, reason=ITEM5)
 def test_resume_with_update_applies_the_update(saver: CheckpointSaver) -> None:
     app = _single(saver, _two_questions)
     config = thread()
@@ -128,7 +123,6 @@ def test_resume_with_update_applies_the_update(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_interrupt_multiple (stream events)
-@pytest.mark.xfail(strict=True, reason=ITEM9)
 def test_interrupt_is_a_stream_event(saver: CheckpointSaver) -> None:
     app = _single(saver, _two_questions)
     config = thread()
@@ -143,7 +137,6 @@ def test_interrupt_is_a_stream_event(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_interrupt_stream_mode_values
-@pytest.mark.xfail(strict=True, reason=ITEM9)
 def test_interrupt_stream_mode_values(saver: CheckpointSaver) -> None:
     app = _single(saver, _two_questions)
     config = thread()
@@ -153,7 +146,6 @@ def test_interrupt_stream_mode_values(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_node_before_interrupt_resume_graph_api
-@pytest.mark.xfail(strict=True, reason=ITEM9)
 def test_invoke_returns_interrupt(saver: CheckpointSaver) -> None:
     app = _single(saver, _two_questions)
     config = thread()
@@ -162,7 +154,10 @@ def test_invoke_returns_interrupt(saver: CheckpointSaver) -> None:
     [pending] = result["__interrupt__"]
     assert pending.value == {"value": 1}
     assert app.get_state(config).interrupts == (pending,)
-    assert "__interrupt__" not in app.invoke(Command(resume={pending.id: "x"}), config)
+    # the node asks a second question after the first is answered
+    [second] = app.invoke(Command(resume={pending.id: "x"}), config)["__interrupt__"]
+    assert second.value == {"value": 2}
+    assert "__interrupt__" not in app.invoke(Command(resume="y"), config)
 
 
 # origin: langgraph tests/test_pregel.py::test_interrupt_loop
@@ -319,7 +314,6 @@ def test_successful_sibling_does_not_rerun_on_resume(saver: CheckpointSaver) -> 
 
 
 # origin: langgraph tests/test_pregel.py::test_command_with_static_breakpoints
-@pytest.mark.xfail(strict=True, reason=ITEM6)
 def test_command_resume_passes_static_breakpoint(saver: CheckpointSaver) -> None:
     g = StateGraph({"foo": ReplaceStrategy()})
     g.add_node("node1", lambda s: {"foo": s["foo"] + "|node-1"})

@@ -456,11 +456,6 @@ def test_update_state_as_node_routes_on(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_bulk_state_updates (as_node=END)
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 6: update_state(config, None, as_node=END) "
-    "does not clear next and the interrupts",
-)
 def test_update_state_as_end_clears_next_and_interrupts(saver: CheckpointSaver) -> None:
     app = chain(saver, Calls(), [("ask", "ok?")])
     config = thread()
@@ -472,11 +467,6 @@ def test_update_state_as_end_clears_next_and_interrupts(saver: CheckpointSaver) 
 
 
 # origin: langgraph tests/test_pregel.py::test_invoke_checkpoint_three (update at breakpoint)
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 6: update_state at a breakpoint, then "
-    "invoke(None), pauses at the same breakpoint again",
-)
 def test_update_state_at_breakpoint_then_continue(saver: CheckpointSaver) -> None:
     calls = Calls()
     app = chain(saver, calls, [("a", None), ("b", None)], interrupt_before=["b"])

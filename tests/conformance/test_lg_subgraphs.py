@@ -91,8 +91,11 @@ def test_double_interrupt_graph_on_its_own(saver: CheckpointSaver) -> None:
         saver=saver,
     )
     config = thread()
-    assert list(app.stream({"baz": "test"}, config)) == []
-    assert list(app.stream(Command(resume="123"), config)) == [{"node_1": {"baz": "123"}}]
+    [event] = app.stream({"baz": "test"}, config)
+    assert [i.value for i in event["__interrupt__"]] == ["interrupt node 1"]
+    first, second = app.stream(Command(resume="123"), config)
+    assert first == {"node_1": {"baz": "123"}}
+    assert [i.value for i in second["__interrupt__"]] == ["interrupt node 2"]
     assert list(app.stream(Command(resume="456"), config)) == [{"node_2": {"baz": "456"}}]
 
 

@@ -20,7 +20,6 @@ from checkpoint.base import CheckpointSaver
 from graphagent.graph import END, START, Command, StateGraph, interrupt
 
 ITEM7 = "issue 12 item 7: a replay/fork that reaches interrupt() does not become the thread's head"
-ITEM9 = "issue 12 item 9: invoke() does not return pending interrupts under '__interrupt__'"
 
 
 def _abc(saver: CheckpointSaver, calls: Calls) -> Any:
@@ -107,7 +106,6 @@ def test_replay_from_before_interrupt_refires(saver: CheckpointSaver) -> None:
 
 # origin: langgraph tests/test_time_travel.py::test_replay_from_before_interrupt_refires
 # (the "__interrupt__" part of the result)
-@pytest.mark.xfail(strict=True, reason=ITEM9)
 def test_replay_from_before_interrupt_returns_interrupt(saver: CheckpointSaver) -> None:
     app = _ask(saver, Calls())
     config = thread()
