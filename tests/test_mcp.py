@@ -30,11 +30,12 @@ from graphagent.agent import ReactAgent
 from graphagent.errors import ToolExecutionError, UserError
 from graphagent.mcp import McpServerError, McpToolProvider, prefixed_tool_name
 from graphagent.messages import AssistantMessage, ToolCall, ToolResponseMessage
-from graphagent.models import FakeChatModel
+from graphagent.models import FakeChatModel, FunctionChatModel
 from graphagent.tools import (
     DefaultToolExecutionExceptionProcessor,
     ToolCallingManager,
     ToolContext,
+    ToolDefinition,
 )
 
 EVERYTHING = "mcp-servers_everything_"
@@ -364,6 +365,32 @@ def test_tool_list_changed_refreshes(py_url: str) -> None:
         assert call(provider, "py_add_tool", {"name": "late"}) == "added late"
         assert wait_until(lambda: "py_late" in tools_of(provider))
         assert call(provider, "py_late") == "I am late"
+
+
+def test_agent_offers_tools_added_after_it_was_built(py_url: str) -> None:
+    """An agent asks its providers on every model call: a tool added later is offered."""
+    seen: list[list[str]] = []
+
+    def model(messages: list[object], tools: list[ToolDefinition]) -> AssistantMessage | str:
+        seen.append([t.name for t in tools])
+        if len(seen) == 1:
+            return AssistantMessage(
+                tool_calls=[ToolCall(id="1", name="py_add_tool", arguments='{"name": "fresh"}')]
+            )
+        if len(seen) == 2:
+            # the list_changed refresh runs beside this call; the next tools step sees it
+            assert wait_until(lambda: "py_fresh" in tools_of(provider))
+            return AssistantMessage(tool_calls=[ToolCall(id="2", name="py_fresh", arguments="{}")])
+        return "done"
+
+    with McpToolProvider.http(py_url, name="py") as provider:
+        agent = ReactAgent(
+            name="grower", model=FunctionChatModel(model), tool_callback_providers=[provider]
+        )
+        state = agent.invoke("grow")
+    assert "py_fresh" not in seen[0] and "py_fresh" in seen[2]
+    results = [m.content for m in state["messages"] if isinstance(m, ToolResponseMessage)]
+    assert results == ["added fresh", "I am fresh"]
 
 
 async def test_async_with_on_the_running_loop(py_url: str) -> None:
