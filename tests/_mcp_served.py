@@ -34,6 +34,13 @@ def explode(reason: str) -> str:
     raise RuntimeError(reason)
 
 
+@tool
+def noisy(text: str) -> str:
+    """Prints to stdout (which, over stdio, carries the protocol), then echoes."""
+    print(f"debugging output: {text}")
+    return text
+
+
 def _recall(messages: Sequence[Message], tools: Any) -> str:
     said = [m.text for m in messages if isinstance(m, UserMessage)]
     return f"you said {len(said)} things; first: {said[0]}; last: {said[-1]}"
@@ -66,4 +73,4 @@ mailer = ReactAgent(
     hooks=[HumanInTheLoopHook(approval_on={"send_email": "emails leave the company"})],
 )
 
-served = [add, explode, helper, mailer]
+served = [add, explode, noisy, helper, mailer]

@@ -9,7 +9,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 from _mcp_helpers import free_port, no_leftover_processes, serve_http, servers, wait_until
@@ -34,14 +34,14 @@ def _text(result: types.CallToolResult) -> str:
 
 
 @asynccontextmanager
-async def stdio_session() -> AsyncIterator[ClientSession]:
+async def stdio_session(errlog: TextIO | None = None) -> AsyncIterator[ClientSession]:
     """The SDK's client, talking to `graphagent mcp serve` started as a child process."""
     params = StdioServerParameters(
         command=SERVE[0], args=SERVE[1:], cwd=str(TESTS), env={"PYTHONPATH": str(TESTS)}
     )
     with open(os.devnull, "w") as quiet:
         async with (
-            stdio_client(params, errlog=quiet) as (read, write),
+            stdio_client(params, errlog=errlog or quiet) as (read, write),
             ClientSession(read, write) as session,
         ):
             await session.initialize()
@@ -68,7 +68,7 @@ async def http_session(url: str) -> AsyncIterator[ClientSession]:
 
 async def _checks(session: ClientSession) -> None:
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"add", "explode", "ask_helper", "ask_mailer"}
+    assert set(tools) == {"add", "explode", "noisy", "ask_helper", "ask_mailer"}
     assert tools["add"].inputSchema["required"] == ["a", "b"]
     assert tools["add"].inputSchema["properties"]["a"]["description"] == "the first number."
     assert _text(await session.call_tool("add", {"a": 2, "b": 3})) == "5"
@@ -82,6 +82,16 @@ async def test_sdk_client_over_stdio() -> None:
     """`graphagent mcp serve` over stdio: tools with their schemas, results, errors."""
     async with stdio_session() as session:
         await _checks(session)
+
+
+async def test_printing_tools_do_not_break_stdio(tmp_path: Path) -> None:
+    """A served tool that prints: its output goes to stderr, never into the protocol."""
+    with (tmp_path / "stderr").open("w+") as errlog:
+        async with stdio_session(errlog) as session:
+            said = await session.call_tool("noisy", {"text": "still fine"})
+            assert _text(said) == "still fine"
+        errlog.seek(0)
+        assert "debugging output: still fine" in errlog.read()
 
 
 async def test_sdk_client_over_http(our_url: str) -> None:
@@ -149,7 +159,13 @@ def _inspector(servers: dict[str, list[str]], *target: str, args: list[str]) -> 
 def test_inspector_over_stdio(servers: dict[str, list[str]]) -> None:
     """The MCP Inspector's CLI lists and calls our tools over stdio."""
     listed = _inspector(servers, *SERVE, args=["--method", "tools/list"])
-    assert {t["name"] for t in listed["tools"]} == {"add", "explode", "ask_helper", "ask_mailer"}
+    assert {t["name"] for t in listed["tools"]} == {
+        "add",
+        "explode",
+        "noisy",
+        "ask_helper",
+        "ask_mailer",
+    }
     called = _inspector(
         servers,
         *SERVE,

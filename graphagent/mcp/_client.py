@@ -212,6 +212,32 @@ class McpToolProvider:
             meta=meta,
         )
 
+    @classmethod
+    def sse(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        name: str | None = None,
+        prefix: bool = True,
+        timeout: float | None = 60.0,
+        startup_timeout: float = 30.0,
+        meta: MetaMapper | None = None,
+    ) -> McpToolProvider:
+        """A server on the older HTTP+SSE transport (e.g. ``http://host:8000/sse``).
+
+        For servers that have not moved to streamable HTTP yet; otherwise as :meth:`http`.
+        """
+        transport = HttpTransport(url, headers, name or url, sse=True)
+        return cls(
+            transport,
+            name=name,
+            prefix=prefix,
+            timeout=timeout,
+            startup_timeout=startup_timeout,
+            meta=meta,
+        )
+
     # -- state -----------------------------------------------------------------------------
 
     @property
