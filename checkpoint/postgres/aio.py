@@ -82,6 +82,9 @@ class AsyncPostgresSaver(CheckpointSaver):
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True},
+            # one cheap round trip per checkout, so a connection the server dropped
+            # (restart, failover, idle timeout) is replaced instead of failing a step
+            check=psycopg_pool.AsyncConnectionPool.check_connection,
             open=False,
         )
         return cls(pool, schema=schema, **options)
