@@ -606,8 +606,9 @@ class SqlLogic:
 
     def delete(self, thread_id: str) -> Program[None]:
         """Remove everything stored for the thread (not a run's lock on it)."""
-        for key in [k for k in self._records if k[0] == thread_id]:
-            del self._records[key]
+        # list() first: another thread of a pooled saver may be adding records meanwhile
+        for key in [k for k in list(self._records) if k[0] == thread_id]:
+            self._records.pop(key, None)
         yield from self._delete(encode_text(thread_id))
 
     def _delete(self, tid: bytes) -> Program[None]:

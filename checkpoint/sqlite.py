@@ -111,8 +111,8 @@ class SqliteSaver(CheckpointSaver):
     # -- the driver ----------------------------------------------------------------
 
     def _connection(self) -> sqlite3.Connection:
-        # A connection must not cross os.fork(): a child opens its own.
-        if self._conn is None or self._pid != os.getpid():
+        # A connection must not cross os.fork(): a child opens its own (see _run).
+        if self._conn is None:
             conn = sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
             )
@@ -125,6 +125,9 @@ class SqliteSaver(CheckpointSaver):
         return self._conn
 
     def _run(self, program: Program[T], *, write: bool, action: str) -> T:
+        if self._pid and self._pid != os.getpid():
+            # a forked child: the parent's lock may have been held by one of its threads
+            self._guard, self._conn = threading.Lock(), None
         with self._guard:
             try:
                 conn = self._connection()

@@ -3,6 +3,7 @@ process, the async saver, ttl, what a step writes, and failures named."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
@@ -226,7 +227,8 @@ async def test_async_saver_runs_a_graph_and_reads_sync_threads(
     ids = chain(sync, "s", 2)
     saver = AsyncPostgresSaver.from_url(postgres_url, schema=pg_schema, lock_timeout=5)
     try:
-        assert await saver.asetup() == 1
+        # the first calls race to open the pool, then to migrate: both happen once
+        assert await asyncio.gather(*(saver.asetup() for _ in range(4))) == [1] * 4
         cp = await saver.aget("s")
         assert cp is not None and cp.values["log"] == [0, 1]
         with pytest.raises(CheckpointConflictError):
@@ -244,3 +246,39 @@ async def test_async_saver_runs_a_graph_and_reads_sync_threads(
         await saver.aclose()
     again = sync.get("a")
     assert again is not None and len(again.values["messages"]) == 4
+
+
+def test_connections_killed_mid_run_are_replaced(
+    postgres_url: str, pg_schema: str, pg: Any
+) -> None:
+    """Every pooled connection terminated during a node: the pool reconnects, the run completes."""
+    pg()  # setup
+    sep = "&" if "?" in postgres_url else "?"
+    saver = PostgresSaver.from_url(
+        f"{postgres_url}{sep}application_name={pg_schema}", schema=pg_schema
+    )
+
+    def kill_connections() -> None:
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = %s AND pid <> pg_backend_pid()",
+                (pg_schema,),
+            )
+
+    done: list[str] = []
+
+    def node(state: Any) -> dict[str, Any]:
+        if not done:
+            done.append("killed")
+            kill_connections()
+        return {"log": ["b"]}
+
+    g = StateGraph({"log": AppendStrategy()})
+    g.add_node("a", lambda s: {"log": ["a"]}).add_node("b", node)
+    app = g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END).compile(saver=saver)
+    try:
+        assert app.invoke({"log": []}, {"thread_id": "t"})["log"] == ["a", "b"]
+        assert done == ["killed"]
+    finally:
+        saver.close()

@@ -257,3 +257,34 @@ async def test_async_saver_runs_a_graph_and_shares_the_file(tmp_path: Path) -> N
     await saver.aclose()
     cp = SqliteSaver(path).get("t")
     assert cp is not None and len(cp.values["messages"]) == 4
+
+
+def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
+    """A saver used before os.fork() works in the child: its own connection and lock."""
+    import os
+
+    saver = SqliteSaver(tmp_path / "t.sqlite")
+    ids = chain(saver, "t", 1)
+    inherited = saver._conn
+    saver._guard.acquire()  # as if another thread of the parent were mid-call at the fork
+    pid = os.fork()
+    if pid == 0:  # the child: continue the thread, then leave without running teardown
+        code = 1
+        try:
+            saver.put("t", write(ids[0], {"log": ("append", ["child"])}), expected_head=ids[0])
+            code = 0 if saver._conn is not inherited else 2
+        finally:
+            os._exit(code)
+    saver._guard.release()
+    for _ in range(200):  # a child stuck on the parent's lock would never exit
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise AssertionError("the forked child hung on the saver")
+    assert os.waitstatus_to_exitcode(status) == 0
+    cp = saver.get("t")
+    assert cp is not None and cp.values["log"] == [0, "child"]

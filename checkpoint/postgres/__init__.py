@@ -98,6 +98,9 @@ class PostgresSaver(CheckpointSaver):
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True},
+            # one cheap round trip per checkout, so a connection the server dropped
+            # (restart, failover, idle timeout) is replaced instead of failing a step
+            check=psycopg_pool.ConnectionPool.check_connection,
             open=True,
         )
         return cls(pool, schema=schema, **options)

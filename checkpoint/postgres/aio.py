@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -57,6 +58,7 @@ class AsyncPostgresSaver(CheckpointSaver):
         self.logic = SqlLogic(dialect(schema), ttl=ttl, keep_last=keep_last, serde=serde)
         self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
         self._checked = False
+        self._opening = asyncio.Lock()
 
     @classmethod
     def from_url(
@@ -80,6 +82,9 @@ class AsyncPostgresSaver(CheckpointSaver):
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True},
+            # one cheap round trip per checkout, so a connection the server dropped
+            # (restart, failover, idle timeout) is replaced instead of failing a step
+            check=psycopg_pool.AsyncConnectionPool.check_connection,
             open=False,
         )
         return cls(pool, schema=schema, **options)
@@ -94,7 +99,9 @@ class AsyncPostgresSaver(CheckpointSaver):
     async def _execute(self, program: Program[T], write: bool, action: str) -> T:
         try:
             if self.pool.closed:
-                await self.pool.open()
+                async with self._opening:  # many first calls at once open it once
+                    if self.pool.closed:
+                        await self.pool.open()
             async with self.pool.connection() as conn, conn.transaction():
                 if not write:
                     await conn.execute(self.logic.dialect.begin_read)
