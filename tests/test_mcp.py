@@ -19,6 +19,8 @@ from _mcp_helpers import (
     alive,
     descendants,
     fastmcp_server,
+    free_port,
+    listening,
     no_leftover_processes,
     process_table,
     serve_http,
@@ -235,6 +237,47 @@ def test_server_killed_mid_call(everything: McpToolProvider) -> None:
     assert "exited while running tool 'trigger-long-running-operation'" in str(outcome[0])
     with pytest.raises(McpServerError, match="exited"):
         call(everything, f"{EVERYTHING}echo", {"message": "hi"})
+
+
+HTTP_SERVER = """
+import sys
+sys.path.insert(0, {tests!r})
+from _mcp_helpers import fastmcp_server
+server = fastmcp_server()
+server.settings.port = {port}
+server.settings.log_level = "WARNING"
+server.run("streamable-http")
+"""
+
+
+def test_http_server_killed_mid_call() -> None:
+    """An HTTP server killed during a call: the call fails naming it, not hangs."""
+    port = free_port()
+    code = HTTP_SERVER.format(tests=str(Path(__file__).parent), port=port)
+    server = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: listening(port))
+        url = f"http://127.0.0.1:{port}/mcp"
+        with McpToolProvider.http(url, name="remote", timeout=None, ping_interval=0.2) as remote:
+            outcome: list[BaseException] = []
+
+            def run() -> None:
+                try:
+                    call(remote, "remote_meet", {"who": "solo"})  # waits 10 s for a peer
+                except BaseException as exc:
+                    outcome.append(exc)
+
+            worker = threading.Thread(target=run)
+            worker.start()
+            wait_until(lambda: False, 0.3)
+            server.kill()
+            worker.join(30)
+            assert outcome and isinstance(outcome[0], McpServerError), outcome
+            assert "MCP server 'remote'" in str(outcome[0])
+            assert "while running tool 'meet'" in str(outcome[0])
+    finally:
+        server.kill()
+        server.wait()
 
 
 def test_timeout_per_call(servers: dict[str, list[str]]) -> None:

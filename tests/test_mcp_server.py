@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
-from _mcp_helpers import free_port, no_leftover_processes, serve_http, servers, wait_until
+from _mcp_helpers import (
+    free_port,
+    listening,
+    no_leftover_processes,
+    serve_http,
+    servers,
+    wait_until,
+)
 from _mcp_served import served
 from mcp import ClientSession, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -188,7 +195,7 @@ def test_inspector_over_http(servers: dict[str, list[str]]) -> None:
         assert server.stdout is not None
         assert "serving _mcp_served:served over MCP at" in server.stdout.readline()
         url = f"http://127.0.0.1:{port}/mcp"
-        assert wait_until(lambda: _listening(port))
+        assert wait_until(lambda: listening(port))
         listed = _inspector(servers, url, args=["--method", "tools/list"])
         assert "ask_helper" in {t["name"] for t in listed["tools"]}
         asked = _inspector(
@@ -207,13 +214,6 @@ def test_inspector_over_http(servers: dict[str, list[str]]) -> None:
     finally:
         server.terminate()
         server.communicate(timeout=20)
-
-
-def _listening(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:

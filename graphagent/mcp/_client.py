@@ -127,6 +127,8 @@ class McpToolProvider:
         startup_timeout: seconds to start and initialise the server.
         meta: maps a call's :class:`ToolContext` to the request's ``_meta``; without it
             nothing of the context, config or metadata is sent.
+        ping_interval: while calls are in flight, the server is pinged this often (s);
+            one that stops answering fails them (a dead HTTP server gives no other sign).
 
     Example:
         >>> provider = McpToolProvider.stdio("npx", ["@modelcontextprotocol/server-everything"])
@@ -143,13 +145,18 @@ class McpToolProvider:
         timeout: float | None = 60.0,
         startup_timeout: float = 30.0,
         meta: MetaMapper | None = None,
+        ping_interval: float = 5.0,
     ) -> None:
         self.name = name
         self.prefix = prefix
         self.timeout = timeout
         self.meta = meta
         self._live = LiveSession(
-            transport, startup_timeout=startup_timeout, on_tools=self._set, named=bool(name)
+            transport,
+            startup_timeout=startup_timeout,
+            on_tools=self._set,
+            named=bool(name),
+            ping_interval=ping_interval,
         )
         self._thread: _LoopThread | None = None
         self._tools: dict[str, McpToolCallback] = {}
@@ -168,6 +175,7 @@ class McpToolProvider:
         timeout: float | None = 60.0,
         startup_timeout: float = 30.0,
         meta: MetaMapper | None = None,
+        ping_interval: float = 5.0,
     ) -> McpToolProvider:
         """A server run as a child process, spoken to over stdin/stdout.
 
@@ -184,6 +192,7 @@ class McpToolProvider:
             timeout=timeout,
             startup_timeout=startup_timeout,
             meta=meta,
+            ping_interval=ping_interval,
         )
 
     @classmethod
@@ -197,6 +206,7 @@ class McpToolProvider:
         timeout: float | None = 60.0,
         startup_timeout: float = 30.0,
         meta: MetaMapper | None = None,
+        ping_interval: float = 5.0,
     ) -> McpToolProvider:
         """A server at ``url`` (streamable HTTP, e.g. ``http://host:8000/mcp``).
 
@@ -210,6 +220,7 @@ class McpToolProvider:
             timeout=timeout,
             startup_timeout=startup_timeout,
             meta=meta,
+            ping_interval=ping_interval,
         )
 
     @classmethod
@@ -223,6 +234,7 @@ class McpToolProvider:
         timeout: float | None = 60.0,
         startup_timeout: float = 30.0,
         meta: MetaMapper | None = None,
+        ping_interval: float = 5.0,
     ) -> McpToolProvider:
         """A server on the older HTTP+SSE transport (e.g. ``http://host:8000/sse``).
 
@@ -236,6 +248,7 @@ class McpToolProvider:
             timeout=timeout,
             startup_timeout=startup_timeout,
             meta=meta,
+            ping_interval=ping_interval,
         )
 
     # -- state -----------------------------------------------------------------------------
