@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import Program, SqlLogic, Stmt
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Program, Stmt
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.locks import LockPolicy, hold
 from checkpoint.postgres._common import SETUP_HINT, dialect, errors, require, storage_error
