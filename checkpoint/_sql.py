@@ -89,6 +89,8 @@ class Dialect:
         setup_prelude: statements run first in ``setup()``'s transaction.
         extra_ddl: ``{without_rowid}``-style suffix for tables with composite keys.
         returning: the database knows ``RETURNING`` (else changes are counted).
+        cte_put: the database runs a step's whole write as one ``WITH`` statement (data-
+            modifying common table expressions, ``unnest`` of arrays).
     """
 
     name: str
@@ -104,6 +106,7 @@ class Dialect:
     setup_prelude: tuple[str, ...] = ()
     extra_ddl: str = ""
     returning: bool = True
+    cte_put: bool = False
 
 
 # Numbered migrations: entry N-1 takes the schema from version N-1 to N. Never edit a
@@ -501,11 +504,18 @@ class SqlLogic:
         rows = yield self.stmt(
             "SELECT head, seq FROM {t}graphagent_threads WHERE thread_id = ?", tid
         )
-        current = str(rows[0][0]) if rows else None
         if moved == 1:  # counted, without RETURNING
             return int(rows[0][1])
+        self._refuse(thread_id, write, expected_head, str(rows[0][0]) if rows else None)
+        return None
+
+    @staticmethod
+    def _refuse(
+        thread_id: str, write: CheckpointWrite, expected_head: str | None, current: str | None
+    ) -> None:
+        """Raise the conflict for a head that did not move, unless it is this very write."""
         if current == write.id:
-            return None
+            return  # a retry of a write that landed before its reply was lost
         if current is None:
             raise CheckpointConflictError(
                 f"thread {thread_id!r} is gone (deleted, or expired after its ttl) while this "
@@ -517,6 +527,78 @@ class SqlLogic:
             f"{expected_head!r}; nothing was written. Reload the thread and run again, or "
             "serialise runs per thread"
         )
+
+    def put_one_statement(
+        self, thread_id: str, write: CheckpointWrite, expected_head: str | None
+    ) -> Program[None]:
+        """:meth:`put` as one statement that needs no transaction around it (PostgreSQL).
+
+        The head check and every insert are data-modifying parts of one ``WITH``
+        statement: they land together, or, when the head moved, none of them does. Only
+        for savers without ttl and keep_last (see :attr:`one_statement_put`).
+        """
+        for cid in (write.id, write.parent_id, expected_head):
+            if cid is not None and not _storable_id(cid):
+                raise CheckpointError(f"checkpoint id {cid!r} is not storable text")
+        tid = encode_text(thread_id)
+        parent = None
+        if write.parent_id is not None:
+            verify = write.parent_id != expected_head
+            try:
+                parent = yield from self._parent(thread_id, write.parent_id, verify=verify)
+            except CheckpointNotFoundError:
+                if verify:
+                    raise
+                # the expected head is not there: the head check below would fail too
+                rows = yield self.stmt(
+                    "SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid
+                )
+                self._refuse(thread_id, write, expected_head, str(rows[0][0]) if rows else None)
+                return
+        plan = layout.plan_put(
+            parent, write, on_head=write.parent_id == expected_head, dumps=self.serde.dumps
+        )
+        if expected_head is None:
+            head = (
+                "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
+                "VALUES (?, ?, 1, {now}) ON CONFLICT (thread_id) DO NOTHING RETURNING seq"
+            )
+            head_params: tuple[Any, ...] = (tid, write.id)
+        else:
+            head = (
+                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + 1, touched_at = {now} "
+                "WHERE thread_id = ? AND head = ? RETURNING seq"
+            )
+            head_params = (write.id, tid, expected_head)
+        rows = yield self.stmt(
+            f"WITH moved AS ({head}), "
+            "cp AS (INSERT INTO {t}graphagent_checkpoints (thread_id, id, seq, record) "
+            "SELECT ?, ?, seq, ? FROM moved), "
+            "d AS (INSERT INTO {t}graphagent_data (thread_id, field, value) "
+            "SELECT ?, f, v FROM moved, unnest(?::bytea[], ?::bytea[]) AS x(f, v)), "
+            "w AS (DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ? "
+            "AND EXISTS (SELECT 1 FROM moved)) "
+            "SELECT seq FROM moved",
+            *head_params,
+            tid,
+            write.id,
+            plan.record_blob,
+            tid,
+            [encode_text(f) for f in plan.data],
+            list(plan.data.values()),
+            tid,
+            write.parent_id,
+        )
+        if rows:
+            self._records[(thread_id, write.id)] = plan.record
+            return
+        current = yield self.stmt("SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid)
+        self._refuse(thread_id, write, expected_head, str(current[0][0]) if current else None)
+
+    @property
+    def one_statement_put(self) -> bool:
+        """Whether :meth:`put_one_statement` may stand in for :meth:`put` here."""
+        return self.dialect.cte_put and self.ttl is None and self.keep_last is None
 
     def _parent(self, thread_id: str, parent_id: str, *, verify: bool) -> Program[layout.Record]:
         cached = self._records.get((thread_id, parent_id))

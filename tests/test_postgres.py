@@ -282,3 +282,18 @@ def test_connections_killed_mid_run_are_replaced(
         assert done == ["killed"]
     finally:
         saver.close()
+
+
+def test_retried_and_stale_writes(pg: Any) -> None:
+    """A retried write that landed succeeds once; a write to a deleted thread says it is gone."""
+    saver = pg()
+    ids = chain(saver, "t", 2)
+    w = write(ids[-1], {"log": ("append", ["x"])})
+    saver.put("t", w, expected_head=ids[-1])
+    saver.put("t", w, expected_head=ids[-1])  # the client's retry after a lost reply
+    assert [c.id for c in saver.list("t")] == [w.id, *ids[::-1]]
+    saver.delete_thread("t")
+    saver.logic._records.clear()  # as in another process, which never saw the head
+    with pytest.raises(CheckpointConflictError, match="is gone"):
+        saver.put("t", write(w.id, {"log": ("append", ["y"])}), expected_head=w.id)
+    assert saver.get("t") is None

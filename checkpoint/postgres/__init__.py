@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Self
@@ -105,19 +105,31 @@ class PostgresSaver(CheckpointSaver):
         )
         return cls(pool, schema=schema, **options)
 
-    def _run(self, program: Program[T], *, write: bool, action: str) -> T:
+    def _run(self, program: Program[T], *, write: bool | None, action: str) -> T:
         if not self._checked:
             where = f"PostgreSQL schema {self.schema!r}"
             self._execute(self.logic.check_version(where, SETUP_HINT), False, action)
             self._checked = True
         return self._execute(program, write, action)
 
-    def _execute(self, program: Program[T], write: bool, action: str) -> T:
+    def _execute(self, program: Program[T], write: bool | None, action: str) -> T:
+        """Run ``program`` in a write or a snapshot-read transaction, or (``None``: a
+        program of statements that are each whole on their own) in none."""
         try:
-            with self.pool.connection() as conn, conn.transaction():
-                if not write:
-                    conn.execute(self.logic.dialect.begin_read)
-                return drive(program, conn)
+            with self.pool.connection() as conn:
+                if not conn.autocommit:
+                    conn.autocommit = True  # transactions are begun here, one per program
+                if write is None:
+                    return drive(program, conn)
+                dialect = self.logic.dialect
+                conn.execute(dialect.begin_write if write else dialect.begin_read)
+                try:
+                    result = drive(program, conn)
+                except BaseException:
+                    rollback(conn)
+                    raise
+                conn.execute("COMMIT")
+                return result
         except errors() as exc:
             raise storage_error(action, exc) from exc
 
@@ -134,7 +146,12 @@ class PostgresSaver(CheckpointSaver):
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
         """Store ``write`` as the new head in one transaction (see ``CheckpointSaver.put``)."""
         action = f"writing checkpoint {write.id} of thread {thread_id!r}"
-        self._run(self.logic.put(thread_id, write, expected_head), write=True, action=action)
+        if self.logic.one_statement_put:
+            program = self.logic.put_one_statement(thread_id, write, expected_head)
+            self._run(program, write=None, action=action)
+        else:
+            program = self.logic.put(thread_id, write, expected_head)
+            self._run(program, write=True, action=action)
         if self.logic.purge_due():
             self.purge_expired()
 
@@ -166,11 +183,11 @@ class PostgresSaver(CheckpointSaver):
     def head(self, thread_id: str) -> str | None:
         """The thread's head id, without loading its state."""
         action = f"reading thread {thread_id!r}"
-        return self._run(self.logic.head(thread_id), write=False, action=action)
+        return self._run(self.logic.head(thread_id), write=None, action=action)
 
     def threads(self) -> builtins.list[str]:
         """Every thread id in the schema."""
-        return self._run(self.logic.threads(), write=False, action="listing threads")
+        return self._run(self.logic.threads(), write=None, action="listing threads")
 
     def purge_expired(self) -> int:
         """Delete the threads whose ttl has passed (writes do this now and then); how many."""
@@ -184,7 +201,7 @@ class PostgresSaver(CheckpointSaver):
         action = f"locking thread {thread_id!r}"
 
         def run(program: Callable[[str], Program[T]]) -> Callable[[str], T]:
-            return lambda token: self._run(program(token), write=True, action=action)
+            return lambda token: self._run(program(token), write=None, action=action)
 
         return hold(self.lock_policy, thread_id, run(take), run(renew), run(release))
 
@@ -197,6 +214,12 @@ class PostgresSaver(CheckpointSaver):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def rollback(conn: psycopg.Connection[Any]) -> None:
+    """Roll back after a failed program; a broken connection is the pool's to discard."""
+    with suppress(*errors()):
+        conn.execute("ROLLBACK")
 
 
 def drive(program: Program[T], conn: psycopg.Connection[Any]) -> T:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
+from contextlib import AbstractAsyncContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Self
@@ -89,23 +89,35 @@ class AsyncPostgresSaver(CheckpointSaver):
         )
         return cls(pool, schema=schema, **options)
 
-    async def _run(self, program: Program[T], *, write: bool, action: str) -> T:
+    async def _run(self, program: Program[T], *, write: bool | None, action: str) -> T:
         if not self._checked:
             where = f"PostgreSQL schema {self.schema!r}"
             await self._execute(self.logic.check_version(where, SETUP_HINT), False, action)
             self._checked = True
         return await self._execute(program, write, action)
 
-    async def _execute(self, program: Program[T], write: bool, action: str) -> T:
+    async def _execute(self, program: Program[T], write: bool | None, action: str) -> T:
+        """See ``PostgresSaver._execute``."""
         try:
             if self.pool.closed:
                 async with self._opening:  # many first calls at once open it once
                     if self.pool.closed:
                         await self.pool.open()
-            async with self.pool.connection() as conn, conn.transaction():
-                if not write:
-                    await conn.execute(self.logic.dialect.begin_read)
-                return await adrive(program, conn)
+            async with self.pool.connection() as conn:
+                if not conn.autocommit:
+                    await conn.set_autocommit(True)
+                if write is None:
+                    return await adrive(program, conn)
+                dialect = self.logic.dialect
+                await conn.execute(dialect.begin_write if write else dialect.begin_read)
+                try:
+                    result = await adrive(program, conn)
+                except BaseException:
+                    with suppress(*errors()):
+                        await conn.execute("ROLLBACK")
+                    raise
+                await conn.execute("COMMIT")
+                return result
         except errors() as exc:
             raise storage_error(action, exc) from exc
 
@@ -120,7 +132,12 @@ class AsyncPostgresSaver(CheckpointSaver):
     ) -> None:
         """Store ``write`` as the new head in one transaction."""
         action = f"writing checkpoint {write.id} of thread {thread_id!r}"
-        await self._run(self.logic.put(thread_id, write, expected_head), write=True, action=action)
+        if self.logic.one_statement_put:
+            program = self.logic.put_one_statement(thread_id, write, expected_head)
+            await self._run(program, write=None, action=action)
+        else:
+            program = self.logic.put(thread_id, write, expected_head)
+            await self._run(program, write=True, action=action)
         if self.logic.purge_due():
             await self.apurge_expired()
 
@@ -154,11 +171,11 @@ class AsyncPostgresSaver(CheckpointSaver):
     async def ahead(self, thread_id: str) -> str | None:
         """The thread's head id."""
         action = f"reading thread {thread_id!r}"
-        return await self._run(self.logic.head(thread_id), write=False, action=action)
+        return await self._run(self.logic.head(thread_id), write=None, action=action)
 
     async def athreads(self) -> builtins.list[str]:
         """Every thread id in the schema."""
-        return await self._run(self.logic.threads(), write=False, action="listing threads")
+        return await self._run(self.logic.threads(), write=None, action="listing threads")
 
     async def apurge_expired(self) -> int:
         """Delete the threads whose ttl has passed; how many."""
@@ -173,7 +190,7 @@ class AsyncPostgresSaver(CheckpointSaver):
         action = f"locking thread {thread_id!r}"
 
         def run(program: Callable[[str], Program[T]]) -> Callable[[str], Awaitable[T]]:
-            return lambda token: self._run(program(token), write=True, action=action)
+            return lambda token: self._run(program(token), write=None, action=action)
 
         return ahold(self.lock_policy, thread_id, run(take), run(renew), run(release))
 
