@@ -1,35 +1,35 @@
-"""What the SQL savers share: the schema, its migrations, and every saver operation as a
-program of SQL statements, with no I/O.
+"""Every SQL saver operation as a program of statements, with no I/O.
 
-Each operation is a generator that yields a :class:`Stmt` (or a tuple of them, which a
-driver may send together) and receives what each asked for: its rows, the number of rows
-it changed, or nothing. A driver runs a whole program inside one transaction, so
-``SqliteSaver``, ``PostgresSaver`` and ``AsyncPostgresSaver`` only open connections,
-begin, execute, commit and translate errors.
-
-Tables (``graphagent_`` names, so they sit beside anyone else's)::
-
-    threads      thread id -> head checkpoint id, last sequence number, last write time
-    checkpoints  (thread, checkpoint id) -> sequence number, record (see ``_layout``)
-    data         (thread, field) -> encoded value or log item
-    writes       (thread, checkpoint id, task) -> pending writes
-    locks        thread id -> holder's token, lease end (the opt-in run lock)
-    migrations   the schema versions applied
+Each operation is a generator that yields a :class:`~checkpoint._sqlschema.Stmt` (or a
+tuple of them, which a driver may send together) and receives what each asked for: its
+rows, the number of rows it changed, or nothing. A driver runs a whole program inside one
+transaction, so ``SqliteSaver``, ``PostgresSaver`` and ``AsyncPostgresSaver`` only open
+connections, begin, execute, commit and translate errors. The tables are described in
+``_sqlschema``.
 
 History is ordered by the per-thread sequence number that the step's own transaction
-takes, never by a clock. Thread ids, field names and tasks are stored as UTF-8 bytes
-(lone surrogates kept), so any Python string is a valid thread id and none can collide.
+takes, never by a clock.
 """
 
 from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from checkpoint import _layout as layout
+from checkpoint._sqlschema import (
+    LATEST,
+    MIGRATIONS,
+    Dialect,
+    Program,
+    Stmt,
+    decode_text,
+    encode_text,
+    result_kind,
+    storable_id,
+)
 from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
 from checkpoint.errors import (
     CheckpointConflictError,
@@ -38,135 +38,10 @@ from checkpoint.errors import (
 )
 from checkpoint.serde import Serde, default_serde
 
-__all__ = ["MIGRATIONS", "Dialect", "SqlLogic", "Stmt"]
+__all__ = ["SqlLogic"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Stmt:
-    """One SQL statement of a program.
-
-    Attributes:
-        sql: the statement, in the driver's dialect.
-        params: its parameters (``many``: a sequence of parameter rows, one run each).
-        many: run once per row of ``params``.
-        result: what the program receives: ``"rows"`` (all rows), ``"count"`` (rows
-            changed) or ``"none"`` (``None``; the driver need not wait for the reply).
-    """
-
-    sql: str
-    params: Sequence[Any] = ()
-    many: bool = False
-    result: str = "rows"
-
-
-Program = Generator["Stmt | tuple[Stmt, ...]", Any, T]
-
-
-def result_kind(sql: str) -> str:
-    """``"rows"`` for a query or a ``RETURNING`` statement, else ``"none"``."""
-    head = sql.lstrip()[:6].upper()
-    return "rows" if head == "SELECT" or " RETURNING " in sql.upper() else "none"
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """How one database spells what the programs need.
-
-    Attributes:
-        name: the database's name, for messages.
-        param: the placeholder (``?`` or ``%s``); programs are written with ``?``.
-        blob: the binary column type.
-        real: the floating point column type.
-        bigint: the 64-bit integer column type.
-        now: an SQL expression for the database's clock, UNIX seconds.
-        tables: what goes before a table name (a quoted schema and a dot, or nothing).
-        begin_read: starts a read transaction that sees one snapshot.
-        begin_write: starts a write transaction.
-        table_exists: a query taking a table name (qualified as ``tables`` says) that
-            returns a row when the table exists.
-        setup_prelude: statements run first in ``setup()``'s transaction.
-        extra_ddl: ``{without_rowid}``-style suffix for tables with composite keys.
-        returning: the database knows ``RETURNING`` (else changes are counted).
-        cte_put: the database runs a step's whole write as one ``WITH`` statement (data-
-            modifying common table expressions, ``unnest`` of arrays).
-    """
-
-    name: str
-    param: str
-    blob: str
-    real: str
-    bigint: str
-    now: str
-    tables: str
-    begin_read: str
-    begin_write: str
-    table_exists: str
-    setup_prelude: tuple[str, ...] = ()
-    extra_ddl: str = ""
-    returning: bool = True
-    cte_put: bool = False
-
-
-# Numbered migrations: entry N-1 takes the schema from version N-1 to N. Never edit a
-# released entry; add the next one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE {t}graphagent_threads (
-            thread_id {blob} PRIMARY KEY,
-            head TEXT NOT NULL,
-            seq {bigint} NOT NULL,
-            touched_at {real} NOT NULL)""",
-        "CREATE INDEX graphagent_threads_touched ON {t}graphagent_threads (touched_at)",
-        """CREATE TABLE {t}graphagent_checkpoints (
-            thread_id {blob} NOT NULL,
-            id TEXT NOT NULL,
-            seq {bigint} NOT NULL,
-            record {blob} NOT NULL,
-            PRIMARY KEY (thread_id, id)){extra}""",
-        """CREATE UNIQUE INDEX graphagent_checkpoints_seq
-            ON {t}graphagent_checkpoints (thread_id, seq)""",
-        """CREATE TABLE {t}graphagent_data (
-            thread_id {blob} NOT NULL,
-            field {blob} NOT NULL,
-            value {blob} NOT NULL,
-            PRIMARY KEY (thread_id, field)){extra}""",
-        """CREATE TABLE {t}graphagent_writes (
-            thread_id {blob} NOT NULL,
-            checkpoint_id TEXT NOT NULL,
-            task {blob} NOT NULL,
-            value {blob} NOT NULL,
-            PRIMARY KEY (thread_id, checkpoint_id, task)){extra}""",
-        """CREATE TABLE {t}graphagent_locks (
-            thread_id {blob} PRIMARY KEY,
-            token TEXT NOT NULL,
-            expires_at {real} NOT NULL)""",
-    ),
-)
-LATEST = len(MIGRATIONS)
 _CHUNK = 500  # parameters per IN (...) list: below every SQLite build's limit
-
-
-def encode_text(text: str) -> bytes:
-    """A thread id, field name or task as stored: UTF-8, lone surrogates kept."""
-    return text.encode("utf-8", "surrogatepass")
-
-
-def decode_text(raw: bytes | memoryview) -> str:
-    """Reverse :func:`encode_text`."""
-    return bytes(raw).decode("utf-8", "surrogatepass")
-
-
-def _storable_id(cid: str) -> bool:
-    """Whether a checkpoint id can be a TEXT value in every database (no NUL, valid UTF-8)."""
-    if "\x00" in cid:
-        return False
-    try:
-        cid.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class SqlLogic:
@@ -318,7 +193,7 @@ class SqlLogic:
 
     def get(self, thread_id: str, checkpoint_id: str | None) -> Program[Checkpoint | None]:
         """The head (or the named checkpoint) with its state."""
-        if checkpoint_id is not None and not _storable_id(checkpoint_id):
+        if checkpoint_id is not None and not storable_id(checkpoint_id):
             raise self._not_found(thread_id, checkpoint_id)
         tid = encode_text(thread_id)
         cond, extra = self._alive()
@@ -349,7 +224,7 @@ class SqlLogic:
         params: builtins.list[Any] = [tid]
         if before is not None:
             seq = []
-            if _storable_id(before):
+            if storable_id(before):
                 seq = yield self.stmt(
                     "SELECT seq FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = ?",
                     tid,
@@ -434,7 +309,7 @@ class SqlLogic:
     ) -> Program[None]:
         """Check the head and store the step, in the caller's one transaction."""
         for cid in (write.id, write.parent_id, expected_head):
-            if cid is not None and not _storable_id(cid):
+            if cid is not None and not storable_id(cid):
                 raise CheckpointError(f"checkpoint id {cid!r} is not storable text")
         tid = encode_text(thread_id)
         moved = yield from self._move_head(thread_id, write, expected_head)
@@ -538,7 +413,7 @@ class SqlLogic:
         for savers without ttl and keep_last (see :attr:`one_statement_put`).
         """
         for cid in (write.id, write.parent_id, expected_head):
-            if cid is not None and not _storable_id(cid):
+            if cid is not None and not storable_id(cid):
                 raise CheckpointError(f"checkpoint id {cid!r} is not storable text")
         tid = encode_text(thread_id)
         parent = None
@@ -558,6 +433,18 @@ class SqlLogic:
         plan = layout.plan_put(
             parent, write, on_head=write.parent_id == expected_head, dumps=self.serde.dumps
         )
+        rows = yield self._one_statement(tid, write, expected_head, plan)
+        if rows:
+            self._records[(thread_id, write.id)] = plan.record
+            return
+        current = yield self.stmt("SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid)
+        self._refuse(thread_id, write, expected_head, str(current[0][0]) if current else None)
+
+    def _one_statement(
+        self, tid: bytes, write: CheckpointWrite, expected_head: str | None, plan: layout.PutPlan
+    ) -> Stmt:
+        """The step's whole write; it returns the new sequence number, or no row when the
+        head had moved (then none of its parts wrote anything)."""
         if expected_head is None:
             head = (
                 "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
@@ -570,7 +457,7 @@ class SqlLogic:
                 "WHERE thread_id = ? AND head = ? RETURNING seq"
             )
             head_params = (write.id, tid, expected_head)
-        rows = yield self.stmt(
+        return self.stmt(
             f"WITH moved AS ({head}), "
             "cp AS (INSERT INTO {t}graphagent_checkpoints (thread_id, id, seq, record) "
             "SELECT ?, ?, seq, ? FROM moved), "
@@ -589,11 +476,6 @@ class SqlLogic:
             tid,
             write.parent_id,
         )
-        if rows:
-            self._records[(thread_id, write.id)] = plan.record
-            return
-        current = yield self.stmt("SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid)
-        self._refuse(thread_id, write, expected_head, str(current[0][0]) if current else None)
 
     @property
     def one_statement_put(self) -> bool:
@@ -655,7 +537,7 @@ class SqlLogic:
         tid = encode_text(thread_id)
         cond, extra = self._alive()
         found: Any = []
-        if _storable_id(checkpoint_id):
+        if storable_id(checkpoint_id):
             found = yield self.stmt(
                 "SELECT 1 FROM {t}graphagent_checkpoints c JOIN {t}graphagent_threads t "
                 "ON t.thread_id = c.thread_id WHERE c.thread_id = ? AND c.id = ?"

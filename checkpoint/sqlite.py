@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import Dialect, Program, SqlLogic, Stmt
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Dialect, Program, Stmt
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.errors import CheckpointError, CheckpointStorageError, ThreadLockedError
 from checkpoint.locks import LockPolicy, hold

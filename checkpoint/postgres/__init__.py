@@ -3,7 +3,8 @@
 Install with ``pip install 'graphagent[postgres]'``. The tables (``graphagent_*``, in the
 schema you name) are created by an explicit, idempotent :meth:`PostgresSaver.setup`, whose
 migrations are numbered; every saver checks the schema version before its first use.
-Each step is one transaction: a conditional ``UPDATE`` of the thread's head row (or a
+Each step lands whole or not at all, as one ``WITH`` statement (or, with ``ttl`` or
+``keep_last``, one transaction): a conditional ``UPDATE`` of the thread's head row (a
 conditional ``INSERT`` for a new thread) is the head check, so of two racing writers one
 lands and the other gets ``CheckpointConflictError`` with nothing written. Values are
 msgpack (no pickle) in ``BYTEA`` columns; a step writes only what it changed.
@@ -18,7 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import Program, SqlLogic, Stmt
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Program, Stmt
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.locks import LockPolicy, hold
 from checkpoint.postgres._common import SETUP_HINT, dialect, errors, require, storage_error
@@ -144,7 +146,7 @@ class PostgresSaver(CheckpointSaver):
         return version
 
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
-        """Store ``write`` as the new head in one transaction (see ``CheckpointSaver.put``)."""
+        """Store ``write`` as the new head, atomically (see ``CheckpointSaver.put``)."""
         action = f"writing checkpoint {write.id} of thread {thread_id!r}"
         if self.logic.one_statement_put:
             program = self.logic.put_one_statement(thread_id, write, expected_head)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from checkpoint._sql import Dialect
+from checkpoint._sqlschema import Dialect
 from checkpoint.errors import CheckpointError, CheckpointStorageError
 
 # Any constant will do: setup() in several processes at once takes turns on it.

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import Program, SqlLogic, Stmt
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Program, Stmt
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.locks import LockPolicy, ahold
 from checkpoint.postgres._common import SETUP_HINT, dialect, errors, require, storage_error
