@@ -14,7 +14,7 @@ from graphagent.messages import (
     UserMessage,
 )
 from graphagent.models import FunctionChatModel
-from graphagent.tools import tool
+from graphagent.tools import ToolContext, tool
 
 
 @tool
@@ -39,6 +39,12 @@ def noisy(text: str) -> str:
     """Prints to stdout (which, over stdio, carries the protocol), then echoes."""
     print(f"debugging output: {text}")
     return text
+
+
+@tool
+def whoami(ctx: ToolContext) -> str:
+    """Says who is asking, from the request's _meta."""
+    return str(ctx.context.get("mcp_meta", {}).get("user", "nobody"))
 
 
 def _recall(messages: Sequence[Message], tools: Any) -> str:
@@ -73,4 +79,4 @@ mailer = ReactAgent(
     hooks=[HumanInTheLoopHook(approval_on={"send_email": "emails leave the company"})],
 )
 
-served = [add, explode, noisy, helper, mailer]
+served = [add, explode, noisy, whoami, helper, mailer]

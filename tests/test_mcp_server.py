@@ -33,6 +33,7 @@ from graphagent.tools import tool
 __all__ = ["no_leftover_processes", "servers"]  # fixtures, used by name
 
 TESTS = Path(__file__).parent
+SERVED = {"add", "explode", "noisy", "whoami", "ask_helper", "ask_mailer"}
 SERVE = [sys.executable, "-m", "graphagent", "mcp", "serve", "_mcp_served:served"]
 
 
@@ -75,7 +76,7 @@ async def http_session(url: str) -> AsyncIterator[ClientSession]:
 
 async def _checks(session: ClientSession) -> None:
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"add", "explode", "noisy", "ask_helper", "ask_mailer"}
+    assert set(tools) == SERVED
     assert tools["add"].inputSchema["required"] == ["a", "b"]
     assert tools["add"].inputSchema["properties"]["a"]["description"] == "the first number."
     assert _text(await session.call_tool("add", {"a": 2, "b": 3})) == "5"
@@ -105,6 +106,14 @@ async def test_sdk_client_over_http(our_url: str) -> None:
     """http_app over streamable HTTP: the same answers."""
     async with http_session(our_url) as session:
         await _checks(session)
+
+
+async def test_served_tools_see_only_the_requests_meta(our_url: str) -> None:
+    """A served tool's ToolContext holds the request's _meta (and nothing else)."""
+    async with http_session(our_url) as session:
+        assert _text(await session.call_tool("whoami", {})) == "nobody"
+        asked = await session.call_tool("whoami", {}, meta={"user": "ann"})
+        assert _text(asked) == "ann"
 
 
 async def test_agent_keeps_the_conversation_by_thread_id(our_url: str) -> None:
@@ -166,13 +175,7 @@ def _inspector(servers: dict[str, list[str]], *target: str, args: list[str]) -> 
 def test_inspector_over_stdio(servers: dict[str, list[str]]) -> None:
     """The MCP Inspector's CLI lists and calls our tools over stdio."""
     listed = _inspector(servers, *SERVE, args=["--method", "tools/list"])
-    assert {t["name"] for t in listed["tools"]} == {
-        "add",
-        "explode",
-        "noisy",
-        "ask_helper",
-        "ask_mailer",
-    }
+    assert {t["name"] for t in listed["tools"]} == SERVED
     called = _inspector(
         servers,
         *SERVE,
