@@ -20,7 +20,7 @@ import networkx as nx
 from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
-from graphagent.errors import UserError, mirror_error, saver_errors
+from graphagent.errors import GraphBubbleUp, UserError, mirror_error, saver_errors
 from graphagent.graph._command import current_task
 from graphagent.graph._effects import Emit, Execute, Load, Put, PutWrites, Task
 from graphagent.graph._loop import run_program, update_program
@@ -86,7 +86,7 @@ def _call(task: Task, state: OverAllState, config: RunnableConfig) -> tuple[str,
                 f"node {spec.name!r} is async; call ainvoke()/astream() from async code"
             )
         return "error", exc
-    except Exception as exc:
+    except (Exception, GraphBubbleUp) as exc:
         return "error", exc
     finally:
         _TASK.reset(token)
@@ -100,7 +100,7 @@ async def _acall(
         token = _TASK.set(task.scope)
         try:
             return "ok", await spec.subgraph._anode(state, config, spec.metadata)
-        except Exception as exc:
+        except (Exception, GraphBubbleUp) as exc:
             return "error", exc
         finally:
             _TASK.reset(token)
@@ -114,7 +114,7 @@ async def _acall(
         if spec.takes_config:
             return "ok", await fn(state, config)
         return "ok", await fn(state)
-    except Exception as exc:
+    except (Exception, GraphBubbleUp) as exc:
         return "error", exc
     finally:
         _TASK.reset(token)

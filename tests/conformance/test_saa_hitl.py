@@ -33,7 +33,6 @@ from graphagent.messages import AssistantMessage, ToolCall
 from graphagent.models import FakeChatModel
 from graphagent.tools import tool
 
-ITEM1 = "issue 12 item 1: interrupt() inside a tool is caught as a tool failure"
 ITEM2 = "issue 12 item 2: resuming a HumanInTheLoopHook inside a nested agent asks again forever"
 
 
@@ -319,7 +318,6 @@ def _asking_tool_agent(saver: CheckpointSaver) -> tuple[ReactAgent, FakeChatMode
 
 # origin: langgraph tests/test_pregel.py::test_interrupt_task_functional (a tool asks) /
 # spring-ai-alibaba HumanInTheLoopTest (the tool, not a hook, pauses)
-@pytest.mark.xfail(strict=True, reason=ITEM1)
 def test_interrupt_inside_tool_pauses_and_resumes(saver: CheckpointSaver) -> None:
     agent, model = _asking_tool_agent(saver)
     t = _tid()
