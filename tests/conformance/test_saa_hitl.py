@@ -265,7 +265,6 @@ def test_hitl_inside_composite_agent_pauses_outer_thread(saver: CheckpointSaver,
 
 
 # origin: spring-ai-alibaba HumanInTheLoopTest::testApproved, resumed through each composite
-@pytest.mark.xfail(strict=True, reason=ITEM2)
 @pytest.mark.parametrize("kind", ["sequential", "parallel", "loop", "routing"])
 def test_hitl_inside_composite_agent_resumes(saver: CheckpointSaver, kind: str) -> None:
     outer, tools, _model = _nested_case(saver, kind)
