@@ -1,19 +1,25 @@
 """Cost of one more step as a thread grows: bytes written and time, at 10/100/1,000 messages.
 
 A step appends one assistant message inside a running loop; we measure the
-checkpoint it writes. Beside it, LangGraph's InMemorySaver in the same run, and
-a Redis step write against one raw PING round trip.
+checkpoint it writes. Savers: memory, SQLite (a file), PostgreSQL and Redis. Beside them,
+LangGraph's InMemorySaver, SqliteSaver and PostgresSaver in the same run, and a Redis step
+write against one raw PING round trip.
 
 Run: ``make bench`` or ``.venv/bin/python bench/checkpoint_growth.py``
-(uses ``REDIS_URL``, else redis://127.0.0.1:6379/0; Redis rows are skipped if none answers).
+(uses ``REDIS_URL``, else redis://127.0.0.1:6379/0, and ``DATABASE_URL``, else
+postgresql://127.0.0.1:5432/test; rows whose server does not answer are skipped).
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _common import have_langgraph, machine, median
 
-from checkpoint import MemorySaver, RedisSaver
+from checkpoint import MemorySaver, PostgresSaver, RedisSaver, SqliteSaver
 from checkpoint.base import CheckpointSaver
 from graphagent.graph import END, START, AppendStrategy, StateGraph
 from graphagent.messages import AssistantMessage, UserMessage
@@ -76,6 +82,9 @@ class Inner:
         s = self.saver
         if isinstance(s, MemorySaver):
             return s._record(thread_id, s._threads[thread_id], cid)
+        if isinstance(s, SqliteSaver | PostgresSaver):
+            program = s.logic._parent(thread_id, cid, verify=True)
+            return s._run(program, write=False, action="bench")
         return s._run(s.logic.record(thread_id, cid), "bench")
 
 
@@ -115,18 +124,13 @@ def ours(saver: Any, size: int) -> tuple[float, float]:
     return median(step_bytes[2:]), median(step_times[2:])
 
 
-def theirs(size: int) -> tuple[float, float]:
-    from typing import Annotated, TypedDict
+Stored = Callable[[], int]
 
-    from langchain_core.messages import AIMessage, HumanMessage
+
+@contextmanager
+def lg_memory() -> Iterator[tuple[Any, Stored]]:
+    """LangGraph's InMemorySaver and what it holds, in bytes."""
     from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.graph import END as LEND
-    from langgraph.graph import START as LSTART
-    from langgraph.graph import StateGraph as LStateGraph
-    from langgraph.graph.message import add_messages
-
-    # functional form: a class body would be string annotations under __future__
-    S = TypedDict("S", {"messages": Annotated[list[Any], add_messages]})  # type: ignore[misc]  # noqa: UP013
 
     saver = InMemorySaver()
 
@@ -143,35 +147,141 @@ def theirs(size: int) -> tuple[float, float]:
                 total += len(v[2][1])
         return total
 
+    yield saver, stored
+
+
+@contextmanager
+def lg_sqlite() -> Iterator[tuple[Any, Stored]]:
+    """LangGraph's SqliteSaver on a temporary file, and the bytes its tables hold."""
+    from langgraph.checkpoint.sqlite import SqliteSaver as LSqliteSaver
+
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = sqlite3.connect(f"{tmp}/lg.sqlite", check_same_thread=False)
+        saver = LSqliteSaver(conn)
+        saver.setup()
+
+        def stored() -> int:
+            row = conn.execute(
+                "SELECT (SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) "
+                "FROM checkpoints) + (SELECT coalesce(sum(length(value)), 0) FROM writes)"
+            ).fetchone()
+            return int(row[0])
+
+        yield saver, stored
+        conn.close()
+
+
+@contextmanager
+def lg_postgres() -> Iterator[tuple[Any, Stored]]:
+    """LangGraph's PostgresSaver in a schema of its own, and the bytes its tables hold."""
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver as LPostgresSaver
+    from psycopg.rows import dict_row
+
+    schema = f"bench_lg_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    conn = psycopg.connect(
+        POSTGRES_URL,
+        autocommit=True,
+        prepare_threshold=0,
+        row_factory=dict_row,
+        options=f"-c search_path={schema}",
+    )
+    try:
+        saver = LPostgresSaver(conn)  # type: ignore[arg-type]
+        saver.setup()
+
+        def stored() -> int:
+            row = conn.execute(
+                "SELECT (SELECT coalesce(sum(pg_column_size(checkpoint) + "
+                "pg_column_size(metadata)), 0) FROM checkpoints) + (SELECT "
+                "coalesce(sum(length(blob)), 0) FROM checkpoint_blobs) + (SELECT "
+                "coalesce(sum(length(blob)), 0) FROM checkpoint_writes) AS n"
+            ).fetchone()
+            assert row is not None
+            return int(row["n"])
+
+        yield saver, stored
+    finally:
+        conn.close()
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def theirs(size: int, backend: Callable[[], Any] = lg_memory) -> tuple[float, float]:
+    from typing import Annotated, TypedDict
+
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import END as LEND
+    from langgraph.graph import START as LSTART
+    from langgraph.graph import StateGraph as LStateGraph
+    from langgraph.graph.message import add_messages
+
+    # functional form: a class body would be string annotations under __future__
+    S = TypedDict("S", {"messages": Annotated[list[Any], add_messages]})  # type: ignore[misc]  # noqa: UP013
+
     def reply(state: Any) -> dict[str, Any]:
         return {"messages": [AIMessage(f"reply number {len(state['messages'])} " * 3)]}
 
-    g = LStateGraph(S)
-    g.add_node("reply", reply)
-    g.add_edge(LSTART, "reply")
-    stop_at = size + STEPS
-    g.add_conditional_edges(
-        "reply", lambda s: "reply" if len(s["messages"]) < stop_at else LEND, ["reply", LEND]
-    )
-    app = g.compile(checkpointer=saver)
-    history = [HumanMessage(f"message {i} " * 3) for i in range(size)]
-    step_bytes: list[float] = []
-    step_times: list[float] = []
-    # durability="sync": each step's checkpoint is stored before the step returns,
-    # as graphagent does (LangGraph's default stores it in the background)
-    cfg = {"configurable": {"thread_id": "bytes"}, "recursion_limit": STEPS + 5}
-    before = stored()
-    for _ in app.stream({"messages": history}, cfg, stream_mode="updates", durability="sync"):
-        after = stored()
-        step_bytes.append(float(after - before))
-        before = after
-    cfg = {"configurable": {"thread_id": "time"}, "recursion_limit": STEPS + 5}
-    last = time.perf_counter()
-    for _ in app.stream({"messages": history}, cfg, stream_mode="updates", durability="sync"):
-        now = time.perf_counter()
-        step_times.append(now - last)
-        last = now
+    with backend() as (saver, stored):
+        g = LStateGraph(S)
+        g.add_node("reply", reply)
+        g.add_edge(LSTART, "reply")
+        stop_at = size + STEPS
+        g.add_conditional_edges(
+            "reply", lambda s: "reply" if len(s["messages"]) < stop_at else LEND, ["reply", LEND]
+        )
+        app = g.compile(checkpointer=saver)
+        history = [HumanMessage(f"message {i} " * 3) for i in range(size)]
+        step_bytes: list[float] = []
+        step_times: list[float] = []
+        # durability="sync": each step's checkpoint is stored before the step returns,
+        # as graphagent does (LangGraph's default stores it in the background)
+        cfg = {"configurable": {"thread_id": "bytes"}, "recursion_limit": STEPS + 5}
+        before = stored()
+        for _ in app.stream({"messages": history}, cfg, stream_mode="updates", durability="sync"):
+            after = stored()
+            step_bytes.append(float(after - before))
+            before = after
+        cfg = {"configurable": {"thread_id": "time"}, "recursion_limit": STEPS + 5}
+        last = time.perf_counter()
+        for _ in app.stream({"messages": history}, cfg, stream_mode="updates", durability="sync"):
+            now = time.perf_counter()
+            step_times.append(now - last)
+            last = now
     return median(step_bytes[2:]), median(step_times[2:])
+
+
+POSTGRES_URL = os.environ.get("DATABASE_URL", "postgresql://127.0.0.1:5432/test")
+
+
+@contextmanager
+def our_sqlite() -> Iterator[SqliteSaver]:
+    """graphagent's SqliteSaver on a temporary file."""
+    with tempfile.TemporaryDirectory() as tmp, SqliteSaver(f"{tmp}/ga.sqlite") as saver:
+        yield saver
+
+
+@contextmanager
+def our_postgres() -> Iterator[PostgresSaver | None]:
+    """graphagent's PostgresSaver in a schema of its own (``None``: no server answers)."""
+    import psycopg
+
+    schema = f"bench_ga_{uuid.uuid4().hex[:8]}"
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+    except psycopg.Error:
+        print("(no PostgreSQL at DATABASE_URL: PostgreSQL rows skipped)")
+        yield None
+        return
+    with PostgresSaver.from_url(POSTGRES_URL, schema=schema) as saver:
+        saver.setup()
+        try:
+            yield saver
+        finally:
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+                admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def redis_saver() -> RedisSaver | None:
@@ -199,11 +309,21 @@ def main() -> None:
     print("bytes = what the step's checkpoint stores; time = the whole step inside a run")
     rows: list[tuple[str, dict[int, tuple[float, float]]]] = []
     rows.append(("graphagent MemorySaver", {n: ours(MemorySaver(), n) for n in SIZES}))
+    with our_sqlite() as lite:
+        rows.append(("graphagent SqliteSaver", {n: ours(lite, n) for n in SIZES}))
+    with our_postgres() as pg:
+        if pg is not None:
+            rows.append(("graphagent PostgresSaver", {n: ours(pg, n) for n in SIZES}))
     rs = redis_saver()
     if rs is not None:
         rows.append(("graphagent RedisSaver", {n: ours(rs, n) for n in SIZES}))
     if have_langgraph():
         rows.append(("LangGraph InMemorySaver", {n: theirs(n) for n in SIZES}))
+        for name, backend in (("SqliteSaver", lg_sqlite), ("PostgresSaver", lg_postgres)):
+            try:
+                rows.append((f"LangGraph {name}", {n: theirs(n, backend) for n in SIZES}))
+            except ImportError as exc:
+                print(f"(LangGraph {name} not installed: {exc})")
     header = "".join(f"{f'@{n} msgs':>22}" for n in SIZES)
     print(f"{'saver':<26}{header}{'bytes 1000/10':>16}{'time 1000/10':>14}")
     for name, cells in rows:

@@ -5,12 +5,16 @@ tools, model, plus the input checkpoint):
 
 - 1, 4 and 16 conversation threads served concurrently by one asyncio process, on
   MemorySaver and on Redis (AsyncRedisSaver);
+- the same on SQLite (AsyncSqliteSaver, a temporary file) and PostgreSQL
+  (AsyncPostgresSaver, a schema of its own), beside LangGraph's prebuilt ReAct agent on
+  its AsyncSqliteSaver and AsyncPostgresSaver (``durability="sync"``, as ours);
 - 4 worker processes taking turns of 200 threads from a Redis queue (RedisSaver), the
   stateless-worker deployment.
 
 A step's latency is the time from the end of the previous super-step (or the call) to the
 end of this one, checkpoint write included. Run: ``make bench`` or
-``.venv/bin/python bench/load.py`` (``REDIS_URL``, default ``redis://127.0.0.1:6379/0``).
+``.venv/bin/python bench/load.py`` (``REDIS_URL``, default ``redis://127.0.0.1:6379/0``;
+``DATABASE_URL``, default ``postgresql://127.0.0.1:5432/test``).
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ import asyncio
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +36,20 @@ sys.path.insert(0, str(Path(__file__).parent))
 import redis
 from _common import machine
 
-from checkpoint import AsyncRedisSaver, MemorySaver, RedisSaver
+from checkpoint import (
+    AsyncPostgresSaver,
+    AsyncRedisSaver,
+    AsyncSqliteSaver,
+    MemorySaver,
+    RedisSaver,
+)
 from checkpoint.base import CheckpointSaver
 from graphagent.agent import ReactAgent
 from graphagent.messages import AssistantMessage, Message, ToolCall
 from graphagent.models import FunctionChatModel
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+POSTGRES_URL = os.environ.get("DATABASE_URL", "postgresql://127.0.0.1:5432/test")
 TURNS_PER_THREAD = 12
 WORKERS = 4
 WORKER_THREADS = 200
@@ -91,6 +105,171 @@ async def concurrent(saver: CheckpointSaver, threads: int) -> tuple[float, float
         percentile(latencies, 50) * 1000,
         percentile(latencies, 99) * 1000,
     )
+
+
+@asynccontextmanager
+async def pg_schema(prefix: str) -> AsyncIterator[str]:
+    """A PostgreSQL schema of its own, dropped afterwards."""
+    import psycopg
+
+    schema = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    try:
+        yield schema
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@asynccontextmanager
+async def our_sqlite() -> AsyncIterator[CheckpointSaver]:
+    """graphagent's AsyncSqliteSaver on a temporary file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        saver = AsyncSqliteSaver(f"{tmp}/load.sqlite")
+        yield saver
+        await saver.aclose()
+
+
+@asynccontextmanager
+async def our_postgres() -> AsyncIterator[CheckpointSaver]:
+    """graphagent's AsyncPostgresSaver in a schema of its own."""
+    async with pg_schema("bench_ga") as schema:
+        saver = AsyncPostgresSaver.from_url(POSTGRES_URL, schema=schema, max_size=16)
+        await saver.asetup()
+        yield saver
+        await saver.aclose()
+
+
+def lg_agent(checkpointer: Any) -> Any:
+    """LangGraph's prebuilt ReAct agent with the same script and tool as ours."""
+    import warnings
+
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool as lc_tool
+    from langgraph.prebuilt import create_react_agent
+
+    warnings.filterwarnings("ignore", message="create_react_agent has been moved")
+
+    @lc_tool
+    def note(turn: int) -> str:
+        """Write a turn down."""
+        return f"noted {turn}"
+
+    class Scripted(FakeMessagesListChatModel):
+        def bind_tools(self, tools: Any, **kw: Any) -> Any:
+            return self
+
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            if messages[-1].type == "human":
+                n = len(messages)
+                msg = AIMessage(
+                    "", tool_calls=[{"id": f"c{n}", "name": "note", "args": {"turn": n}}]
+                )
+            else:
+                msg = AIMessage(f"done: {messages[-1].content}")
+            return ChatResult(generations=[ChatGeneration(message=msg)])
+
+        async def _agenerate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            return self._generate(messages)
+
+    return create_react_agent(
+        Scripted(responses=[AIMessage("unused")]), [note], checkpointer=checkpointer
+    )
+
+
+@asynccontextmanager
+async def lg_sqlite() -> AsyncIterator[Any]:
+    """LangGraph's AsyncSqliteSaver on a temporary file."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver as LAsyncSqliteSaver
+
+    with tempfile.TemporaryDirectory() as tmp:
+        async with LAsyncSqliteSaver.from_conn_string(f"{tmp}/lg.sqlite") as saver:
+            yield saver
+
+
+@asynccontextmanager
+async def lg_postgres() -> AsyncIterator[Any]:
+    """LangGraph's AsyncPostgresSaver on a pool, in a schema of its own."""
+    import psycopg
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver as LAsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    async with pg_schema("bench_lg") as schema:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"CREATE SCHEMA {schema}")
+        kwargs = {
+            "autocommit": True,
+            "prepare_threshold": 0,
+            "row_factory": dict_row,
+            "options": f"-c search_path={schema}",
+        }
+        async with AsyncConnectionPool(POSTGRES_URL, max_size=16, kwargs=kwargs) as pool:
+            saver = LAsyncPostgresSaver(pool)  # type: ignore[arg-type]
+            await saver.setup()
+            yield saver
+
+
+async def lg_concurrent(app: Any, threads: int) -> tuple[float, float, float]:
+    """:func:`concurrent` for a LangGraph agent (checkpoints written within the step)."""
+
+    async def conversation(thread: str, latencies: list[float]) -> None:
+        cfg = {"configurable": {"thread_id": thread}}
+        for turn in range(TURNS_PER_THREAD):
+            last = time.perf_counter()
+            async for _ in app.astream(
+                {"messages": [("user", f"turn {turn}")]},
+                cfg,
+                stream_mode="updates",
+                durability="sync",
+            ):
+                now = time.perf_counter()
+                latencies.append(now - last)
+                last = now
+
+    run = uuid.uuid4().hex[:8]
+    await conversation(f"warm-{run}", [])
+    latencies: list[float] = []
+    start = time.perf_counter()
+    await asyncio.gather(*(conversation(f"{run}-{i}", latencies) for i in range(threads)))
+    elapsed = time.perf_counter() - start
+    return (
+        len(latencies) / elapsed,
+        percentile(latencies, 50) * 1000,
+        percentile(latencies, 99) * 1000,
+    )
+
+
+Backend = Callable[[], AbstractAsyncContextManager[Any]]
+
+
+async def sql_rows(row: Callable[[str, tuple[float, float, float]], None]) -> None:
+    """SQLite and PostgreSQL, ours and LangGraph's, at 1, 4 and 16 concurrent threads."""
+    ours: list[tuple[str, Backend]] = [("SQLite", our_sqlite), ("PostgreSQL", our_postgres)]
+    for name, backend in ours:
+        for threads in (1, 4, 16):
+            async with backend() as saver:
+                row(
+                    f"{name} (async), {threads} concurrent threads",
+                    await concurrent(saver, threads),
+                )
+    try:
+        import langgraph.checkpoint.postgres
+        import langgraph.checkpoint.sqlite  # noqa: F401
+    except ImportError as exc:
+        print(f"(LangGraph SQL savers not installed: {exc}; pip install -e '.[bench]')")
+        return
+    theirs: list[tuple[str, Backend]] = [("SQLite", lg_sqlite), ("PostgreSQL", lg_postgres)]
+    for name, backend in theirs:
+        for threads in (1, 4, 16):
+            async with backend() as saver:
+                figures = await lg_concurrent(lg_agent(saver), threads)
+                row(f"LangGraph {name}, {threads} concurrent threads", figures)
 
 
 def sync_single(saver: CheckpointSaver) -> tuple[float, float, float]:
@@ -193,6 +372,7 @@ async def main() -> None:
             for thread in await saver.athreads():
                 await saver.adelete_thread(thread)
             await saver.aclose()
+    await sql_rows(row)
     row(f"Redis, {WORKERS} processes x {WORKER_THREADS} threads", processes())
     print(f"(redis-server {redis.Redis.from_url(REDIS_URL).info()['redis_version']} on loopback)")
 

@@ -1,34 +1,35 @@
-"""What the SQL savers share: the schema, its migrations, and every saver operation as a
-program of SQL statements, with no I/O.
+"""Every SQL saver operation as a program of statements, with no I/O.
 
-Each operation is a generator that yields :class:`Stmt` and receives, for each, the rows
-it returned (a statement with a result) or the number of rows it changed. A driver runs a
-whole program inside one transaction, so ``SqliteSaver``, ``PostgresSaver`` and
-``AsyncPostgresSaver`` only open connections, begin, execute, commit and translate errors.
-
-Tables (``graphagent_`` names, so they sit beside anyone else's)::
-
-    threads      thread id -> head checkpoint id, last sequence number, last write time
-    checkpoints  (thread, checkpoint id) -> sequence number, record (see ``_layout``)
-    data         (thread, field) -> encoded value or log item
-    writes       (thread, checkpoint id, task) -> pending writes
-    locks        thread id -> holder's token, lease end (the opt-in run lock)
-    migrations   the schema versions applied
+Each operation is a generator that yields a :class:`~checkpoint._sqlschema.Stmt` (or a
+tuple of them, which a driver may send together) and receives what each asked for: its
+rows, the number of rows it changed, or nothing. A driver runs a whole program inside one
+transaction, so ``SqliteSaver``, ``PostgresSaver`` and ``AsyncPostgresSaver`` only open
+connections, begin, execute, commit and translate errors. The tables are described in
+``_sqlschema``.
 
 History is ordered by the per-thread sequence number that the step's own transaction
-takes, never by a clock. Thread ids, field names and tasks are stored as UTF-8 bytes
-(lone surrogates kept), so any Python string is a valid thread id and none can collide.
+takes, never by a clock.
 """
 
 from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from checkpoint import _layout as layout
+from checkpoint._sqlschema import (
+    LATEST,
+    MIGRATIONS,
+    Dialect,
+    Program,
+    Stmt,
+    decode_text,
+    encode_text,
+    result_kind,
+    storable_id,
+)
 from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
 from checkpoint.errors import (
     CheckpointConflictError,
@@ -37,115 +38,10 @@ from checkpoint.errors import (
 )
 from checkpoint.serde import Serde, default_serde
 
-__all__ = ["MIGRATIONS", "Dialect", "SqlLogic", "Stmt"]
+__all__ = ["SqlLogic"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Stmt:
-    """One SQL statement of a program (``many``: run once per row of ``params``)."""
-
-    sql: str
-    params: Sequence[Any] = ()
-    many: bool = False
-
-
-Program = Generator[Stmt, Any, T]
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """How one database spells what the programs need.
-
-    Attributes:
-        name: the database's name, for messages.
-        param: the placeholder (``?`` or ``%s``); programs are written with ``?``.
-        blob: the binary column type.
-        real: the floating point column type.
-        bigint: the 64-bit integer column type.
-        now: an SQL expression for the database's clock, UNIX seconds.
-        tables: what goes before a table name (a quoted schema and a dot, or nothing).
-        begin_read: starts a read transaction that sees one snapshot.
-        begin_write: starts a write transaction.
-        table_exists: a query taking a table name (qualified as ``tables`` says) that
-            returns a row when the table exists.
-        setup_prelude: statements run first in ``setup()``'s transaction.
-        extra_ddl: ``{without_rowid}``-style suffix for tables with composite keys.
-    """
-
-    name: str
-    param: str
-    blob: str
-    real: str
-    bigint: str
-    now: str
-    tables: str
-    begin_read: str
-    begin_write: str
-    table_exists: str
-    setup_prelude: tuple[str, ...] = ()
-    extra_ddl: str = ""
-
-
-# Numbered migrations: entry N-1 takes the schema from version N-1 to N. Never edit a
-# released entry; add the next one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE {t}graphagent_threads (
-            thread_id {blob} PRIMARY KEY,
-            head TEXT NOT NULL,
-            seq {bigint} NOT NULL,
-            touched_at {real} NOT NULL)""",
-        "CREATE INDEX graphagent_threads_touched ON {t}graphagent_threads (touched_at)",
-        """CREATE TABLE {t}graphagent_checkpoints (
-            thread_id {blob} NOT NULL,
-            id TEXT NOT NULL,
-            seq {bigint} NOT NULL,
-            record {blob} NOT NULL,
-            PRIMARY KEY (thread_id, id)){extra}""",
-        """CREATE UNIQUE INDEX graphagent_checkpoints_seq
-            ON {t}graphagent_checkpoints (thread_id, seq)""",
-        """CREATE TABLE {t}graphagent_data (
-            thread_id {blob} NOT NULL,
-            field {blob} NOT NULL,
-            value {blob} NOT NULL,
-            PRIMARY KEY (thread_id, field)){extra}""",
-        """CREATE TABLE {t}graphagent_writes (
-            thread_id {blob} NOT NULL,
-            checkpoint_id TEXT NOT NULL,
-            task {blob} NOT NULL,
-            value {blob} NOT NULL,
-            PRIMARY KEY (thread_id, checkpoint_id, task)){extra}""",
-        """CREATE TABLE {t}graphagent_locks (
-            thread_id {blob} PRIMARY KEY,
-            token TEXT NOT NULL,
-            expires_at {real} NOT NULL)""",
-    ),
-)
-LATEST = len(MIGRATIONS)
 _CHUNK = 500  # parameters per IN (...) list: below every SQLite build's limit
-
-
-def encode_text(text: str) -> bytes:
-    """A thread id, field name or task as stored: UTF-8, lone surrogates kept."""
-    return text.encode("utf-8", "surrogatepass")
-
-
-def decode_text(raw: bytes | memoryview) -> str:
-    """Reverse :func:`encode_text`."""
-    return bytes(raw).decode("utf-8", "surrogatepass")
-
-
-def _storable_id(cid: str) -> bool:
-    """Whether a checkpoint id can be a TEXT value in every database (no NUL, valid UTF-8)."""
-    if "\x00" in cid:
-        return False
-    try:
-        cid.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class SqlLogic:
@@ -200,15 +96,31 @@ class SqlLogic:
         return done
 
     def stmt(self, template: str, *params: Any) -> Stmt:
-        """A statement from a template and its parameters."""
-        return Stmt(self.sql(template), params)
+        """A statement from a template and its parameters (result: see :func:`result_kind`)."""
+        sql = self.sql(template)
+        return Stmt(sql, params, result=result_kind(sql))
+
+    def many(self, template: str, rows: Sequence[Sequence[Any]]) -> Stmt:
+        """A statement run once per parameter row; its result is not needed."""
+        return Stmt(self.sql(template), rows, many=True, result="none")
+
+    def changing(self, template: str, column: str, *params: Any) -> Stmt:
+        """A statement whose caller asks whether it changed a row (see :meth:`changed`)."""
+        if self.dialect.returning:
+            return self.stmt(f"{template} RETURNING {column}", *params)
+        return Stmt(self.sql(template), params, result="count")
+
+    @staticmethod
+    def changed(result: Any) -> bool:
+        """Whether a :meth:`changing` statement changed exactly one row."""
+        return len(result) == 1 if isinstance(result, list) else bool(result == 1)
 
     # -- schema -------------------------------------------------------------------
 
     def setup(self) -> Program[int]:
         """Create or migrate the tables; idempotent. Returns the schema version."""
         for text in self.dialect.setup_prelude:
-            yield Stmt(text)
+            yield Stmt(text, result=result_kind(text))
         yield self.stmt(
             "CREATE TABLE IF NOT EXISTS {t}graphagent_migrations "
             "(version INTEGER PRIMARY KEY, applied_at {real} NOT NULL)"
@@ -281,7 +193,7 @@ class SqlLogic:
 
     def get(self, thread_id: str, checkpoint_id: str | None) -> Program[Checkpoint | None]:
         """The head (or the named checkpoint) with its state."""
-        if checkpoint_id is not None and not _storable_id(checkpoint_id):
+        if checkpoint_id is not None and not storable_id(checkpoint_id):
             raise self._not_found(thread_id, checkpoint_id)
         tid = encode_text(thread_id)
         cond, extra = self._alive()
@@ -312,7 +224,7 @@ class SqlLogic:
         params: builtins.list[Any] = [tid]
         if before is not None:
             seq = []
-            if _storable_id(before):
+            if storable_id(before):
                 seq = yield self.stmt(
                     "SELECT seq FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = ?",
                     tid,
@@ -328,7 +240,7 @@ class SqlLogic:
         )
         if limit is not None:
             query, params = query + " LIMIT ?", [*params, max(limit, 0)]
-        rows = yield Stmt(self.sql(query), params)
+        rows = yield self.stmt(query, *params)
         records = [self._record(thread_id, str(cid), blob) for cid, blob in rows]
         return (yield from self._load(thread_id, records))
 
@@ -341,30 +253,37 @@ class SqlLogic:
         tid = encode_text(thread_id)
         wanted = [layout.read_fields(r) for r in records]
         names = sorted({encode_text(f) for fields in wanted for f in fields})
-        blobs: dict[str, bytes] = {}
+        batch = []
         for start in range(0, len(names), _CHUNK):
             chunk = names[start : start + _CHUNK]
             marks = ", ".join("?" * len(chunk))
-            rows = yield Stmt(
-                self.sql(
+            batch.append(
+                self.stmt(
                     "SELECT field, value FROM {t}graphagent_data "
-                    f"WHERE thread_id = ? AND field IN ({marks})"
-                ),
-                [tid, *chunk],
+                    f"WHERE thread_id = ? AND field IN ({marks})",
+                    tid,
+                    *chunk,
+                )
             )
-            blobs.update((decode_text(f), bytes(v)) for f, v in rows)
         if len(records) == 1:
-            rows = yield self.stmt(
-                "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
-                "WHERE thread_id = ? AND checkpoint_id = ?",
-                tid,
-                records[0].id,
+            batch.append(
+                self.stmt(
+                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                    "WHERE thread_id = ? AND checkpoint_id = ?",
+                    tid,
+                    records[0].id,
+                )
             )
         else:
-            rows = yield self.stmt(
-                "SELECT checkpoint_id, task, value FROM {t}graphagent_writes WHERE thread_id = ?",
-                tid,
+            batch.append(
+                self.stmt(
+                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                    "WHERE thread_id = ?",
+                    tid,
+                )
             )
+        *found, rows = yield tuple(batch)
+        blobs = {decode_text(f): bytes(v) for part in found for f, v in part}
         pending: dict[str, dict[str, bytes]] = {}
         for cid, task, value in rows:
             pending.setdefault(str(cid), {})[decode_text(task)] = bytes(value)
@@ -390,7 +309,7 @@ class SqlLogic:
     ) -> Program[None]:
         """Check the head and store the step, in the caller's one transaction."""
         for cid in (write.id, write.parent_id, expected_head):
-            if cid is not None and not _storable_id(cid):
+            if cid is not None and not storable_id(cid):
                 raise CheckpointError(f"checkpoint id {cid!r} is not storable text")
         tid = encode_text(thread_id)
         moved = yield from self._move_head(thread_id, write, expected_head)
@@ -414,12 +333,9 @@ class SqlLogic:
             plan.record_blob,
         )
         if plan.data:
-            yield Stmt(
-                self.sql(
-                    "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)"
-                ),
+            yield self.many(
+                "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)",
                 [(tid, encode_text(f), v) for f, v in plan.data.items()],
-                many=True,
             )
         if write.parent_id is not None:
             yield self.stmt(
@@ -442,28 +358,39 @@ class SqlLogic:
         if self.ttl is not None:
             yield from self._drop_if_expired(tid)
         if expected_head is None:
-            changed = yield self.stmt(
+            moved = yield self.changing(
                 "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
                 "VALUES (?, ?, 1, {now}) ON CONFLICT (thread_id) DO NOTHING",
+                "seq",
                 tid,
                 write.id,
             )
         else:
-            changed = yield self.stmt(
+            moved = yield self.changing(
                 "UPDATE {t}graphagent_threads SET head = ?, seq = seq + 1, touched_at = {now} "
                 "WHERE thread_id = ? AND head = ?",
+                "seq",
                 write.id,
                 tid,
                 expected_head,
             )
+        if isinstance(moved, list) and moved:  # RETURNING gave the new sequence number
+            return int(moved[0][0])
         rows = yield self.stmt(
             "SELECT head, seq FROM {t}graphagent_threads WHERE thread_id = ?", tid
         )
-        current = str(rows[0][0]) if rows else None
-        if changed == 1:
+        if moved == 1:  # counted, without RETURNING
             return int(rows[0][1])
+        self._refuse(thread_id, write, expected_head, str(rows[0][0]) if rows else None)
+        return None
+
+    @staticmethod
+    def _refuse(
+        thread_id: str, write: CheckpointWrite, expected_head: str | None, current: str | None
+    ) -> None:
+        """Raise the conflict for a head that did not move, unless it is this very write."""
         if current == write.id:
-            return None
+            return  # a retry of a write that landed before its reply was lost
         if current is None:
             raise CheckpointConflictError(
                 f"thread {thread_id!r} is gone (deleted, or expired after its ttl) while this "
@@ -475,6 +402,85 @@ class SqlLogic:
             f"{expected_head!r}; nothing was written. Reload the thread and run again, or "
             "serialise runs per thread"
         )
+
+    def put_one_statement(
+        self, thread_id: str, write: CheckpointWrite, expected_head: str | None
+    ) -> Program[None]:
+        """:meth:`put` as one statement that needs no transaction around it (PostgreSQL).
+
+        The head check and every insert are data-modifying parts of one ``WITH``
+        statement: they land together, or, when the head moved, none of them does. Only
+        for savers without ttl and keep_last (see :attr:`one_statement_put`).
+        """
+        for cid in (write.id, write.parent_id, expected_head):
+            if cid is not None and not storable_id(cid):
+                raise CheckpointError(f"checkpoint id {cid!r} is not storable text")
+        tid = encode_text(thread_id)
+        parent = None
+        if write.parent_id is not None:
+            verify = write.parent_id != expected_head
+            try:
+                parent = yield from self._parent(thread_id, write.parent_id, verify=verify)
+            except CheckpointNotFoundError:
+                if verify:
+                    raise
+                # the expected head is not there: the head check below would fail too
+                rows = yield self.stmt(
+                    "SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid
+                )
+                self._refuse(thread_id, write, expected_head, str(rows[0][0]) if rows else None)
+                return
+        plan = layout.plan_put(
+            parent, write, on_head=write.parent_id == expected_head, dumps=self.serde.dumps
+        )
+        rows = yield self._one_statement(tid, write, expected_head, plan)
+        if rows:
+            self._records[(thread_id, write.id)] = plan.record
+            return
+        current = yield self.stmt("SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid)
+        self._refuse(thread_id, write, expected_head, str(current[0][0]) if current else None)
+
+    def _one_statement(
+        self, tid: bytes, write: CheckpointWrite, expected_head: str | None, plan: layout.PutPlan
+    ) -> Stmt:
+        """The step's whole write; it returns the new sequence number, or no row when the
+        head had moved (then none of its parts wrote anything)."""
+        if expected_head is None:
+            head = (
+                "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
+                "VALUES (?, ?, 1, {now}) ON CONFLICT (thread_id) DO NOTHING RETURNING seq"
+            )
+            head_params: tuple[Any, ...] = (tid, write.id)
+        else:
+            head = (
+                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + 1, touched_at = {now} "
+                "WHERE thread_id = ? AND head = ? RETURNING seq"
+            )
+            head_params = (write.id, tid, expected_head)
+        return self.stmt(
+            f"WITH moved AS ({head}), "
+            "cp AS (INSERT INTO {t}graphagent_checkpoints (thread_id, id, seq, record) "
+            "SELECT ?, ?, seq, ? FROM moved), "
+            "d AS (INSERT INTO {t}graphagent_data (thread_id, field, value) "
+            "SELECT ?, f, v FROM moved, unnest(?::bytea[], ?::bytea[]) AS x(f, v)), "
+            "w AS (DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ? "
+            "AND EXISTS (SELECT 1 FROM moved)) "
+            "SELECT seq FROM moved",
+            *head_params,
+            tid,
+            write.id,
+            plan.record_blob,
+            tid,
+            [encode_text(f) for f in plan.data],
+            list(plan.data.values()),
+            tid,
+            write.parent_id,
+        )
+
+    @property
+    def one_statement_put(self) -> bool:
+        """Whether :meth:`put_one_statement` may stand in for :meth:`put` here."""
+        return self.dialect.cte_put and self.ttl is None and self.keep_last is None
 
     def _parent(self, thread_id: str, parent_id: str, *, verify: bool) -> Program[layout.Record]:
         cached = self._records.get((thread_id, parent_id))
@@ -510,21 +516,18 @@ class SqlLogic:
         drop, fields = layout.plan_prune(records[: len(rows) - keep], records[len(rows) - keep :])
         for cid in drop:
             self._records.pop((thread_id, cid), None)
-        yield Stmt(
-            self.sql("DELETE FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = ?"),
+        yield self.many(
+            "DELETE FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = ?",
             [(tid, cid) for cid in drop],
-            many=True,
         )
-        yield Stmt(
-            self.sql("DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?"),
+        yield self.many(
+            "DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?",
             [(tid, cid) for cid in drop],
-            many=True,
         )
         if fields:
-            yield Stmt(
-                self.sql("DELETE FROM {t}graphagent_data WHERE thread_id = ? AND field = ?"),
+            yield self.many(
+                "DELETE FROM {t}graphagent_data WHERE thread_id = ? AND field = ?",
                 [(tid, encode_text(f)) for f in fields],
-                many=True,
             )
 
     def put_writes(
@@ -534,7 +537,7 @@ class SqlLogic:
         tid = encode_text(thread_id)
         cond, extra = self._alive()
         found: Any = []
-        if _storable_id(checkpoint_id):
+        if storable_id(checkpoint_id):
             found = yield self.stmt(
                 "SELECT 1 FROM {t}graphagent_checkpoints c JOIN {t}graphagent_threads t "
                 "ON t.thread_id = c.thread_id WHERE c.thread_id = ? AND c.id = ?"
@@ -554,14 +557,11 @@ class SqlLogic:
             (tid, checkpoint_id, encode_text(task), layout.encode_writes(group, self.serde.dumps))
             for task, group in by_task.items()
         ]
-        yield Stmt(
-            self.sql(
-                "INSERT INTO {t}graphagent_writes (thread_id, checkpoint_id, task, value) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_id, task) "
-                "DO UPDATE SET value = excluded.value"
-            ),
+        yield self.many(
+            "INSERT INTO {t}graphagent_writes (thread_id, checkpoint_id, task, value) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_id, task) "
+            "DO UPDATE SET value = excluded.value",
             rows,
-            many=True,
         )
         if self.ttl is not None:
             yield self.stmt(
@@ -570,8 +570,9 @@ class SqlLogic:
 
     def delete(self, thread_id: str) -> Program[None]:
         """Remove everything stored for the thread (not a run's lock on it)."""
-        for key in [k for k in self._records if k[0] == thread_id]:
-            del self._records[key]
+        # list() first: another thread of a pooled saver may be adding records meanwhile
+        for key in [k for k in list(self._records) if k[0] == thread_id]:
+            self._records.pop(key, None)
         yield from self._delete(encode_text(thread_id))
 
     def _delete(self, tid: bytes) -> Program[None]:
@@ -606,26 +607,28 @@ class SqlLogic:
         tid = encode_text(thread_id)
 
         def take(token: str) -> Program[bool]:
-            changed = yield self.stmt(
+            result = yield self.changing(
                 "INSERT INTO {t}graphagent_locks AS l (thread_id, token, expires_at) "
                 "VALUES (?, ?, {now} + ?) ON CONFLICT (thread_id) DO UPDATE "
                 "SET token = excluded.token, expires_at = excluded.expires_at "
                 "WHERE l.expires_at <= {now} OR l.token = excluded.token",
+                "token",
                 tid,
                 token,
                 lease,
             )
-            return bool(changed == 1)
+            return self.changed(result)
 
         def renew(token: str) -> Program[bool]:
-            changed = yield self.stmt(
+            result = yield self.changing(
                 "UPDATE {t}graphagent_locks SET expires_at = {now} + ? "
                 "WHERE thread_id = ? AND token = ?",
+                "token",
                 lease,
                 tid,
                 token,
             )
-            return bool(changed == 1)
+            return self.changed(result)
 
         def release(token: str) -> Program[None]:
             yield self.stmt(

@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import Dialect, Program, SqlLogic, Stmt
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Dialect, Program, Stmt
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.errors import CheckpointError, CheckpointStorageError, ThreadLockedError
 from checkpoint.locks import LockPolicy, hold
@@ -47,6 +48,7 @@ SQLITE = Dialect(
     begin_write="BEGIN IMMEDIATE",
     table_exists="SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?",
     extra_ddl=" WITHOUT ROWID",
+    returning=sqlite3.sqlite_version_info >= (3, 35, 0),
 )
 
 
@@ -110,8 +112,8 @@ class SqliteSaver(CheckpointSaver):
     # -- the driver ----------------------------------------------------------------
 
     def _connection(self) -> sqlite3.Connection:
-        # A connection must not cross os.fork(): a child opens its own.
-        if self._conn is None or self._pid != os.getpid():
+        # A connection must not cross os.fork(): a child opens its own (see _run).
+        if self._conn is None:
             conn = sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
             )
@@ -124,6 +126,9 @@ class SqliteSaver(CheckpointSaver):
         return self._conn
 
     def _run(self, program: Program[T], *, write: bool, action: str) -> T:
+        if self._pid and self._pid != os.getpid():
+            # a forked child: the parent's lock may have been held by one of its threads
+            self._guard, self._conn = threading.Lock(), None
         with self._guard:
             try:
                 conn = self._connection()
@@ -228,14 +233,23 @@ def _drive(program: Program[T], conn: sqlite3.Connection) -> T:
     send: Any = None
     while True:
         try:
-            stmt: Stmt = program.send(send)
+            op = program.send(send)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-        if stmt.many:
-            send = conn.executemany(stmt.sql, stmt.params).rowcount
-            continue
-        cur = conn.execute(stmt.sql, stmt.params)
-        send = cur.fetchall() if cur.description is not None else cur.rowcount
+        if isinstance(op, tuple):
+            send = [_execute(conn, stmt) for stmt in op]
+        else:
+            send = _execute(conn, op)
+
+
+def _execute(conn: sqlite3.Connection, stmt: Stmt) -> Any:
+    if stmt.many:
+        conn.executemany(stmt.sql, stmt.params)
+        return None
+    cur = conn.execute(stmt.sql, stmt.params)
+    if stmt.result == "rows":
+        return cur.fetchall()
+    return cur.rowcount if stmt.result == "count" else None
 
 
 class AsyncSqliteSaver(SqliteSaver):

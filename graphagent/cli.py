@@ -6,6 +6,7 @@ Examples::
     graphagent chat myapp.agents:support --thread ticket-42 --db threads.sqlite
     graphagent threads list --redis redis://localhost:6379/0
     graphagent threads show ticket-42 --db threads.sqlite
+    graphagent threads history ticket-42 --postgres postgresql://db/app
     graphagent threads history ticket-42 --redis redis://localhost:6379/0
     graphagent mcp serve myapp.agents:support --http 127.0.0.1:8000
 
@@ -17,6 +18,7 @@ stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import importlib
 import importlib.util
@@ -29,8 +31,8 @@ from typing import Any, NoReturn, TextIO
 
 import redis
 
-from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
+from checkpoint.postgres import PostgresSaver
 from checkpoint.redis import RedisSaver
 from checkpoint.sqlite import SqliteSaver
 from graphagent._mcp_cli import add_mcp_command
@@ -134,15 +136,27 @@ def _sqlite_saver(path: str, *, create: bool) -> SqliteSaver:
     return SqliteSaver.from_path(path)
 
 
-def _stored_saver(args: argparse.Namespace, *, create: bool) -> CheckpointSaver | None:
-    """The saver named by --db or --redis (``None``: neither was given)."""
-    if args.db and args.redis:
-        raise CliError("pass --db PATH or --redis URL, not both")
+Stored = SqliteSaver | PostgresSaver | RedisSaver
+
+
+def _stored_saver(args: argparse.Namespace, *, create: bool) -> Stored | None:
+    """The saver named by --db, --postgres or --redis (``None``: none was given)."""
+    given = [flag for flag in ("db", "postgres", "redis") if getattr(args, flag)]
+    if len(given) > 1:
+        raise CliError("pass one of --db PATH, --postgres URL or --redis URL")
+    saver: Stored | None = None
     if args.db:
-        return _sqlite_saver(args.db, create=create)
-    if args.redis:
-        return _redis_saver(args.redis, args.prefix)
-    return None
+        saver = _sqlite_saver(args.db, create=create)
+    elif args.postgres:
+        saver = PostgresSaver.from_url(args.postgres, schema=args.schema, timeout=5)
+        args.opened.append(saver)  # before setup(), so that a failing one is closed too
+        if create:
+            saver.setup()  # idempotent: creates the tables on first use
+    elif args.redis:
+        saver = _redis_saver(args.redis, args.prefix)
+    if saver is not None and saver not in args.opened:
+        args.opened.append(saver)
+    return saver
 
 
 def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
@@ -160,7 +174,7 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
     if agent.graph.saver is None:
         raise CliError(
             f"agent {agent.name!r} has no saver, so thread {args.thread!r} cannot be kept; "
-            "build it with saver=..., or pass --db PATH or --redis URL"
+            "build it with saver=..., or pass --db PATH, --postgres URL or --redis URL"
         )
     messages: list[str] | None = list(args.message) if args.message else None
     print(f"chatting with {agent.name!r} on thread {args.thread!r} (Ctrl-D to stop)", file=out)
@@ -215,13 +229,10 @@ def _print_snapshot(snap: StateSnapshot, out: TextIO) -> None:
 
 
 def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
-    if args.db and args.redis:
-        raise CliError("pass --db PATH or --redis URL, not both")
-    saver: RedisSaver | SqliteSaver
-    if args.db:
-        saver = _sqlite_saver(args.db, create=False)
-    else:
-        saver = _redis_saver(args.redis, args.prefix)
+    saver = _stored_saver(args, create=False)
+    if saver is None:
+        saver = _redis_saver(None, args.prefix)
+        args.opened.append(saver)
     if args.action == "list":
         for thread in saver.threads():
             print(thread, file=out)
@@ -234,7 +245,13 @@ def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) 
         return 0
     cps = saver.list(args.thread, limit=args.limit if args.action == "history" else 1)
     if not cps:
-        where = f"in {args.db!r}" if args.db else f"under prefix {args.prefix!r}"
+        where = (
+            f"in {args.db!r}"
+            if args.db
+            else f"in schema {args.schema!r}"
+            if args.postgres
+            else f"under prefix {args.prefix!r}"
+        )
         raise CliError(f"no thread {args.thread!r} {where}")
     snaps = [StateSnapshot.from_checkpoint(cp, RunnableConfig(thread_id=args.thread)) for cp in cps]
     if args.action == "show":
@@ -267,14 +284,20 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--thread", "-t", required=True, help="thread id to start or resume")
     chat.add_argument("--message", "-m", action="append", help="send this, print, exit")
     chat.add_argument("--db", help="keep the thread in this SQLite file (created if missing)")
+    chat.add_argument("--postgres", help="keep the thread in PostgreSQL at this URL")
+    chat.add_argument("--schema", default="public", help="PostgreSQL schema")
     chat.add_argument("--redis", help="keep the thread in Redis at this URL")
     chat.add_argument("--prefix", default="graphagent", help="Redis key prefix")
     chat.set_defaults(run=_chat)
 
-    threads = sub.add_parser("threads", help="look into threads stored in Redis or SQLite")
+    threads = sub.add_parser(
+        "threads", help="look into threads stored in Redis, SQLite or PostgreSQL"
+    )
     threads.add_argument("action", choices=("list", "show", "history", "delete"))
     threads.add_argument("thread", nargs="?", help="thread id (show, history, delete)")
     threads.add_argument("--db", help="SQLite file (instead of Redis)")
+    threads.add_argument("--postgres", help="PostgreSQL URL (instead of Redis)")
+    threads.add_argument("--schema", default="public", help="PostgreSQL schema")
     threads.add_argument("--redis", help="Redis URL (default: $REDIS_URL)")
     threads.add_argument("--prefix", default="graphagent", help="Redis key prefix")
     threads.add_argument("--limit", type=int, default=None, help="history: newest N only")
@@ -289,6 +312,7 @@ def main(
 ) -> int:
     """Run the command line; returns the exit code (2 on any error, after one line)."""
     args = _parser().parse_args(argv)
+    args.opened = []  # savers this command opened, closed when it ends
     stream = out or sys.stdout
     try:
         command: Callable[[argparse.Namespace, TextIO, Callable[[str], str]], int] = args.run
@@ -299,6 +323,10 @@ def main(
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        for saver in args.opened:
+            with contextlib.suppress(Exception):  # the outcome is decided; closing is tidying
+                saver.close()
 
 
 if __name__ == "__main__":

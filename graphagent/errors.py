@@ -28,7 +28,13 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     │   ├── CheckpointNotFoundError
     │   ├── CheckpointStorageError
     │   └── SerializationError
-    └── GraphInterrupt                  control flow: a node paused the run (not a failure)
+
+    GraphBubbleUp (a BaseException)     control flow, never an error
+    └── GraphInterrupt                  a node (or a tool inside it) paused the run
+
+Control-flow signals derive from :class:`GraphBubbleUp`, a ``BaseException``, so that
+``except Exception`` anywhere between the signal and the engine (a tool's own code, the
+tools manager, interceptors, retry and fallback wrappers, hooks) lets them through.
 
 An exception raised inside a node is *not* wrapped: it propagates as itself, with
 the node's name in ``exc.graphagent_node`` (and, on Python 3.11+, in a note).
@@ -49,6 +55,7 @@ __all__ = [
     "CheckpointStorageError",
     "EmptyInputError",
     "GraphAgentError",
+    "GraphBubbleUp",
     "GraphInterrupt",
     "GraphRecursionError",
     "GraphValidationError",
@@ -190,11 +197,28 @@ class SerializationError(CheckpointError, _cp.SerializationError):
     """A value could not be stored or loaded."""
 
 
-class GraphInterrupt(GraphAgentError):
+class GraphBubbleUp(BaseException):
+    """Base of the engine's control-flow signals; never caught as a failure.
+
+    It derives from ``BaseException`` (as ``KeyboardInterrupt`` does) so that error
+    handling written as ``except Exception`` cannot swallow it. Code that must catch
+    everything re-raises it first::
+
+        try:
+            run_tool()
+        except GraphBubbleUp:
+            raise
+        except BaseException as exc:
+            report(exc)
+    """
+
+
+class GraphInterrupt(GraphBubbleUp):
     """Control flow, not a failure: a node called ``interrupt()`` and the run pauses.
 
     The engine catches it; user code sees it only when calling ``interrupt()``
-    outside a graph run.
+    outside a graph run. It is not a :class:`GraphAgentError`: ``except
+    GraphAgentError`` does not catch a pause.
     """
 
     def __init__(self, values: tuple[Any, ...]) -> None:

@@ -96,6 +96,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def listening(port: int) -> bool:
+    """Something accepts connections on the loopback port."""
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def fastmcp_server() -> FastMCP:
     """A FastMCP server with tools that show concurrency, meta, headers and list changes."""
     server = FastMCP("py-tools")

@@ -14,7 +14,7 @@ from graphagent.messages import (
     UserMessage,
 )
 from graphagent.models import FunctionChatModel
-from graphagent.tools import tool
+from graphagent.tools import ToolContext, tool
 
 
 @tool
@@ -32,6 +32,19 @@ def add(a: int, b: int) -> int:
 def explode(reason: str) -> str:
     """Always fails, with the reason given."""
     raise RuntimeError(reason)
+
+
+@tool
+def noisy(text: str) -> str:
+    """Prints to stdout (which, over stdio, carries the protocol), then echoes."""
+    print(f"debugging output: {text}")
+    return text
+
+
+@tool
+def whoami(ctx: ToolContext) -> str:
+    """Says who is asking, from the request's _meta."""
+    return str(ctx.context.get("mcp_meta", {}).get("user", "nobody"))
 
 
 def _recall(messages: Sequence[Message], tools: Any) -> str:
@@ -66,4 +79,4 @@ mailer = ReactAgent(
     hooks=[HumanInTheLoopHook(approval_on={"send_email": "emails leave the company"})],
 )
 
-served = [add, explode, helper, mailer]
+served = [add, explode, noisy, whoami, helper, mailer]

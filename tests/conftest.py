@@ -269,9 +269,10 @@ def postgres_url() -> str:
         shown = re.sub(r"//[^@/]*@", "//***@", url)  # no password in the report
         pytest.fail(
             f"no PostgreSQL answers at {shown} ({str(exc).strip()}). Start one with trust auth "
-            "and a database named test (e.g. `pg_ctlcluster 15 main start`, or `docker run -p "
-            "5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust -e POSTGRES_DB=test postgres`), or "
-            "set DATABASE_URL",
+            "and a database named test (on the project's machines: `pg_ctlcluster "
+            "--skip-systemctl-redirect $(ls /etc/postgresql) main start`; elsewhere e.g. "
+            "`docker run -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust -e POSTGRES_DB=test "
+            "postgres`), or set DATABASE_URL",
             pytrace=False,
         )
     return url

@@ -175,6 +175,25 @@ def test_chat_keeps_a_thread_in_a_sqlite_file(module: str, tmp_path: Path) -> No
     assert code == 2
 
 
+def test_chat_and_threads_on_postgresql(module: str, postgres_url: str, pg_schema: str) -> None:
+    """chat --postgres creates the tables and keeps the thread; threads --postgres reads it."""
+    pg = ["--postgres", postgres_url, "--schema", pg_schema]
+    code, _ = run("threads", "list", *pg)
+    assert code == 2  # no tables yet: a one-line error, not a traceback
+    code, text = run("chat", f"{module}:agent", "--thread", "p-1", *pg, "-m", "hello")
+    assert code == 0 and "you said 1 things, last: hello" in text
+    code, text = run("chat", f"{module}:agent", "--thread", "p-1", *pg, "-m", "again")
+    assert code == 0 and "you said 2 things, last: again" in text
+    assert run("threads", "list", *pg) == (0, "p-1\n")
+    code, text = run("threads", "show", "p-1", *pg)
+    assert code == 0 and "user: again" in text
+    assert run("threads", "delete", "p-1", *pg)[0] == 0
+    code, _ = run("threads", "show", "p-1", *pg)
+    assert code == 2
+    code, _ = run("threads", "list", *pg, "--db", "x.sqlite")
+    assert code == 2
+
+
 def test_chat_asks_for_a_pending_answer_and_resumes_with_it(module: str) -> None:
     """A human-in-the-loop pause is shown; the next line (JSON or text) resumes the run."""
     code, text = run("chat", f"{module}:careful", "--thread", "h", "-m", "mail bob")

@@ -19,6 +19,8 @@ from _mcp_helpers import (
     alive,
     descendants,
     fastmcp_server,
+    free_port,
+    listening,
     no_leftover_processes,
     process_table,
     serve_http,
@@ -30,11 +32,12 @@ from graphagent.agent import ReactAgent
 from graphagent.errors import ToolExecutionError, UserError
 from graphagent.mcp import McpServerError, McpToolProvider, prefixed_tool_name
 from graphagent.messages import AssistantMessage, ToolCall, ToolResponseMessage
-from graphagent.models import FakeChatModel
+from graphagent.models import FakeChatModel, FunctionChatModel
 from graphagent.tools import (
     DefaultToolExecutionExceptionProcessor,
     ToolCallingManager,
     ToolContext,
+    ToolDefinition,
 )
 
 EVERYTHING = "mcp-servers_everything_"
@@ -188,6 +191,18 @@ def test_server_that_fails_to_start_names_itself(tmp_path: Path) -> None:
         provider.tool_callbacks()
 
 
+def test_closed_provider_refuses_calls_and_reopens(servers: dict[str, list[str]]) -> None:
+    """After close a kept tool raises 'not open'; open() again starts a fresh server."""
+    node, script = servers["everything"]
+    provider = McpToolProvider.stdio(node, [script], name="again")
+    with provider:
+        tool = tools_of(provider)["again_get-sum"]
+    with pytest.raises(McpServerError, match="'again' is not open"):
+        tool.call('{"a": 1, "b": 2}')  # type: ignore[attr-defined]
+    with provider:
+        assert call(provider, "again_get-sum", {"a": 1, "b": 2}) == "The sum of 1 and 2 is 3."
+
+
 def test_missing_command_is_named() -> None:
     """A command not on PATH is named, with the fix."""
     with (
@@ -224,6 +239,47 @@ def test_server_killed_mid_call(everything: McpToolProvider) -> None:
         call(everything, f"{EVERYTHING}echo", {"message": "hi"})
 
 
+HTTP_SERVER = """
+import sys
+sys.path.insert(0, {tests!r})
+from _mcp_helpers import fastmcp_server
+server = fastmcp_server()
+server.settings.port = {port}
+server.settings.log_level = "WARNING"
+server.run("streamable-http")
+"""
+
+
+def test_http_server_killed_mid_call() -> None:
+    """An HTTP server killed during a call: the call fails naming it, not hangs."""
+    port = free_port()
+    code = HTTP_SERVER.format(tests=str(Path(__file__).parent), port=port)
+    server = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: listening(port))
+        url = f"http://127.0.0.1:{port}/mcp"
+        with McpToolProvider.http(url, name="remote", timeout=None, ping_interval=0.2) as remote:
+            outcome: list[BaseException] = []
+
+            def run() -> None:
+                try:
+                    call(remote, "remote_meet", {"who": "solo"})  # waits 10 s for a peer
+                except BaseException as exc:
+                    outcome.append(exc)
+
+            worker = threading.Thread(target=run)
+            worker.start()
+            wait_until(lambda: False, 0.3)
+            server.kill()
+            worker.join(30)
+            assert outcome and isinstance(outcome[0], McpServerError), outcome
+            assert "MCP server 'remote'" in str(outcome[0])
+            assert "while running tool 'meet'" in str(outcome[0])
+    finally:
+        server.kill()
+        server.wait()
+
+
 def test_timeout_per_call(servers: dict[str, list[str]]) -> None:
     """A call longer than timeout= fails with an error naming server, tool and limit."""
     node, script = servers["everything"]
@@ -244,8 +300,10 @@ def test_close_reaps_the_server(servers: dict[str, list[str]]) -> None:
 
 
 SIGTERM_SCRIPT = """
-import sys, time
+import signal, sys, time
 sys.path.insert(0, {tests!r})
+if {own_handler!r}:
+    signal.signal(signal.SIGTERM, lambda *_: (print("own handler ran", flush=True), sys.exit(7)))
 from _mcp_helpers import descendants
 from graphagent.mcp import McpToolProvider
 provider = McpToolProvider.stdio({node!r}, [{script!r}]).open()
@@ -258,7 +316,9 @@ time.sleep(60)
 def test_agent_process_killed_leaves_no_server(servers: dict[str, list[str]], sig: int) -> None:
     """The agent's process gets SIGTERM (or SIGKILL): its servers go too, none a zombie."""
     node, script = servers["everything"]
-    code = SIGTERM_SCRIPT.format(tests=str(Path(__file__).parent), node=node, script=script)
+    code = SIGTERM_SCRIPT.format(
+        tests=str(Path(__file__).parent), node=node, script=script, own_handler=False
+    )
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
     )
@@ -277,6 +337,38 @@ def test_agent_process_killed_leaves_no_server(servers: dict[str, list[str]], si
     assert not [p for p in pids if alive(p)]
 
 
+def test_exit_without_close_leaves_no_server(servers: dict[str, list[str]]) -> None:
+    """A script that never closes its provider: the server stops when Python exits."""
+    node, script = servers["everything"]
+    code = SIGTERM_SCRIPT.format(
+        tests=str(Path(__file__).parent), node=node, script=script, own_handler=False
+    ).replace("time.sleep(60)", "")
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 2 and not [p for p in pids if alive(p)]
+
+
+def test_sigterm_runs_the_applications_own_handler_too(servers: dict[str, list[str]]) -> None:
+    """An app with its own SIGTERM handler: servers are stopped, then its handler runs."""
+    node, script = servers["everything"]
+    code = SIGTERM_SCRIPT.format(
+        tests=str(Path(__file__).parent), node=node, script=script, own_handler=True
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
+    )
+    with proc:
+        assert proc.stdout is not None
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 7
+        assert proc.stdout.read().strip() == "own handler ran"
+    assert not [p for p in pids if alive(p)]
+
+
 # -- client: HTTP, async, concurrency, meta, list changes --------------------------------------
 
 
@@ -287,6 +379,18 @@ def test_http_tools_and_headers(py_url: str) -> None:
         assert {"py_add", "py_meet", "py_show_meta"} <= set(tools_of(provider))
         assert call(provider, "py_add", {"a": 2, "b": 3}) == '{"result": 5}'  # structured
         assert call(provider, "py_show_meta") == "meta=None auth=Bearer t0k"
+
+
+def test_legacy_sse_transport() -> None:
+    """The older HTTP+SSE transport: same tools, same results, headers sent."""
+    with (
+        serve_http(fastmcp_server().sse_app()) as base,
+        McpToolProvider.sse(
+            f"{base}/sse", headers={"Authorization": "Bearer s"}, name="old"
+        ) as old,
+    ):
+        assert call(old, "old_add", {"a": 1, "b": 2}) == '{"result": 3}'
+        assert call(old, "old_show_meta") == "meta=None auth=Bearer s"
 
 
 def test_tool_failure_on_fastmcp(py_url: str) -> None:
@@ -318,6 +422,32 @@ def test_tool_list_changed_refreshes(py_url: str) -> None:
         assert call(provider, "py_add_tool", {"name": "late"}) == "added late"
         assert wait_until(lambda: "py_late" in tools_of(provider))
         assert call(provider, "py_late") == "I am late"
+
+
+def test_agent_offers_tools_added_after_it_was_built(py_url: str) -> None:
+    """An agent asks its providers on every model call: a tool added later is offered."""
+    seen: list[list[str]] = []
+
+    def model(messages: list[object], tools: list[ToolDefinition]) -> AssistantMessage | str:
+        seen.append([t.name for t in tools])
+        if len(seen) == 1:
+            return AssistantMessage(
+                tool_calls=[ToolCall(id="1", name="py_add_tool", arguments='{"name": "fresh"}')]
+            )
+        if len(seen) == 2:
+            # the list_changed refresh runs beside this call; the next tools step sees it
+            assert wait_until(lambda: "py_fresh" in tools_of(provider))
+            return AssistantMessage(tool_calls=[ToolCall(id="2", name="py_fresh", arguments="{}")])
+        return "done"
+
+    with McpToolProvider.http(py_url, name="py") as provider:
+        agent = ReactAgent(
+            name="grower", model=FunctionChatModel(model), tool_callback_providers=[provider]
+        )
+        state = agent.invoke("grow")
+    assert "py_fresh" not in seen[0] and "py_fresh" in seen[2]
+    results = [m.content for m in state["messages"] if isinstance(m, ToolResponseMessage)]
+    assert results == ["added fresh", "I am fresh"]
 
 
 async def test_async_with_on_the_running_loop(py_url: str) -> None:
@@ -418,3 +548,31 @@ def test_async_loop_is_not_blocked_by_sync_provider(py_url: str) -> None:
     with McpToolProvider.http(py_url, name="py") as provider:
         tool = tools_of(provider)["py_add"]
         assert asyncio.run(tool.acall('{"a": 3, "b": 4}')) == '{"result": 7}'  # type: ignore[attr-defined]
+
+
+def test_every_content_kind_is_described() -> None:
+    """Audio, blobs, links without a type: each part leaves a trace; errors keep theirs."""
+    from mcp import types
+
+    from graphagent.mcp._results import result_text
+
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="here"),
+            types.AudioContent(type="audio", data="AAAA", mimeType="audio/wav"),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.BlobResourceContents(uri="file:///a.bin", blob="AAAAAA=="),
+            ),
+            types.ResourceLink(type="resource_link", uri="file:///b", name="b"),
+        ]
+    )
+    assert result_text(result, tool="t", server="s").splitlines() == [
+        "here",
+        "[audio (audio/wav, 3 bytes)]",
+        "[resource file:///a.bin (unknown type, 4 bytes)]",
+        "[resource link b: file:///b]",
+    ]
+    silent = types.CallToolResult(content=[], isError=True)
+    with pytest.raises(ToolExecutionError, match="from tool 't': no details given"):
+        result_text(silent, tool="t", server="s")

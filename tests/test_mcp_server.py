@@ -9,10 +9,17 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
-from _mcp_helpers import free_port, no_leftover_processes, serve_http, servers, wait_until
+from _mcp_helpers import (
+    free_port,
+    listening,
+    no_leftover_processes,
+    serve_http,
+    servers,
+    wait_until,
+)
 from _mcp_served import served
 from mcp import ClientSession, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -26,6 +33,7 @@ from graphagent.tools import tool
 __all__ = ["no_leftover_processes", "servers"]  # fixtures, used by name
 
 TESTS = Path(__file__).parent
+SERVED = {"add", "explode", "noisy", "whoami", "ask_helper", "ask_mailer"}
 SERVE = [sys.executable, "-m", "graphagent", "mcp", "serve", "_mcp_served:served"]
 
 
@@ -34,14 +42,14 @@ def _text(result: types.CallToolResult) -> str:
 
 
 @asynccontextmanager
-async def stdio_session() -> AsyncIterator[ClientSession]:
+async def stdio_session(errlog: TextIO | None = None) -> AsyncIterator[ClientSession]:
     """The SDK's client, talking to `graphagent mcp serve` started as a child process."""
     params = StdioServerParameters(
         command=SERVE[0], args=SERVE[1:], cwd=str(TESTS), env={"PYTHONPATH": str(TESTS)}
     )
     with open(os.devnull, "w") as quiet:
         async with (
-            stdio_client(params, errlog=quiet) as (read, write),
+            stdio_client(params, errlog=errlog or quiet) as (read, write),
             ClientSession(read, write) as session,
         ):
             await session.initialize()
@@ -68,7 +76,7 @@ async def http_session(url: str) -> AsyncIterator[ClientSession]:
 
 async def _checks(session: ClientSession) -> None:
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"add", "explode", "ask_helper", "ask_mailer"}
+    assert set(tools) == SERVED
     assert tools["add"].inputSchema["required"] == ["a", "b"]
     assert tools["add"].inputSchema["properties"]["a"]["description"] == "the first number."
     assert _text(await session.call_tool("add", {"a": 2, "b": 3})) == "5"
@@ -84,10 +92,28 @@ async def test_sdk_client_over_stdio() -> None:
         await _checks(session)
 
 
+async def test_printing_tools_do_not_break_stdio(tmp_path: Path) -> None:
+    """A served tool that prints: its output goes to stderr, never into the protocol."""
+    with (tmp_path / "stderr").open("w+") as errlog:
+        async with stdio_session(errlog) as session:
+            said = await session.call_tool("noisy", {"text": "still fine"})
+            assert _text(said) == "still fine"
+        errlog.seek(0)
+        assert "debugging output: still fine" in errlog.read()
+
+
 async def test_sdk_client_over_http(our_url: str) -> None:
     """http_app over streamable HTTP: the same answers."""
     async with http_session(our_url) as session:
         await _checks(session)
+
+
+async def test_served_tools_see_only_the_requests_meta(our_url: str) -> None:
+    """A served tool's ToolContext holds the request's _meta (and nothing else)."""
+    async with http_session(our_url) as session:
+        assert _text(await session.call_tool("whoami", {})) == "nobody"
+        asked = await session.call_tool("whoami", {}, meta={"user": "ann"})
+        assert _text(asked) == "ann"
 
 
 async def test_agent_keeps_the_conversation_by_thread_id(our_url: str) -> None:
@@ -132,7 +158,9 @@ def test_our_server_through_our_client(our_url: str) -> None:
 
 
 def _inspector(servers: dict[str, list[str]], *target: str, args: list[str]) -> Any:
-    env = {**os.environ, "MCP_CATALOG_PATH": str(TESTS.parent / ".venv" / "mcp-catalog.json")}
+    # the inspector keeps a catalog and storage under HOME: give it one of its own
+    home = TESTS.parent / ".venv" / "mcp-home"
+    env = {**os.environ, "HOME": str(home), "MCP_CATALOG_PATH": str(home / "catalog.json")}
     done = subprocess.run(
         [*servers["inspector"], "--cli", *target, *args],
         capture_output=True,
@@ -149,7 +177,7 @@ def _inspector(servers: dict[str, list[str]], *target: str, args: list[str]) -> 
 def test_inspector_over_stdio(servers: dict[str, list[str]]) -> None:
     """The MCP Inspector's CLI lists and calls our tools over stdio."""
     listed = _inspector(servers, *SERVE, args=["--method", "tools/list"])
-    assert {t["name"] for t in listed["tools"]} == {"add", "explode", "ask_helper", "ask_mailer"}
+    assert {t["name"] for t in listed["tools"]} == SERVED
     called = _inspector(
         servers,
         *SERVE,
@@ -172,7 +200,7 @@ def test_inspector_over_http(servers: dict[str, list[str]]) -> None:
         assert server.stdout is not None
         assert "serving _mcp_served:served over MCP at" in server.stdout.readline()
         url = f"http://127.0.0.1:{port}/mcp"
-        assert wait_until(lambda: _listening(port))
+        assert wait_until(lambda: listening(port))
         listed = _inspector(servers, url, args=["--method", "tools/list"])
         assert "ask_helper" in {t["name"] for t in listed["tools"]}
         asked = _inspector(
@@ -191,13 +219,6 @@ def test_inspector_over_http(servers: dict[str, list[str]]) -> None:
     finally:
         server.terminate()
         server.communicate(timeout=20)
-
-
-def _listening(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,7 +3,8 @@
 Install with ``pip install 'graphagent[postgres]'``. The tables (``graphagent_*``, in the
 schema you name) are created by an explicit, idempotent :meth:`PostgresSaver.setup`, whose
 migrations are numbered; every saver checks the schema version before its first use.
-Each step is one transaction: a conditional ``UPDATE`` of the thread's head row (or a
+Each step lands whole or not at all, as one ``WITH`` statement (or, with ``ttl`` or
+``keep_last``, one transaction): a conditional ``UPDATE`` of the thread's head row (a
 conditional ``INSERT`` for a new thread) is the head check, so of two racing writers one
 lands and the other gets ``CheckpointConflictError`` with nothing written. Values are
 msgpack (no pickle) in ``BYTEA`` columns; a step writes only what it changed.
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import Program, SqlLogic
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Program, Stmt
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.locks import LockPolicy, hold
 from checkpoint.postgres._common import SETUP_HINT, dialect, errors, require, storage_error
@@ -98,24 +100,38 @@ class PostgresSaver(CheckpointSaver):
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True},
+            # one cheap round trip per checkout, so a connection the server dropped
+            # (restart, failover, idle timeout) is replaced instead of failing a step
+            check=psycopg_pool.ConnectionPool.check_connection,
             open=True,
         )
         return cls(pool, schema=schema, **options)
 
-    def _run(self, program: Program[T], *, write: bool, action: str) -> T:
+    def _run(self, program: Program[T], *, write: bool | None, action: str) -> T:
         if not self._checked:
             where = f"PostgreSQL schema {self.schema!r}"
             self._execute(self.logic.check_version(where, SETUP_HINT), False, action)
             self._checked = True
         return self._execute(program, write, action)
 
-    def _execute(self, program: Program[T], write: bool, action: str) -> T:
+    def _execute(self, program: Program[T], write: bool | None, action: str) -> T:
+        """Run ``program`` in a write or a snapshot-read transaction, or (``None``: a
+        program of statements that are each whole on their own) in none."""
         try:
-            with self.pool.connection() as conn, conn.transaction():
-                cur = conn.cursor()
-                if not write:
-                    cur.execute(self.logic.dialect.begin_read)
-                return drive(program, cur)
+            with self.pool.connection() as conn:
+                if not conn.autocommit:
+                    conn.autocommit = True  # transactions are begun here, one per program
+                if write is None:
+                    return drive(program, conn)
+                dialect = self.logic.dialect
+                conn.execute(dialect.begin_write if write else dialect.begin_read)
+                try:
+                    result = drive(program, conn)
+                except BaseException:
+                    rollback(conn)
+                    raise
+                conn.execute("COMMIT")
+                return result
         except errors() as exc:
             raise storage_error(action, exc) from exc
 
@@ -130,9 +146,14 @@ class PostgresSaver(CheckpointSaver):
         return version
 
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
-        """Store ``write`` as the new head in one transaction (see ``CheckpointSaver.put``)."""
+        """Store ``write`` as the new head, atomically (see ``CheckpointSaver.put``)."""
         action = f"writing checkpoint {write.id} of thread {thread_id!r}"
-        self._run(self.logic.put(thread_id, write, expected_head), write=True, action=action)
+        if self.logic.one_statement_put:
+            program = self.logic.put_one_statement(thread_id, write, expected_head)
+            self._run(program, write=None, action=action)
+        else:
+            program = self.logic.put(thread_id, write, expected_head)
+            self._run(program, write=True, action=action)
         if self.logic.purge_due():
             self.purge_expired()
 
@@ -164,11 +185,11 @@ class PostgresSaver(CheckpointSaver):
     def head(self, thread_id: str) -> str | None:
         """The thread's head id, without loading its state."""
         action = f"reading thread {thread_id!r}"
-        return self._run(self.logic.head(thread_id), write=False, action=action)
+        return self._run(self.logic.head(thread_id), write=None, action=action)
 
     def threads(self) -> builtins.list[str]:
         """Every thread id in the schema."""
-        return self._run(self.logic.threads(), write=False, action="listing threads")
+        return self._run(self.logic.threads(), write=None, action="listing threads")
 
     def purge_expired(self) -> int:
         """Delete the threads whose ttl has passed (writes do this now and then); how many."""
@@ -182,7 +203,7 @@ class PostgresSaver(CheckpointSaver):
         action = f"locking thread {thread_id!r}"
 
         def run(program: Callable[[str], Program[T]]) -> Callable[[str], T]:
-            return lambda token: self._run(program(token), write=True, action=action)
+            return lambda token: self._run(program(token), write=None, action=action)
 
         return hold(self.lock_policy, thread_id, run(take), run(renew), run(release))
 
@@ -197,17 +218,36 @@ class PostgresSaver(CheckpointSaver):
         self.close()
 
 
-def drive(program: Program[T], cur: psycopg.Cursor[Any]) -> T:
-    """Run ``program``'s statements on ``cur`` (inside the caller's transaction)."""
+def rollback(conn: psycopg.Connection[Any]) -> None:
+    """Roll back after a failed program; a broken connection is the pool's to discard."""
+    with suppress(*errors()):
+        conn.execute("ROLLBACK")
+
+
+def drive(program: Program[T], conn: psycopg.Connection[Any]) -> T:
+    """Run ``program``'s statements on ``conn`` (inside the caller's transaction)."""
     send: Any = None
     while True:
         try:
-            stmt = program.send(send)
+            op = program.send(send)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-        if stmt.many:
-            cur.executemany(stmt.sql, stmt.params)
-            send = cur.rowcount
-            continue
+        stmts = op if isinstance(op, tuple) else (op,)
+        cursors = [_send(conn, stmt) for stmt in stmts]
+        results = [_receive(cur, stmt) for cur, stmt in zip(cursors, stmts, strict=True)]
+        send = results if isinstance(op, tuple) else results[0]
+
+
+def _send(conn: psycopg.Connection[Any], stmt: Stmt) -> psycopg.Cursor[Any]:
+    cur = conn.cursor()
+    if stmt.many:
+        cur.executemany(stmt.sql, stmt.params)
+    else:
         cur.execute(stmt.sql, stmt.params)
-        send = cur.fetchall() if cur.description is not None else cur.rowcount
+    return cur
+
+
+def _receive(cur: psycopg.Cursor[Any], stmt: Stmt) -> Any:
+    if stmt.result == "rows":
+        return cur.fetchall()
+    return cur.rowcount if stmt.result == "count" else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from checkpoint._sql import Dialect
+from checkpoint._sqlschema import Dialect
 from checkpoint.errors import CheckpointError, CheckpointStorageError
 
 # Any constant will do: setup() in several processes at once takes turns on it.
@@ -27,9 +27,10 @@ def dialect(schema: str) -> Dialect:
         now="CAST(extract(epoch FROM clock_timestamp()) AS DOUBLE PRECISION)",
         tables=quoted + ".",
         # a read sees one snapshot, so a concurrent prune cannot tear the state it rebuilds
-        begin_read="SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY",
-        begin_write="",
+        begin_read="BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+        begin_write="BEGIN",
         table_exists="SELECT to_regclass(%s)",
+        cte_put=True,
         setup_prelude=(
             f"SELECT pg_advisory_xact_lock({_SETUP_LOCK})",
             f"CREATE SCHEMA IF NOT EXISTS {quoted}",

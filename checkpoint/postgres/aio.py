@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
+from contextlib import AbstractAsyncContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import Program, SqlLogic
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Program, Stmt
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.locks import LockPolicy, ahold
 from checkpoint.postgres._common import SETUP_HINT, dialect, errors, require, storage_error
@@ -57,6 +59,7 @@ class AsyncPostgresSaver(CheckpointSaver):
         self.logic = SqlLogic(dialect(schema), ttl=ttl, keep_last=keep_last, serde=serde)
         self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
         self._checked = False
+        self._opening = asyncio.Lock()
 
     @classmethod
     def from_url(
@@ -80,26 +83,42 @@ class AsyncPostgresSaver(CheckpointSaver):
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True},
+            # one cheap round trip per checkout, so a connection the server dropped
+            # (restart, failover, idle timeout) is replaced instead of failing a step
+            check=psycopg_pool.AsyncConnectionPool.check_connection,
             open=False,
         )
         return cls(pool, schema=schema, **options)
 
-    async def _run(self, program: Program[T], *, write: bool, action: str) -> T:
+    async def _run(self, program: Program[T], *, write: bool | None, action: str) -> T:
         if not self._checked:
             where = f"PostgreSQL schema {self.schema!r}"
             await self._execute(self.logic.check_version(where, SETUP_HINT), False, action)
             self._checked = True
         return await self._execute(program, write, action)
 
-    async def _execute(self, program: Program[T], write: bool, action: str) -> T:
+    async def _execute(self, program: Program[T], write: bool | None, action: str) -> T:
+        """See ``PostgresSaver._execute``."""
         try:
             if self.pool.closed:
-                await self.pool.open()
-            async with self.pool.connection() as conn, conn.transaction():
-                cur = conn.cursor()
-                if not write:
-                    await cur.execute(self.logic.dialect.begin_read)
-                return await adrive(program, cur)
+                async with self._opening:  # many first calls at once open it once
+                    if self.pool.closed:
+                        await self.pool.open()
+            async with self.pool.connection() as conn:
+                if not conn.autocommit:
+                    await conn.set_autocommit(True)
+                if write is None:
+                    return await adrive(program, conn)
+                dialect = self.logic.dialect
+                await conn.execute(dialect.begin_write if write else dialect.begin_read)
+                try:
+                    result = await adrive(program, conn)
+                except BaseException:
+                    with suppress(*errors()):
+                        await conn.execute("ROLLBACK")
+                    raise
+                await conn.execute("COMMIT")
+                return result
         except errors() as exc:
             raise storage_error(action, exc) from exc
 
@@ -114,7 +133,12 @@ class AsyncPostgresSaver(CheckpointSaver):
     ) -> None:
         """Store ``write`` as the new head in one transaction."""
         action = f"writing checkpoint {write.id} of thread {thread_id!r}"
-        await self._run(self.logic.put(thread_id, write, expected_head), write=True, action=action)
+        if self.logic.one_statement_put:
+            program = self.logic.put_one_statement(thread_id, write, expected_head)
+            await self._run(program, write=None, action=action)
+        else:
+            program = self.logic.put(thread_id, write, expected_head)
+            await self._run(program, write=True, action=action)
         if self.logic.purge_due():
             await self.apurge_expired()
 
@@ -148,11 +172,11 @@ class AsyncPostgresSaver(CheckpointSaver):
     async def ahead(self, thread_id: str) -> str | None:
         """The thread's head id."""
         action = f"reading thread {thread_id!r}"
-        return await self._run(self.logic.head(thread_id), write=False, action=action)
+        return await self._run(self.logic.head(thread_id), write=None, action=action)
 
     async def athreads(self) -> builtins.list[str]:
         """Every thread id in the schema."""
-        return await self._run(self.logic.threads(), write=False, action="listing threads")
+        return await self._run(self.logic.threads(), write=None, action="listing threads")
 
     async def apurge_expired(self) -> int:
         """Delete the threads whose ttl has passed; how many."""
@@ -167,7 +191,7 @@ class AsyncPostgresSaver(CheckpointSaver):
         action = f"locking thread {thread_id!r}"
 
         def run(program: Callable[[str], Program[T]]) -> Callable[[str], Awaitable[T]]:
-            return lambda token: self._run(program(token), write=True, action=action)
+            return lambda token: self._run(program(token), write=None, action=action)
 
         return ahold(self.lock_policy, thread_id, run(take), run(renew), run(release))
 
@@ -205,17 +229,30 @@ class AsyncPostgresSaver(CheckpointSaver):
         raise self._sync_only()
 
 
-async def adrive(program: Program[T], cur: psycopg.AsyncCursor[Any]) -> T:
-    """Run ``program``'s statements on ``cur`` (inside the caller's transaction)."""
+async def adrive(program: Program[T], conn: psycopg.AsyncConnection[Any]) -> T:
+    """Run ``program``'s statements on ``conn`` (inside the caller's transaction)."""
     send: Any = None
     while True:
         try:
-            stmt = program.send(send)
+            op = program.send(send)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-        if stmt.many:
-            await cur.executemany(stmt.sql, stmt.params)
-            send = cur.rowcount
-            continue
+        stmts = op if isinstance(op, tuple) else (op,)
+        cursors = [await _send(conn, stmt) for stmt in stmts]
+        results = [await _receive(cur, stmt) for cur, stmt in zip(cursors, stmts, strict=True)]
+        send = results if isinstance(op, tuple) else results[0]
+
+
+async def _send(conn: psycopg.AsyncConnection[Any], stmt: Stmt) -> psycopg.AsyncCursor[Any]:
+    cur = conn.cursor()
+    if stmt.many:
+        await cur.executemany(stmt.sql, stmt.params)
+    else:
         await cur.execute(stmt.sql, stmt.params)
-        send = await cur.fetchall() if cur.description is not None else cur.rowcount
+    return cur
+
+
+async def _receive(cur: psycopg.AsyncCursor[Any], stmt: Stmt) -> Any:
+    if stmt.result == "rows":
+        return await cur.fetchall()
+    return cur.rowcount if stmt.result == "count" else None

@@ -17,7 +17,7 @@ from graphagent.agent._interceptors import (
 )
 from graphagent.agent._react import pending_tool_calls
 from graphagent.config import RunnableConfig
-from graphagent.errors import LimitExceededError, ModelError, UserError
+from graphagent.errors import GraphBubbleUp, LimitExceededError, ModelError, UserError
 from graphagent.graph import Command, OverAllState
 from graphagent.messages import (
     AssistantMessage,
@@ -240,6 +240,8 @@ def _retrying(
     for attempt in range(max_retries):
         try:
             return call()
+        except GraphBubbleUp:
+            raise
         except retry_on:
             time.sleep(backoff * 2**attempt)
     return call()
@@ -290,11 +292,15 @@ class ModelFallbackInterceptor(ModelInterceptor):
         """Call the agent's model, then each fallback until one answers."""
         try:
             return handler(request)
+        except GraphBubbleUp:
+            raise
         except self.retry_on as first:
             error: BaseException = first
             for model in self.fallbacks:
                 try:
                     return handler(request.override(model=model))
+                except GraphBubbleUp:
+                    raise
                 except self.retry_on as exc:
                     error = exc
             raise error from first
@@ -358,6 +364,8 @@ class ToolErrorInterceptor(ToolInterceptor):
         """Call the tool; on a handled exception answer with the message."""
         try:
             return handler(request)
+        except GraphBubbleUp:
+            raise
         except self.handle as exc:
             call = request.tool_call
             return ToolResponseMessage(

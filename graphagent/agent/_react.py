@@ -99,7 +99,8 @@ class ReactAgent(BaseAgent):
         saver: where threads are checkpointed (``MemorySaver()``, ``RedisSaver``).
         max_iterations: most model calls in one run; more raises ``MaxIterationsError``.
         method_tools: objects whose ``@tool`` methods become tools.
-        tool_callback_providers: providers of more tools.
+        tool_callback_providers: providers of more tools, asked again on every model call
+            (so an MCP server's changed tool list counts).
         tool_names: tools referred to by name, found through ``resolver``.
         resolver: a :class:`ToolCallbackResolver`.
         output_type: a pydantic model: the final answer is validated into it and stored
@@ -169,13 +170,16 @@ class ReactAgent(BaseAgent):
             raise UserError(
                 f"interceptors must be ModelInterceptor or ToolInterceptor objects, got {stray!r}"
             )
+        self._providers = list(tool_callback_providers)
         self.toolset: dict[str, ToolCallback] = collect_tools(
             tools=tools,
             method_tools_of=method_tools,
-            providers=tool_callback_providers,
+            providers=self._providers,
             names=tool_names,
             resolver=resolver,
         )
+        provided = {t.definition.name for p in self._providers for t in p.tool_callbacks()}
+        self._fixed_tools = {n: t for n, t in self.toolset.items() if n not in provided}
         self.manager = ToolCallingManager(
             exception_processor=exception_processor, timeout=tool_timeout
         )
@@ -329,7 +333,7 @@ class ReactAgent(BaseAgent):
         messages: list[Message] = list(state.get("messages", []))
         if self._system is not None:
             messages.insert(0, self._system)
-        tools: list[Any] = [t.definition for t in self.toolset.values()]
+        tools: list[Any] = [t.definition for t in self._tools_now().values()]
         if self._output_tool is not None:
             tools.append(self._output_tool)
         options = self.options
@@ -453,6 +457,13 @@ class ReactAgent(BaseAgent):
             )
         return {"messages": [response, *feedback], "structured_retries": retries + 1}
 
+    def _tools_now(self) -> dict[str, ToolCallback]:
+        # providers are asked again on every model call (as Spring AI does), so tools a
+        # provider gained or lost since the agent was built (MCP tools/list_changed) count
+        if not self._providers:
+            return self.toolset
+        return collect_tools(tools=self._fixed_tools, providers=self._providers)
+
     # -- the tools node ----------------------------------------------------------------------
 
     def _tool_context(self, state: OverAllState, config: RunnableConfig) -> ToolContext:
@@ -498,7 +509,7 @@ class ReactAgent(BaseAgent):
         result = self.manager.execute_tool_calls(
             [],
             last,
-            tools=self.toolset,
+            tools=self._tools_now(),
             context=self._tool_context(state, config),
             calls=runnable,
             invoke=self._invoke_tool if self.tool_interceptors else None,
@@ -513,7 +524,7 @@ class ReactAgent(BaseAgent):
         result = await self.manager.aexecute_tool_calls(
             [],
             last,
-            tools=self.toolset,
+            tools=self._tools_now(),
             context=self._tool_context(state, config),
             calls=runnable,
             invoke=self._ainvoke_tool if self.tool_interceptors else None,

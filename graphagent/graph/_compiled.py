@@ -30,7 +30,13 @@ from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
 from graphagent._executor import run_all
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
-from graphagent.errors import GraphInterrupt, UserError, mirror_error, saver_errors
+from graphagent.errors import (
+    GraphBubbleUp,
+    GraphInterrupt,
+    UserError,
+    mirror_error,
+    saver_errors,
+)
 from graphagent.graph._command import current_task
 from graphagent.graph._effects import (
     Done,
@@ -99,7 +105,7 @@ def _call(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool
                 UserError(f"node {spec.name!r} is async; call ainvoke()/astream() from async code")
             )
         return Failed(exc)
-    except Exception as exc:
+    except (Exception, GraphBubbleUp) as exc:
         return Failed(exc)
     finally:
         _TASK.reset(token)
@@ -130,7 +136,7 @@ async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Out
         ret = fn(state, config) if spec.takes_config else fn(state)
     except GraphInterrupt as signal:
         return Paused(signal)
-    except Exception as exc:
+    except (Exception, GraphBubbleUp) as exc:
         return Failed(exc)
     finally:
         _TASK.reset(token)
@@ -144,7 +150,7 @@ async def _in_scope(task: Task, ret: Any) -> Outcome:
         return Done(await _awaited(ret))
     except GraphInterrupt as signal:
         return Paused(signal)
-    except Exception as exc:
+    except (Exception, GraphBubbleUp) as exc:
         return Failed(exc)
     finally:
         _TASK.reset(token)

@@ -17,10 +17,11 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("graphagent.mcp needs the MCP SDK: pip install 'graphagent[mcp]'") from exc
 
-from graphagent.mcp._client import McpToolCallback, McpToolProvider, MetaMapper
+from graphagent.mcp._client import McpToolProvider
 from graphagent.mcp._errors import McpServerError
 from graphagent.mcp._names import prefixed_tool_name
 from graphagent.mcp._server import Servable, build_server, http_app, serve
+from graphagent.mcp._tool import McpToolCallback, MetaMapper
 
 __all__ = [
     "McpServerError",

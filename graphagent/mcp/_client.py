@@ -3,110 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
 from mcp import types
 
-from graphagent.errors import ToolArgumentsError, ToolDefinitionError, UserError
+from graphagent.errors import ToolDefinitionError, UserError
 from graphagent.mcp import _reaper
-from graphagent.mcp._errors import McpServerError
+from graphagent.mcp._loop import LoopThread, run_async, run_sync
 from graphagent.mcp._names import prefixed_tool_name, safe_name
 from graphagent.mcp._results import result_text
 from graphagent.mcp._session import LiveSession, Transport
+from graphagent.mcp._tool import McpToolCallback, MetaMapper
 from graphagent.mcp._transports import HttpTransport, StdioTransport
-from graphagent.tools import ToolCallback, ToolContext, ToolDefinition, ToolMetadata
+from graphagent.tools import ToolCallback
 
-__all__ = ["McpToolCallback", "McpToolProvider", "MetaMapper"]
+__all__ = ["McpToolProvider"]
 
 T = TypeVar("T")
-MetaMapper = Callable[[ToolContext], Mapping[str, Any] | None]
-"""Builds a call's ``_meta`` from its ToolContext: the only way context reaches a server."""
-
-
-class _LoopThread:
-    """An event loop on a daemon thread, for providers used from sync code."""
-
-    def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join()
-        self.loop.close()
-
-
-class McpToolCallback:
-    """One tool of an MCP server, callable like any graphagent tool.
-
-    Spring AI's ``SyncMcpToolCallback`` / ``AsyncMcpToolCallback`` in one: ``call``
-    and ``acall`` both work. The server's input schema is given to the model unchanged.
-
-    Attributes:
-        tool: the server's description of the tool.
-    """
-
-    def __init__(self, provider: McpToolProvider, tool: types.Tool, name: str) -> None:
-        self._provider = provider
-        self.tool = tool
-        self._definition = ToolDefinition(
-            name, tool.description or tool.title or tool.name, dict(tool.inputSchema)
-        )
-
-    @property
-    def definition(self) -> ToolDefinition:
-        """The definition sent to models."""
-        return self._definition
-
-    @property
-    def metadata(self) -> ToolMetadata:
-        """How the result is used (never ``return_direct``)."""
-        return ToolMetadata()
-
-    def _arguments(self, tool_input: str) -> dict[str, Any]:
-        try:
-            value = json.loads(tool_input) if tool_input.strip() else {}
-        except ValueError as exc:
-            raise ToolArgumentsError(
-                f"arguments for {self._definition.name!r} are not valid JSON: {exc}."
-            ) from exc
-        if not isinstance(value, dict):
-            raise ToolArgumentsError(
-                f"arguments for {self._definition.name!r} must be a JSON object, "
-                f"got {type(value).__name__}."
-            )
-        return value
-
-    def _request(self, tool_input: str, context: ToolContext | None) -> Coroutine[Any, Any, str]:
-        arguments = self._arguments(tool_input)
-        mapper = self._provider.meta
-        meta = dict(mapper(context) or {}) if mapper is not None and context is not None else None
-        return self._provider._call(self, arguments, meta)
-
-    def call(self, tool_input: str, context: ToolContext | None = None) -> str:
-        """Call the server's tool with the model's JSON arguments; the result as text.
-
-        Raises:
-            ToolExecutionError: the server flagged the result as an error.
-            McpServerError: the server exited, timed out or refused the call.
-        """
-        return self._provider._run_sync(self._request(tool_input, context))
-
-    async def acall(self, tool_input: str, context: ToolContext | None = None) -> str:
-        """Async :meth:`call`."""
-        return await self._provider._run_async(self._request(tool_input, context))
-
-    def __repr__(self) -> str:
-        return f"<McpToolCallback {self._definition.name!r} of {self._provider.label!r}>"
 
 
 class McpToolProvider:
@@ -127,6 +44,8 @@ class McpToolProvider:
         startup_timeout: seconds to start and initialise the server.
         meta: maps a call's :class:`ToolContext` to the request's ``_meta``; without it
             nothing of the context, config or metadata is sent.
+        ping_interval: while calls are in flight, the server is pinged this often (s);
+            one that stops answering fails them (a dead HTTP server gives no other sign).
 
     Example:
         >>> provider = McpToolProvider.stdio("npx", ["@modelcontextprotocol/server-everything"])
@@ -143,15 +62,20 @@ class McpToolProvider:
         timeout: float | None = 60.0,
         startup_timeout: float = 30.0,
         meta: MetaMapper | None = None,
+        ping_interval: float = 5.0,
     ) -> None:
         self.name = name
         self.prefix = prefix
         self.timeout = timeout
         self.meta = meta
         self._live = LiveSession(
-            transport, startup_timeout=startup_timeout, on_tools=self._set, named=bool(name)
+            transport,
+            startup_timeout=startup_timeout,
+            on_tools=self._set,
+            named=bool(name),
+            ping_interval=ping_interval,
         )
-        self._thread: _LoopThread | None = None
+        self._thread: LoopThread | None = None
         self._tools: dict[str, McpToolCallback] = {}
         self._lock = threading.Lock()
 
@@ -168,6 +92,7 @@ class McpToolProvider:
         timeout: float | None = 60.0,
         startup_timeout: float = 30.0,
         meta: MetaMapper | None = None,
+        ping_interval: float = 5.0,
     ) -> McpToolProvider:
         """A server run as a child process, spoken to over stdin/stdout.
 
@@ -184,6 +109,7 @@ class McpToolProvider:
             timeout=timeout,
             startup_timeout=startup_timeout,
             meta=meta,
+            ping_interval=ping_interval,
         )
 
     @classmethod
@@ -197,6 +123,7 @@ class McpToolProvider:
         timeout: float | None = 60.0,
         startup_timeout: float = 30.0,
         meta: MetaMapper | None = None,
+        ping_interval: float = 5.0,
     ) -> McpToolProvider:
         """A server at ``url`` (streamable HTTP, e.g. ``http://host:8000/mcp``).
 
@@ -210,6 +137,35 @@ class McpToolProvider:
             timeout=timeout,
             startup_timeout=startup_timeout,
             meta=meta,
+            ping_interval=ping_interval,
+        )
+
+    @classmethod
+    def sse(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        name: str | None = None,
+        prefix: bool = True,
+        timeout: float | None = 60.0,
+        startup_timeout: float = 30.0,
+        meta: MetaMapper | None = None,
+        ping_interval: float = 5.0,
+    ) -> McpToolProvider:
+        """A server on the older HTTP+SSE transport (e.g. ``http://host:8000/sse``).
+
+        For servers that have not moved to streamable HTTP yet; otherwise as :meth:`http`.
+        """
+        transport = HttpTransport(url, headers, name or url, sse=True)
+        return cls(
+            transport,
+            name=name,
+            prefix=prefix,
+            timeout=timeout,
+            startup_timeout=startup_timeout,
+            meta=meta,
+            ping_interval=ping_interval,
         )
 
     # -- state -----------------------------------------------------------------------------
@@ -260,30 +216,10 @@ class McpToolProvider:
     # -- running coroutines on the session's loop ------------------------------------------
 
     def _run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
-        loop = self._live.loop
-        if loop is None:
-            coro.close()
-            raise McpServerError(f"MCP server {self.label!r} is not open", server=self.label)
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            coro.close()
-            raise UserError(
-                f"MCP provider {self.label!r} was opened with `async with` on this loop: call its "
-                "tools with acall/ainvoke, or open it with `with` for sync use"
-            )
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+        return run_sync(self._live.loop, coro, self.label)
 
     async def _run_async(self, coro: Coroutine[Any, Any, T]) -> T:
-        loop = self._live.loop
-        if loop is None:
-            coro.close()
-            raise McpServerError(f"MCP server {self.label!r} is not open", server=self.label)
-        if loop is asyncio.get_running_loop():
-            return await coro
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+        return await run_async(self._live.loop, coro, self.label)
 
     async def _call(
         self, tool: McpToolCallback, arguments: dict[str, Any], meta: dict[str, Any] | None
@@ -304,7 +240,7 @@ class McpToolProvider:
         if self._live.loop is not None:
             raise UserError(f"MCP provider {self.label!r} is already open")
         _reaper.install()
-        self._thread = _LoopThread(f"graphagent-mcp-{self.label}")
+        self._thread = LoopThread(f"graphagent-mcp-{self.label}")
         try:
             self._thread.run(self._live.start())
         except BaseException:

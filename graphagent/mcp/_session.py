@@ -77,6 +77,7 @@ class LiveSession:
         startup_timeout: float,
         on_tools: Callable[[list[types.Tool]], None],
         named: bool = False,
+        ping_interval: float = 5.0,
     ) -> None:
         self.transport = transport
         self.named = named
@@ -89,6 +90,8 @@ class LiveSession:
         self._task: asyncio.Task[None] | None = None
         self._dead: str | None = None
         self._refreshing: set[asyncio.Task[None]] = set()
+        self._inflight: set[asyncio.Future[str]] = set()
+        self.ping_interval = ping_interval
 
     @property
     def label(self) -> str:
@@ -110,27 +113,34 @@ class LiveSession:
         self._task = asyncio.create_task(self._run(ready), name=f"mcp:{self.label}")
         await ready
 
+    async def _connect(self, stack: AsyncExitStack) -> ClientSession:
+        relays = await stack.enter_async_context(anyio.create_task_group())
+        read, write = await stack.enter_async_context(self.transport())
+        inbox, session_read = anyio.create_memory_object_stream[Any](0)
+        relays.start_soon(_drain, read, inbox)
+        session = await stack.enter_async_context(
+            ClientSession(session_read, write, message_handler=self._on_message)
+        )
+        with anyio.fail_after(self.startup_timeout):
+            info = await session.initialize()
+            self.transport.started()
+            self.server_name = info.serverInfo.name
+            if not self.named and self.server_name:
+                self.transport.label = self.server_name  # better than the command
+            self._session = session
+            await self._list_tools()
+        return session
+
     async def _run(self, ready: asyncio.Future[None]) -> None:
         assert self._closing is not None
         try:
             async with AsyncExitStack() as stack:
-                relays = await stack.enter_async_context(anyio.create_task_group())
-                read, write = await stack.enter_async_context(self.transport())
-                inbox, session_read = anyio.create_memory_object_stream[Any](0)
-                relays.start_soon(_drain, read, inbox)
-                session = await stack.enter_async_context(
-                    ClientSession(session_read, write, message_handler=self._on_message)
-                )
-                with anyio.fail_after(self.startup_timeout):
-                    info = await session.initialize()
-                    self.transport.started()
-                    self.server_name = info.serverInfo.name
-                    if not self.named and self.server_name:
-                        self.transport.label = self.server_name  # better than the command
-                    self._session = session
-                    await self._list_tools()
+                session = await self._connect(stack)
+                watch = await stack.enter_async_context(anyio.create_task_group())
+                watch.start_soon(self._watch, session)
                 ready.set_result(None)
                 await self._closing.wait()
+                watch.cancel_scope.cancel()
         except McpServerError as exc:
             self._fail(ready, exc)
         except TimeoutError:
@@ -148,6 +158,7 @@ class LiveSession:
                 self._fail(ready, self._error(f"{what} ({detail})"))
         finally:
             self._session = None
+            self._abort_calls(self._dead or "closed")
             for task in self._refreshing:
                 task.cancel()
 
@@ -233,12 +244,49 @@ class LiveSession:
         """Call a server tool; faults become :class:`McpServerError` naming the server."""
         session = self._check()
         wait = timedelta(seconds=timeout) if timeout is not None else None
+        assert self.loop is not None
+        abort: asyncio.Future[str] = self.loop.create_future()
+        call = asyncio.ensure_future(
+            session.call_tool(name, arguments, read_timeout_seconds=wait, meta=meta)
+        )
+        self._inflight.add(abort)
         try:
-            return await session.call_tool(name, arguments, read_timeout_seconds=wait, meta=meta)
+            racing: set[asyncio.Future[Any]] = {call, abort}
+            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+            if not call.done():
+                raise self._error(f"{abort.result()} while running tool {name!r}")
+            return call.result()
         except McpError as exc:
             raise self._call_error(name, exc, timeout) from exc
         except _CLOSED as exc:
             raise self._exited(name) from exc
+        finally:
+            self._inflight.discard(abort)
+            call.cancel()
+            abort.cancel()
+
+    def _abort_calls(self, reason: str) -> None:
+        """Fail every call in flight: the SDK would leave them waiting for good."""
+        for abort in list(self._inflight):
+            if not abort.done():
+                abort.set_result(reason.removeprefix(f"MCP server {self.label!r} "))
+
+    async def _watch(self, session: ClientSession) -> None:
+        """While calls are in flight, ping the server; one that stops answering fails them.
+
+        Over HTTP, a server that dies mid-call just ends its event stream, which the SDK
+        takes quietly: without this the call would wait for its timeout, or forever.
+        """
+        while True:
+            await anyio.sleep(self.ping_interval)
+            if not self._inflight:
+                continue
+            try:
+                with anyio.fail_after(self.ping_interval):
+                    await session.send_ping()
+            except Exception as exc:
+                leaf = _leaf(exc)
+                self._abort_calls(f"stopped answering ({type(leaf).__name__}: {leaf})")
 
     def _call_error(self, name: str, exc: McpError, timeout: float | None) -> McpServerError:
         code = exc.error.code

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
+from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -104,12 +105,15 @@ class StdioTransport:
 
 
 class HttpTransport:
-    """A remote server over streamable HTTP."""
+    """A remote server over streamable HTTP (or the older HTTP+SSE transport)."""
 
-    def __init__(self, url: str, headers: Mapping[str, str] | None, label: str) -> None:
+    def __init__(
+        self, url: str, headers: Mapping[str, str] | None, label: str, *, sse: bool = False
+    ) -> None:
         self.url = url
         self.headers = dict(headers or {})
         self.label = label
+        self.sse = sse
         self.pid: int | None = None
 
     def stderr_tail(self) -> str:
@@ -121,6 +125,10 @@ class HttpTransport:
 
     @asynccontextmanager
     async def __call__(self) -> AsyncIterator[Streams]:
+        if self.sse:
+            async with sse_client(self.url, headers=self.headers) as (read, write):
+                yield read, write
+            return
         # the SDK's defaults: a long read timeout, since a server may hold a stream open
         timeout = httpx.Timeout(30.0, read=300.0)
         async with (

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from graphagent._executor import call_with_timeout, run_all
 from graphagent.config import ConfigLike
-from graphagent.errors import ToolArgumentsError, ToolExecutionError
+from graphagent.errors import GraphBubbleUp, ToolArgumentsError, ToolExecutionError
 from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
 from graphagent.tools._context import ToolContext
 from graphagent.tools._definition import ToolCallback, ToolDefinition
@@ -29,7 +29,8 @@ AsyncToolInvoker = Callable[[ToolCall, ToolCallback, ToolContext], Awaitable[str
 
 # Ctrl-C, interpreter exit and task cancellation stop the caller; they are never
 # turned into a message for the model.
-_STOP = (KeyboardInterrupt, SystemExit, asyncio.CancelledError)
+# never turned into a tool failure: the run is stopping, or pausing for a human
+_STOP = (KeyboardInterrupt, SystemExit, asyncio.CancelledError, GraphBubbleUp)
 
 
 class ToolExecutionExceptionProcessor(Protocol):

@@ -33,9 +33,6 @@ from graphagent.messages import AssistantMessage, ToolCall
 from graphagent.models import FakeChatModel
 from graphagent.tools import tool
 
-ITEM1 = "issue 12 item 1: interrupt() inside a tool is caught as a tool failure"
-ITEM2 = "issue 12 item 2: resuming a HumanInTheLoopHook inside a nested agent asks again forever"
-
 
 def _call(name: str, arguments: str, call_id: str) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments)
@@ -279,7 +276,6 @@ def test_hitl_inside_composite_agent_resumes(saver: CheckpointSaver, kind: str) 
 
 
 # origin: spring-ai-alibaba HumanInTheLoopTest::testApproved with the agent as an AgentTool
-@pytest.mark.xfail(strict=True, reason=ITEM2)
 def test_hitl_inside_agent_tool_resumes(saver: CheckpointSaver) -> None:
     tools = Tools()
     inner, _ = _agent(None, tools, [_poem_call("n1"), "Poem written."], name="poet")
@@ -318,7 +314,6 @@ def _asking_tool_agent(saver: CheckpointSaver) -> tuple[ReactAgent, FakeChatMode
 
 # origin: langgraph tests/test_pregel.py::test_interrupt_task_functional (a tool asks) /
 # spring-ai-alibaba HumanInTheLoopTest (the tool, not a hook, pauses)
-@pytest.mark.xfail(strict=True, reason=ITEM1)
 def test_interrupt_inside_tool_pauses_and_resumes(saver: CheckpointSaver) -> None:
     agent, model = _asking_tool_agent(saver)
     t = _tid()
