@@ -186,3 +186,13 @@ def test_connections_killed_mid_run_are_replaced(
         assert done == ["killed"]
     finally:
         saver.close()
+
+
+def test_a_closed_pool_is_named(postgres_url: str, pg_schema: str) -> None:
+    """A saver on a pool that was never opened says so, instead of a driver error."""
+    from psycopg_pool import ConnectionPool
+
+    pool: ConnectionPool[Any] = ConnectionPool(postgres_url, open=False)
+    saver = PostgresSaver(pool, schema=pg_schema)
+    with pytest.raises(CheckpointStorageError, match="pool is closed"):
+        saver.setup()

@@ -40,7 +40,9 @@ class PostgresSaver(CheckpointSaver):
     """Keep threads in PostgreSQL, so any process that reaches the database resumes them.
 
     Args:
-        pool: a ``psycopg_pool.ConnectionPool`` (see :meth:`from_url`).
+        pool: an open ``psycopg_pool.ConnectionPool`` (see :meth:`from_url`). The saver
+            begins its own transactions, so it puts the connections it takes in
+            autocommit mode.
         schema: the schema holding the tables (``setup()`` creates it if missing).
         ttl: seconds after a thread's last write that it expires (``None``: never).
         keep_last: keep only this many newest checkpoints per thread.

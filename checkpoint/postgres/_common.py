@@ -55,7 +55,12 @@ def storage_error(action: str, exc: BaseException) -> CheckpointError:
     """The checkpoint error for a psycopg or pool error (never echoes the connection URL)."""
     psycopg, psycopg_pool = require()
     made: CheckpointError
-    if isinstance(exc, psycopg_pool.PoolTimeout):
+    if isinstance(exc, psycopg_pool.PoolClosed):
+        made = CheckpointStorageError(
+            f"PostgreSQL pool is closed while {action}: open it (pool.open()), or make the "
+            "saver with from_url, which opens its own"
+        )
+    elif isinstance(exc, psycopg_pool.PoolTimeout):
         made = CheckpointStorageError(
             f"PostgreSQL unreachable while {action}: no connection within the pool's timeout "
             f"({exc})"

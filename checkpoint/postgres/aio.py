@@ -35,6 +35,8 @@ class AsyncPostgresSaver(CheckpointSaver):
 
     Args:
         pool: the async pool (see :meth:`from_url`); opened on first use if it is not.
+            The saver begins its own transactions, so it puts the connections it takes
+            in autocommit mode.
         schema: the schema holding the tables.
         ttl: seconds after a thread's last write that it expires (``None``: never).
         keep_last: keep only this many newest checkpoints per thread.
