@@ -24,7 +24,7 @@ from graphagent.graph._command import Command, Interrupt, TaskScope
 from graphagent.graph._constants import END, INTERRUPT, START
 from graphagent.graph._effects import Emit, Execute, Load, Put, PutWrites, Task
 from graphagent.graph._nodes import Branch
-from graphagent.graph._state import OverAllState
+from graphagent.graph._state import OverAllState, as_input
 from graphagent.graph._strategies import MISSING, Change
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ class Loop:
         """The nodes due after ``ran`` finished (state already merged)."""
         topo = self.graph.topology
         targets: list[str] = []
-        state = OverAllState(self.values)
+        state = OverAllState(self.values, self.graph.schema.empties)
         for node in ran:
             goto = gotos.get(node)
             if goto is not None:
@@ -369,10 +369,7 @@ def run_program(
     else:
         if isinstance(input, Command):
             raise UserError("a Command as input must carry resume=...; to update, use update_state")
-        if not isinstance(input, Mapping):
-            raise InvalidUpdateError(
-                f"graph input must be a dict of state keys, got {type(input).__name__}"
-            )
+        input = as_input(input)
         updates: list[tuple[str, Mapping[str, Any]]] = [("__input__", input)]
         if saved is None and graph.schema.defaults:
             defaults = {k: v for k, v in graph.schema.defaults.items() if k not in input}
@@ -421,7 +418,7 @@ def run_program(
         if "debug" in modes:
             for t in tasks:
                 yield Emit("debug", {"type": "task", "step": loop.step + 1, "node": t.spec.name})
-        outcome = yield Execute(tasks, OverAllState(loop.values), node_config)
+        outcome = yield Execute(tasks, OverAllState(loop.values, graph.schema.empties), node_config)
 
         failures: list[tuple[str, BaseException]] = []
         new_interrupts: list[tuple[str, tuple[Any, ...]]] = []

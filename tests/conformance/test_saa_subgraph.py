@@ -23,7 +23,9 @@ ITEM3 = "issue 12 item 3: interrupt_after inside a subgraph does not pause the p
 def _schema() -> dict[str, Any]:
     return {
         "newAttribute": ReplaceStrategy(),
-        "messages": AppendStrategy(),
+        # Spring AI Alibaba's "messages" holds plain strings; graphagent's "messages" key
+        # coerces to messages unless told not to (docs/coming-from.md, Differences).
+        "messages": AppendStrategy(messages=False),
         "resume_subgraph": ReplaceStrategy(),
     }
 
