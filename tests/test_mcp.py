@@ -576,3 +576,12 @@ def test_every_content_kind_is_described() -> None:
     silent = types.CallToolResult(content=[], isError=True)
     with pytest.raises(ToolExecutionError, match="from tool 't': no details given"):
         result_text(silent, tool="t", server="s")
+
+
+def test_missing_node_fails_saying_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without node/npm the MCP tests fail (never skip) with what to install."""
+    import _mcp_servers
+
+    monkeypatch.setattr(_mcp_servers.shutil, "which", lambda name: None)
+    with pytest.raises(_mcp_servers.NodeMissing, match=r"'node' \(Node.js 20 or newer with npm\)"):
+        _mcp_servers.node_servers()

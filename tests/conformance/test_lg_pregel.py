@@ -280,10 +280,6 @@ def test_messages_key_coerces_strings_and_dicts() -> None:
 
 
 # origin: langgraph tests/test_pregel.py (async nodes returning awaitables) / issue 12 item 14
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 14: a sync node returning an awaitable is not awaited under ainvoke",
-)
 async def test_node_returning_awaitable_is_awaited() -> None:
     class Later:
         """An awaitable that is not a coroutine (no "never awaited" warning when dropped)."""
@@ -299,10 +295,6 @@ async def test_node_returning_awaitable_is_awaited() -> None:
 
 
 # origin: langgraph tests/test_pregel.py (a failing task cancels its siblings) / item 14
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 14: a failing async node does not cancel its running siblings",
-)
 async def test_failing_async_node_cancels_siblings() -> None:
     cancelled = asyncio.Event()
 
@@ -335,11 +327,6 @@ async def test_failing_async_node_cancels_siblings() -> None:
 # origin: issue 12 item 15 (32 parallel subgraph nodes of 2 parallel nodes each); run in a
 # child process so a deadlock there cannot starve this process's shared pool (the run takes
 # well under a second when it works; 5 s only bounds the hang)
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 15: 32 parallel subgraphs of 2 parallel "
-    "nodes deadlock on the shared pool",
-)
 def test_many_parallel_subgraphs_do_not_deadlock() -> None:
     script = textwrap.dedent(
         """
