@@ -19,6 +19,11 @@ place, so appending one message to a 1,000-message history writes one item and a
 record whose size does not depend on the history. A checkpoint written on top of
 an older one (a fork: ``update_state`` on history, time travel) starts a new branch
 and keeps the parent's ranges, so forks share the history they have in common.
+
+Only the line that started a branch may extend it: a record lists the branches it
+*owns* (``own``). A fork owns none of the branches it shares, so when it appends
+later it starts its own branch, and the shared items (which the original line
+goes on reading, and may go on extending) are never overwritten.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ class Record:
     extra: dict[str, Any]
     vals: dict[str, str]
     logs: dict[str, list[Range]]
+    own: tuple[str, ...] = ()
 
     def to_plain(self) -> list[Any]:
         """The record as plain msgpack-able data."""
@@ -77,13 +83,14 @@ class Record:
             self.extra,
             self.vals,
             {k: [list(r) for r in ranges] for k, ranges in self.logs.items()},
+            list(self.own),
         ]
 
 
 def decode_record(blob: bytes, loads: Loads) -> Record:
     """Decode a record stored by :func:`plan_put`."""
     data = loads(blob)
-    if not isinstance(data, list) or len(data) != 10 or not isinstance(data[0], int):
+    if not isinstance(data, list) or len(data) not in (10, 11) or not isinstance(data[0], int):
         raise SerializationError("stored checkpoint record has an unknown layout")
     if data[0] != LAYOUT:
         raise SerializationError(
@@ -91,7 +98,10 @@ def decode_record(blob: bytes, loads: Loads) -> Record:
             f"checkpoint reads layout {LAYOUT}; delete the thread (or read it with the version "
             "that wrote it)"
         )
-    _, cid, parent, step, created, nxt, meta, extra, vals, logs = data
+    # records written before branch ownership own nothing: appending on top of one
+    # starts a new branch, which is always safe
+    _, cid, parent, step, created, nxt, meta, extra, vals, logs = data[:10]
+    own = tuple(str(b) for b in data[10]) if len(data) == 11 else ()
     return Record(
         id=cid,
         parent_id=parent,
@@ -102,6 +112,7 @@ def decode_record(blob: bytes, loads: Loads) -> Record:
         extra=extra,
         vals=vals,
         logs={k: [(str(b), int(s), int(e)) for b, s, e in ranges] for k, ranges in logs.items()},
+        own=own,
     )
 
 
@@ -132,11 +143,13 @@ def plan_put(
     Args:
         parent: the parent's record (``None`` for a thread's first checkpoint).
         write: the step's changes.
-        on_head: the parent is the thread's head, so its log branches may be extended.
+        on_head: the parent is the thread's head, so the log branches it owns may be
+            extended in place.
         dumps: the value encoder.
     """
     vals = dict(parent.vals) if parent else {}
     logs = {k: list(v) for k, v in parent.logs.items()} if parent else {}
+    owned = set(parent.own) if parent and on_head else set()
     data: dict[str, bytes] = {}
     sets: dict[str, Any] = {}
     for key, (kind, payload) in write.changes.items():
@@ -155,13 +168,14 @@ def plan_put(
         items = list(payload)
         ranges = logs.get(key, []) if kind == "append" else []
         vals.pop(key, None)
-        if on_head and ranges:
+        if ranges and ranges[-1][0] in owned:
             branch, start, end = ranges[-1]
             ranges = [*ranges[:-1], (branch, start, end + len(items))]
             base = end
         else:
             branch, base = write.id, 0
             ranges = [*ranges, (branch, 0, len(items))]
+            owned.add(branch)
         for offset, item in enumerate(items):
             data[log_field(key, branch, base + offset)] = dumps(item)
         logs[key] = ranges
@@ -177,6 +191,7 @@ def plan_put(
         extra=dict(write.extra),
         vals=vals,
         logs=logs,
+        own=tuple(sorted(owned & {r[0] for ranges in logs.values() for r in ranges})),
     )
     return PutPlan(record, dumps(record.to_plain()), data)
 

@@ -102,6 +102,14 @@ return {id, redis.call('HGET', KEYS[2], id)}
 """
 
 
+_PREFIX_SEPARATORS = ":{}"
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a literal inside a Redis ``SCAN MATCH`` pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
 def escape_thread_id(thread_id: str) -> str:
     """Make a thread id safe inside a hash-tagged key (``{``, ``}`` and ``%`` escaped)."""
     return thread_id.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
@@ -185,8 +193,14 @@ class _RedisLogic:
         keep_last: int | None,
         serde: Serde | None,
     ) -> None:
-        if not prefix or any(c in prefix for c in "{}"):
-            raise ValueError(f"invalid key prefix {prefix!r}: it must be non-empty, without braces")
+        if not prefix or any(c in prefix for c in _PREFIX_SEPARATORS):
+            # the first ':' inside the hash tag ends the prefix; allowing one in the prefix
+            # would let thread 'eu:1' of prefix 'p' and thread '1' of prefix 'p:eu' share keys
+            raise ValueError(
+                f"invalid key prefix {prefix!r}: it must be non-empty and contain none of "
+                f"{' '.join(_PREFIX_SEPARATORS)} (use '-' or '.' to separate tenants, e.g. "
+                "'myapp-eu')"
+            )
         if keep_last is not None and keep_last < 1:
             raise ValueError("keep_last must be at least 1 (or None to keep everything)")
         self.prefix = prefix
@@ -358,7 +372,7 @@ class _RedisLogic:
         return raw.decode() if isinstance(raw, bytes) else None
 
     def threads(self) -> _Program[builtins.list[str]]:
-        pattern = f"{{{self.prefix}:*}}:head"
+        pattern = f"{{{glob_escape(self.prefix)}:*}}:head"
         keys = yield _Scan(pattern)
         start, end = len(self.prefix) + 2, -len("}:head")
         return sorted({unescape_thread_id(bytes(key).decode()[start:end]) for key in keys})

@@ -256,15 +256,17 @@ class AsyncSqliteSaver(SqliteSaver):
     """``SqliteSaver`` for async services: its ``a``-methods run on a worker thread of its own.
 
     Same file format (the two read each other's threads); the sync methods work too.
-    Close it with :meth:`aclose`.
+    Close it with :meth:`aclose` (a later call opens it again).
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", **options: Any) -> None:
         super().__init__(path, **options)
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="graphagent-sqlite")
+        self._executor: ThreadPoolExecutor | None = None
 
     async def _off(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
+        if self._executor is None:  # first use, or used again after aclose()
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="graphagent-sqlite")
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
     async def aput(
@@ -304,4 +306,6 @@ class AsyncSqliteSaver(SqliteSaver):
     async def aclose(self) -> None:
         """Close the connection and the worker thread."""
         await self._off(self.close)
-        self._executor.shutdown(wait=False)
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False)

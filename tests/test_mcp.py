@@ -337,6 +337,20 @@ def test_agent_process_killed_leaves_no_server(servers: dict[str, list[str]], si
     assert not [p for p in pids if alive(p)]
 
 
+def test_exit_without_close_leaves_no_server(servers: dict[str, list[str]]) -> None:
+    """A script that never closes its provider: the server stops when Python exits."""
+    node, script = servers["everything"]
+    code = SIGTERM_SCRIPT.format(
+        tests=str(Path(__file__).parent), node=node, script=script, own_handler=False
+    ).replace("time.sleep(60)", "")
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 2 and not [p for p in pids if alive(p)]
+
+
 def test_sigterm_runs_the_applications_own_handler_too(servers: dict[str, list[str]]) -> None:
     """An app with its own SIGTERM handler: servers are stopped, then its handler runs."""
     node, script = servers["everything"]
@@ -562,3 +576,12 @@ def test_every_content_kind_is_described() -> None:
     silent = types.CallToolResult(content=[], isError=True)
     with pytest.raises(ToolExecutionError, match="from tool 't': no details given"):
         result_text(silent, tool="t", server="s")
+
+
+def test_missing_node_fails_saying_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without node/npm the MCP tests fail (never skip) with what to install."""
+    import _mcp_servers
+
+    monkeypatch.setattr(_mcp_servers.shutil, "which", lambda name: None)
+    with pytest.raises(_mcp_servers.NodeMissing, match=r"'node' \(Node.js 20 or newer with npm\)"):
+        _mcp_servers.node_servers()

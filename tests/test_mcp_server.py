@@ -158,7 +158,9 @@ def test_our_server_through_our_client(our_url: str) -> None:
 
 
 def _inspector(servers: dict[str, list[str]], *target: str, args: list[str]) -> Any:
-    env = {**os.environ, "MCP_CATALOG_PATH": str(TESTS.parent / ".venv" / "mcp-catalog.json")}
+    # the inspector keeps a catalog and storage under HOME: give it one of its own
+    home = TESTS.parent / ".venv" / "mcp-home"
+    env = {**os.environ, "HOME": str(home), "MCP_CATALOG_PATH": str(home / "catalog.json")}
     done = subprocess.run(
         [*servers["inspector"], "--cli", *target, *args],
         capture_output=True,

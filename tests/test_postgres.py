@@ -136,6 +136,14 @@ async def test_async_saver_runs_a_graph_and_reads_sync_threads(
         out = await app.ainvoke({"messages": [UserMessage("again")]}, {"thread_id": "a"})
         assert [m.text for m in out["messages"]] == ["hi", "1", "again", "3"]
         assert await saver.athreads() == ["a", "s"]
+        # with lock_timeout, concurrent runs on one thread take turns, and all land
+        await asyncio.gather(
+            *(app.ainvoke({"messages": [UserMessage("q")]}, {"thread_id": "L"}) for _ in range(4))
+        )
+        locked = await saver.aget("L")
+        assert locked is not None
+        texts = [m.text for m in locked.values["messages"]]
+        assert texts == ["q", "1", "q", "3", "q", "5", "q", "7"]  # each run whole, in turn
         with pytest.raises(TypeError, match="only async methods"):
             saver.get("a")
     finally:

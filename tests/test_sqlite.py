@@ -108,6 +108,8 @@ async def test_async_saver_runs_a_graph_and_shares_the_file(tmp_path: Path) -> N
     assert [m.text for m in out["messages"]] == ["hi", "1", "again", "3"]
     assert await saver.athreads() == ["t"]
     await saver.aclose()
+    assert await saver.athreads() == ["t"]  # used again after aclose(): it reopens
+    await saver.aclose()
     cp = SqliteSaver(path).get("t")
     assert cp is not None and len(cp.values["messages"]) == 4
 

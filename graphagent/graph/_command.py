@@ -6,15 +6,29 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 from graphagent.errors import GraphInterrupt
 
-__all__ = ["Command", "Interrupt", "TaskScope", "current_task", "interrupt"]
+__all__ = [
+    "Command",
+    "Interrupt",
+    "RunContext",
+    "TaskScope",
+    "current_task",
+    "interrupt",
+    "path_key",
+]
+
+
+N = TypeVar("N", default=str)
+"""The node names a ``Command`` may go to: ``Command[Literal["a", "b"]]``."""
 
 
 @dataclass(frozen=True)
-class Command:
+class Command(Generic[N]):
     """Update the state and route, from a node; or resume a paused thread, as input.
 
     Attributes:
@@ -42,28 +56,91 @@ class Interrupt:
         value: what the node asked (shown to the human).
         id: stable id, used to resume one of several pending interrupts.
         node: the node that asked.
+        path: where that node runs: the parent graph's node names down to ``node``
+            (``("review", "ask")`` for node ``ask`` of the subgraph node ``review``).
     """
 
     value: Any
     id: str
     node: str
+    path: tuple[str, ...] = ()
 
     @staticmethod
-    def make(value: Any, node: str, index: int) -> Interrupt:
-        """Build an interrupt whose id depends on the node and its call index only."""
-        digest = hashlib.blake2s(f"{node}\x00{index}".encode(), digest_size=8).hexdigest()
-        return Interrupt(value=value, id=digest, node=node)
+    def make(value: Any, path: tuple[str, ...], index: int) -> Interrupt:
+        """Build an interrupt whose id depends on the task path and its call index only."""
+        key = path_key(path)
+        digest = hashlib.blake2s(f"{key}\x00{index}".encode(), digest_size=8).hexdigest()
+        return Interrupt(value=value, id=digest, node=path[-1], path=path)
+
+    @staticmethod
+    def load(stored: Sequence[Any]) -> Interrupt:
+        """Rebuild an interrupt from its stored ``[value, id, node(, path)]`` form."""
+        value, id_, node = stored[0], stored[1], stored[2]
+        path = tuple(stored[3]) if len(stored) > 3 else (node,)
+        return Interrupt(value=value, id=id_, node=node, path=path)
+
+    def dump(self) -> list[Any]:
+        """The stored form read back by :meth:`load`."""
+        return [self.value, self.id, self.node, list(self.path)]
+
+
+def path_key(path: Sequence[str]) -> str:
+    """One string for a task path (how answers and suspended runs are keyed)."""
+    return "|".join(path)
+
+
+class RunContext:
+    """What every task of one top-level run shares, nested runs included.
+
+    ``answers`` holds the answers given so far per task path; ``suspended`` the saved
+    position of each nested run that paused, per path. A nested compiled graph run
+    inside a node finds both here, so its interrupts resume where they asked.
+    """
+
+    __slots__ = ("answers", "persistent", "suspended", "thread")
+
+    def __init__(self, thread: str | None, persistent: bool) -> None:
+        self.thread = thread
+        self.persistent = persistent
+        self.answers: dict[str, list[Any]] = {}
+        self.suspended: dict[str, dict[str, Any]] = {}
+
+    def under(self, table: Mapping[str, Any], top: str) -> list[tuple[str, Any]]:
+        """The entries of ``table`` for task path ``top`` and every path below it."""
+        prefix = top + "|"
+        return [(k, v) for k, v in table.items() if k == top or k.startswith(prefix)]
+
+    def forget(self, top: str) -> None:
+        """Drop answers and suspended runs of ``top`` and below: its step is committed."""
+        for table in (self.answers, self.suspended):
+            if table:
+                for key, _ in self.under(table, top):
+                    del table[key]
 
 
 class TaskScope:
-    """Per-node-execution context: resume answers received so far and the call counter."""
+    """Per-node-execution context: its task path, answers so far, and call counters."""
 
-    __slots__ = ("calls", "node", "resume")
+    __slots__ = ("calls", "ctx", "node", "path", "resume", "runs")
 
-    def __init__(self, node: str, resume: list[Any] | tuple[Any, ...] = ()) -> None:
-        self.node = node
+    def __init__(
+        self,
+        path: tuple[str, ...],
+        resume: list[Any] | tuple[Any, ...] = (),
+        ctx: RunContext | None = None,
+    ) -> None:
+        self.path = path
+        self.node = path[-1]
         self.resume = resume
+        self.ctx = ctx
         self.calls = 0
+        self.runs = 0
+
+    def nested_path(self) -> tuple[str, ...]:
+        """The base path of the next nested graph run inside this task."""
+        index = self.runs
+        self.runs += 1
+        return self.path if index == 0 else (*self.path, f"#{index}")
 
 
 _TASK: ContextVar[TaskScope | None] = ContextVar("graphagent_task", default=None)
@@ -97,4 +174,4 @@ def interrupt(value: Any) -> Any:
     scope.calls += 1
     if index < len(scope.resume):
         return scope.resume[index]
-    raise GraphInterrupt((Interrupt.make(value, scope.node, index),))
+    raise GraphInterrupt((Interrupt.make(value, scope.path, index),))

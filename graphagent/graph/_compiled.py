@@ -9,21 +9,50 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
+import inspect
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
 from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
+from graphagent._executor import run_all
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
-from graphagent.errors import GraphBubbleUp, UserError, mirror_error, saver_errors
+from graphagent.errors import (
+    GraphBubbleUp,
+    GraphInterrupt,
+    UserError,
+    mirror_error,
+    saver_errors,
+)
 from graphagent.graph._command import current_task
-from graphagent.graph._effects import Emit, Execute, Load, Put, PutWrites, Task
-from graphagent.graph._loop import run_program, update_program
+from graphagent.graph._effects import (
+    Done,
+    Emit,
+    Execute,
+    Failed,
+    Load,
+    OpenLive,
+    Outcome,
+    Paused,
+    Put,
+    PutWrites,
+    Task,
+)
+from graphagent.graph._loop import update_program
+from graphagent.graph._run import run_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot
 from graphagent.graph._strategies import Change, ReplaceStrategy
 from graphagent.graph._validate import Topology
@@ -38,18 +67,7 @@ StreamMode = str
 MODES = frozenset({"values", "updates", "custom", "debug", "messages"})
 _LIVE = frozenset({"custom", "messages"})
 _TASK = current_task()
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
 _DONE = object()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        with _POOL_LOCK:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="graphagent")
-    return _POOL
 
 
 def _parse_modes(mode: str | Sequence[str]) -> tuple[frozenset[str], bool]:
@@ -70,54 +88,81 @@ class _Result:
         self.value: Any = None
 
 
-def _call(task: Task, state: OverAllState, config: RunnableConfig) -> tuple[str, Any]:
+def _call(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool = True) -> Outcome:
+    """Run one node in this thread; with ``resolve``, an awaitable it returns is run too."""
     spec = task.spec
     token = _TASK.set(task.scope)
     try:
-        if spec.subgraph is not None:
-            return "ok", spec.fn(state, config)
         ret = spec.fn(state, config) if spec.takes_config else spec.fn(state)
-        if spec.is_async:
-            ret = asyncio.run(ret)
-        return "ok", ret
+        if resolve and inspect.isawaitable(ret):
+            ret = asyncio.run(_awaited(ret))
+        return Done(ret)
+    except GraphInterrupt as signal:
+        return Paused(signal)
     except RuntimeError as exc:
-        if spec.is_async and "running event loop" in str(exc):
-            return "error", UserError(
-                f"node {spec.name!r} is async; call ainvoke()/astream() from async code"
+        if "running event loop" in str(exc):
+            return Failed(
+                UserError(f"node {spec.name!r} is async; call ainvoke()/astream() from async code")
             )
-        return "error", exc
+        return Failed(exc)
     except (Exception, GraphBubbleUp) as exc:
-        return "error", exc
+        return Failed(exc)
     finally:
         _TASK.reset(token)
 
 
-async def _acall(
-    task: Task, state: OverAllState, config: RunnableConfig, inline: bool
-) -> tuple[str, Any]:
+async def _awaited(ret: Awaitable[Any]) -> Any:
+    while inspect.isawaitable(ret):
+        ret = await ret
+    return ret
+
+
+async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
+    """Run one node under the event loop; sync nodes run in a worker thread."""
     spec = task.spec
     if spec.subgraph is not None:
-        token = _TASK.set(task.scope)
-        try:
-            return "ok", await spec.subgraph._anode(state, config, spec.metadata)
-        except (Exception, GraphBubbleUp) as exc:
-            return "error", exc
-        finally:
-            _TASK.reset(token)
-    fn = spec.afn or spec.fn
-    if not (spec.is_async or spec.afn is not None):
-        if inline:
-            return _call(task, state, config)
-        return await asyncio.to_thread(_call, task, state, config)
+        return await _in_scope(task, spec.subgraph._anode(state, config, spec.metadata))
+    if spec.afn is not None:
+        fn = spec.afn
+    elif spec.is_async:
+        fn = spec.fn
+    else:
+        outcome = await asyncio.to_thread(_call, task, state, config, False)
+        if type(outcome) is Done and inspect.isawaitable(outcome.value):
+            return await _in_scope(task, outcome.value)
+        return outcome
     token = _TASK.set(task.scope)
     try:
-        if spec.takes_config:
-            return "ok", await fn(state, config)
-        return "ok", await fn(state)
+        ret = fn(state, config) if spec.takes_config else fn(state)
+    except GraphInterrupt as signal:
+        return Paused(signal)
     except (Exception, GraphBubbleUp) as exc:
-        return "error", exc
+        return Failed(exc)
     finally:
         _TASK.reset(token)
+    return await _in_scope(task, ret)
+
+
+async def _in_scope(task: Task, ret: Any) -> Outcome:
+    """Await what a node returned, with the node's scope set (for ``interrupt()``)."""
+    token = _TASK.set(task.scope)
+    try:
+        return Done(await _awaited(ret))
+    except GraphInterrupt as signal:
+        return Paused(signal)
+    except (Exception, GraphBubbleUp) as exc:
+        return Failed(exc)
+    finally:
+        _TASK.reset(token)
+
+
+def _parent_has(parent: Schema, key: str, state: Mapping[str, Any] | None) -> bool:
+    """Whether a parent graph takes ``key`` from a subgraph: a schema naming no keys takes
+    all; else the keys it names, and for an open schema also those already in its state."""
+    named = parent.strategies
+    if not named or key in named:
+        return True
+    return not parent.closed and state is not None and key in state
 
 
 def _async_sink() -> tuple[asyncio.Queue[Any], Callable[[Any], None]]:
@@ -199,7 +244,7 @@ class CompiledGraph:
                 elif kind is PutWrites:
                     assert saver is not None
                     saver.put_writes(effect.thread_id, effect.checkpoint_id, effect.writes)
-                elif effect is _LIVE_SETUP:
+                elif kind is OpenLive:
                     live = queue.SimpleQueue()
                     send = live.put
         except StopIteration as stop:
@@ -208,6 +253,8 @@ class CompiledGraph:
             # the one saver boundary of a run: checkpoint errors become GraphAgentErrors
             raise mirror_error(exc) from exc
         finally:
+            # a consumer that stops early (or an error) still ends the program properly
+            program.close()
             held.close()
 
     @staticmethod
@@ -218,21 +265,18 @@ class CompiledGraph:
         return cp, saver.head(effect.thread_id)
 
     @staticmethod
-    def _execute(effect: Execute) -> dict[str, tuple[str, Any]]:
-        tasks = effect.tasks
+    def _execute(effect: Execute) -> dict[str, Outcome]:
+        tasks, state, config = effect.tasks, effect.state, effect.config
         if len(tasks) == 1:
-            return {tasks[0].spec.name: _call(tasks[0], effect.state, effect.config)}
-        pool = _pool()
-        futures = [
-            pool.submit(contextvars.copy_context().run, _call, t, effect.state, effect.config)
-            for t in tasks
-        ]
-        return {t.spec.name: f.result() for t, f in zip(tasks, futures, strict=True)}
+            return {tasks[0].spec.name: _call(tasks[0], state, config)}
+        calls = [functools.partial(_call, t, state, config) for t in tasks]
+        outcomes = run_all(calls)
+        return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True)}
 
     def _execute_live(
         self, effect: Execute, events: queue.SimpleQueue[Any]
-    ) -> Generator[tuple[str, Any], None, dict[str, tuple[str, Any]]]:
-        box: list[dict[str, tuple[str, Any]]] = []
+    ) -> Generator[tuple[str, Any], None, dict[str, Outcome]]:
+        box: list[dict[str, Outcome]] = []
 
         def work() -> None:
             try:
@@ -299,7 +343,7 @@ class CompiledGraph:
                 elif kind is PutWrites:
                     assert saver is not None
                     await saver.aput_writes(effect.thread_id, effect.checkpoint_id, effect.writes)
-                elif effect is _LIVE_SETUP:
+                elif kind is OpenLive:
                     live, send = _async_sink()
         except StopIteration as stop:
             result.value = stop.value
@@ -307,18 +351,30 @@ class CompiledGraph:
             # the one saver boundary of a run: checkpoint errors become GraphAgentErrors
             raise mirror_error(exc) from exc
         finally:
+            program.close()
             await held.aclose()
 
     @staticmethod
-    async def _aexecute(effect: Execute) -> dict[str, tuple[str, Any]]:
-        tasks = effect.tasks
+    async def _aexecute(effect: Execute) -> dict[str, Outcome]:
+        tasks, state, config = effect.tasks, effect.state, effect.config
         if len(tasks) == 1:
-            task = tasks[0]
-            return {task.spec.name: await _acall(task, effect.state, effect.config, False)}
-        outcomes = await asyncio.gather(
-            *(_acall(t, effect.state, effect.config, False) for t in tasks)
-        )
-        return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True)}
+            return {tasks[0].spec.name: await _acall(tasks[0], state, config)}
+        running = {asyncio.ensure_future(_acall(t, state, config)): t.spec.name for t in tasks}
+        outcomes: dict[str, Outcome] = {}
+        pending = set(running)
+        try:
+            while pending:
+                finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for future in finished:
+                    outcomes[running[future]] = future.result()
+                if any(type(outcomes[running[f]]) is Failed for f in finished):
+                    break  # a failure ends the step now: its siblings are cancelled
+        finally:
+            for future in pending:
+                future.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        return outcomes
 
     # -- programs --------------------------------------------------------------------
 
@@ -326,7 +382,7 @@ class CompiledGraph:
         self, input: Any, config: RunnableConfig, modes: frozenset[str]
     ) -> Generator[Any, Any, Any]:
         if modes & _LIVE:
-            put = yield _LIVE_SETUP
+            put = yield OpenLive()
             update: dict[str, Any] = {"writer": lambda p: put(("custom", p))}
             if "messages" in modes:
                 update["emit"] = lambda mode, p: put((mode, p))
@@ -354,6 +410,8 @@ class CompiledGraph:
             app.invoke({"count": 0}, {"thread_id": "t1"})
         """
         cfg = self._config(config, thread_id)
+        if self._inside_run(cfg):
+            return self.run_nested(input, cfg)[0]
         result = _Result()
         for _ in self._drive(run_program(self, input, cfg, frozenset()), frozenset(), result):
             pass
@@ -364,12 +422,27 @@ class CompiledGraph:
     ) -> dict[str, Any]:
         """Async :meth:`invoke`; async nodes and async savers are awaited natively."""
         cfg = self._config(config, thread_id)
+        if self._inside_run(cfg):
+            return (await self.arun_nested(input, cfg))[0]
         result = _Result()
         async for _ in self._adrive(
             run_program(self, input, cfg, frozenset()), frozenset(), result
         ):
             pass
         return result.value  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _inside_run(config: RunnableConfig) -> bool:
+        """Whether this call comes from a node of a running graph, on that run's thread.
+
+        Then the graph runs nested in that node, as a subgraph does: it inherits the
+        run's thread and saver, so its interrupts pause the run and resume in place.
+        A config naming another thread starts an independent run instead.
+        """
+        scope = _TASK.get()
+        if scope is None or scope.ctx is None:
+            return False
+        return config.thread_id is None or config.thread_id == scope.ctx.thread
 
     def stream(
         self,
@@ -450,7 +523,7 @@ class CompiledGraph:
 
         def run_subgraph(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
             values, net = self.run_nested(self._sub_input(state), config)
-            return self.net_update(net, values, parent)
+            return self.net_update(net, values, parent, state)
 
         return run_subgraph
 
@@ -459,7 +532,7 @@ class CompiledGraph:
     ) -> dict[str, Any]:
         values, net = await self.arun_nested(self._sub_input(state), config)
         parent = metadata.get("parent_schema") if metadata else None
-        return self.net_update(net, values, parent)
+        return self.net_update(net, values, parent, state)
 
     def _sub_input(self, state: OverAllState) -> dict[str, Any]:
         if self.schema.closed:
@@ -468,14 +541,21 @@ class CompiledGraph:
 
     @staticmethod
     def net_update(
-        net: dict[str, Change], values: dict[str, Any], parent: Schema | None
+        net: dict[str, Change],
+        values: dict[str, Any],
+        parent: Schema | None,
+        state: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """A nested run's changes as one update for the parent graph."""
+        """A nested run's changes as one update for the parent graph.
+
+        Keys the parent does not have stay in the subgraph: a parent schema that names
+        keys gets only those (an open one also those already in its ``state``).
+        """
         # Appended items go up as items, so the parent's strategy appends them once;
         # a parent key that replaces gets the subgraph's final value instead.
         update: dict[str, Any] = {}
         for key, (kind, payload) in net.items():
-            if parent is not None and parent.closed and key not in parent.strategies:
+            if parent is not None and not _parent_has(parent, key, state):
                 continue  # the subgraph's own key: it stays in the subgraph
             strategy = parent.strategies.get(key) if parent is not None else None
             replaces = strategy is None or getattr(strategy, "replaces", False)
@@ -635,6 +715,3 @@ class CompiledGraph:
     def __repr__(self) -> str:
         saver = type(self.saver).__name__ if self.saver is not None else "no saver"
         return f"<CompiledGraph {self.name!r}: {len(self.topology.nodes)} nodes, {saver}>"
-
-
-_LIVE_SETUP = object()

@@ -1,4 +1,8 @@
-"""Effects the run program asks its driver to perform (the only I/O of a run)."""
+"""Effects the run program asks its driver to perform (the only I/O of a run).
+
+The program (``_run.run_program``) yields one of these and receives what the
+docstring says it returns. Executing nodes returns one typed :data:`Outcome` per node.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
+from graphagent.errors import GraphInterrupt
 from graphagent.graph._command import TaskScope
 from graphagent.graph._nodes import NodeSpec
 
@@ -46,10 +51,7 @@ class Task:
 
 @dataclass(slots=True)
 class Execute:
-    """Run a step's tasks on one state snapshot.
-
-    Returns ``dict[node, ("ok", value) | ("error", exception)]``.
-    """
+    """Run a step's tasks on one state snapshot: returns ``dict[node, Outcome]``."""
 
     tasks: tuple[Task, ...]
     state: Any
@@ -64,6 +66,52 @@ class Emit:
     payload: Any
 
 
-Effect = Load | Put | PutWrites | Execute | Emit
+@dataclass(slots=True)
+class OpenLive:
+    """Open the channel for events nodes emit while they run ("custom", "messages").
 
-__all__ = ["Checkpoint", "Effect", "Emit", "Execute", "Load", "Put", "PutWrites", "Task"]
+    Returns a ``put(event)`` callable, safe to call from any thread.
+    """
+
+
+Effect = Load | Put | PutWrites | Execute | Emit | OpenLive
+
+
+@dataclass(slots=True)
+class Done:
+    """The node returned ``value``."""
+
+    value: Any
+
+
+@dataclass(slots=True)
+class Failed:
+    """The node raised ``error``."""
+
+    error: BaseException
+
+
+@dataclass(slots=True)
+class Paused:
+    """The node (or a graph nested in it) called ``interrupt()`` or reached a breakpoint."""
+
+    signal: GraphInterrupt
+
+
+Outcome = Done | Failed | Paused
+
+__all__ = [
+    "Checkpoint",
+    "Done",
+    "Effect",
+    "Emit",
+    "Execute",
+    "Failed",
+    "Load",
+    "OpenLive",
+    "Outcome",
+    "Paused",
+    "Put",
+    "PutWrites",
+    "Task",
+]

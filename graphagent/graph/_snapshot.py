@@ -20,7 +20,8 @@ class StateSnapshot:
 
     Attributes:
         values: the whole state.
-        next: nodes due to run next; empty when the run finished.
+        next: nodes due to run next; empty when the run finished. In a paused step,
+            nodes that already finished (their work is kept) are not listed.
         checkpoint_id: this checkpoint's id (pass it in a config to time-travel).
         parent_id: the checkpoint before it.
         metadata: ``source`` (``"input"``, ``"loop"``, ``"update"``), ``step``, ``nodes``
@@ -50,10 +51,14 @@ class StateSnapshot:
         """Build a snapshot (an empty one for an unknown thread)."""
         if cp is None:
             return StateSnapshot({}, (), None, None, {}, None, (), config, -1)
-        interrupts = tuple(Interrupt(*w.value) for w in cp.pending_writes if w.kind == "interrupt")
+        interrupts = tuple(
+            Interrupt.load(w.value) for w in cp.pending_writes if w.kind == "interrupt"
+        )
+        # nodes whose work in the paused step is already kept are not "next" any more
+        finished = {w.task for w in cp.pending_writes if w.kind == "update"}
         return StateSnapshot(
             values=cp.values,
-            next=cp.next,
+            next=tuple(n for n in cp.next if n not in finished) if finished else cp.next,
             checkpoint_id=cp.id,
             parent_id=cp.parent_id,
             metadata=cp.metadata,

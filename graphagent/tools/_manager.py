@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from graphagent._executor import call_with_timeout, run_all
 from graphagent.config import ConfigLike
 from graphagent.errors import GraphBubbleUp, ToolArgumentsError, ToolExecutionError
 from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
@@ -242,9 +243,7 @@ class ToolCallingManager:
                     target: Callable[[], str] = lambda: invoke(p.call, tool, p.context)  # noqa: E731
                 else:
                     target = lambda: tool.call(p.call.arguments, p.context)  # noqa: E731
-                if self.timeout is None:
-                    return target()
-                return _pool(self.max_workers).submit(target).result(timeout=self.timeout)
+                return call_with_timeout(target, self.timeout)
 
             return run
 
@@ -257,9 +256,7 @@ class ToolCallingManager:
         if len(plan) <= 1:
             texts = [outcome(p) for p in plan]
         else:
-            pool = _pool(self.max_workers)
-            futures = [pool.submit(contextvars.copy_context().run, outcome, p) for p in plan]
-            texts = [f.result() for f in futures]
+            texts = run_all([functools.partial(outcome, p) for p in plan], self.max_workers)
         return self._result(messages, assistant_message, plan, texts)
 
     async def aexecute_tool_calls(
@@ -307,16 +304,3 @@ class ToolCallingManager:
 
         texts = list(await asyncio.gather(*(one(p) for p in plan)))
         return self._result(messages, assistant_message, plan, texts)
-
-
-_POOLS: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
-
-
-def _pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
-    pool = _POOLS.get(workers)
-    if pool is None:
-        pool = _POOLS.setdefault(
-            workers,
-            concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="graphagent-tool"),
-        )
-    return pool

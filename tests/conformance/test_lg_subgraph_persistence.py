@@ -19,8 +19,6 @@ from graphagent.errors import GraphAgentError
 from graphagent.graph import END, START, AppendStrategy, Command, StateGraph, interrupt
 from graphagent.messages import AssistantMessage, UserMessage
 
-ITEM4 = "issue 12 item 4: a graph invoked inside a node does not inherit the thread and saver"
-
 
 class Parent(TypedDict):
     result: str
@@ -60,7 +58,6 @@ def _config() -> dict[str, Any]:
 
 
 # origin: langgraph tests/test_subgraph_persistence.py::test_stateless_interrupt_resume
-@pytest.mark.xfail(strict=True, reason=ITEM4)
 def test_stateless_interrupt_resume(saver: CheckpointSaver) -> None:
     seen: list[list[str]] = []
     parent = _parent(saver, _inner(ask=True), seen)
@@ -84,7 +81,6 @@ def test_stateless_state_resets(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_subgraph_persistence.py::test_stateless_state_resets_with_interrupt
-@pytest.mark.xfail(strict=True, reason=ITEM4)
 def test_stateless_state_resets_with_interrupt(saver: CheckpointSaver) -> None:
     seen: list[list[str]] = []
     parent = _parent(saver, _inner(ask=True), seen)

@@ -11,16 +11,10 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
-import pytest
 from _support import thread
 
 from checkpoint.base import CheckpointSaver
 from graphagent.graph import END, START, Command, ReplaceStrategy, StateGraph, interrupt
-
-ITEM2 = "issue 12 item 2: resuming an interrupt() inside a subgraph node asks again forever"
-ITEM3 = "issue 12 item 3: interrupt_before/after inside a subgraph does not pause the parent"
-ITEM4 = "issue 12 item 4: sub.invoke() inside a node does not inherit the thread and saver"
-ITEM8 = "issue 12 item 8: a subgraph's own keys leak into the parent's state"
 
 
 class Baz(TypedDict):
@@ -41,7 +35,6 @@ def _line(schema: Any, *nodes: tuple[str, Any], **compile_kw: Any) -> Any:
 
 
 # origin: langgraph tests/test_pregel.py::test_interrupt_subgraph
-@pytest.mark.xfail(strict=True, reason=ITEM2)
 def test_interrupt_in_subgraph_node(saver: CheckpointSaver) -> None:
     child = _line(Baz, ("bar", lambda s: {"baz": interrupt("Please provide baz value:")}))
     app = _line(Baz, ("foo", lambda s: {"baz": "foo"}), ("bar", child), saver=saver)
@@ -66,7 +59,6 @@ def test_interrupt_in_subgraph_node_pauses_parent(saver: CheckpointSaver) -> Non
 
 
 # origin: langgraph tests/test_pregel.py::test_double_interrupt_subgraph (graph as node)
-@pytest.mark.xfail(strict=True, reason=ITEM2)
 def test_double_interrupt_in_subgraph(saver: CheckpointSaver) -> None:
     child = _line(
         Baz,
@@ -100,7 +92,6 @@ def test_double_interrupt_graph_on_its_own(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_double_interrupt_subgraph (invoke in a node)
-@pytest.mark.xfail(strict=True, reason=ITEM4)
 def test_double_interrupt_subgraph_invoked_in_node(saver: CheckpointSaver) -> None:
     child = _line(
         Baz,
@@ -137,7 +128,6 @@ def _parallel_inner(saver: CheckpointSaver, **compile_kw: Any) -> Any:
 
 
 # origin: langgraph tests/test_pregel.py::test_nested_graph_interrupts_parallel
-@pytest.mark.xfail(strict=True, reason=ITEM3)
 def test_nested_graph_interrupts_parallel(saver: CheckpointSaver) -> None:
     app = _parallel_inner(saver)
     config = thread()
@@ -147,7 +137,6 @@ def test_nested_graph_interrupts_parallel(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_nested_graph_interrupts_parallel (updates stream)
-@pytest.mark.xfail(strict=True, reason=ITEM3)
 def test_nested_graph_interrupts_parallel_sibling_not_rerun(saver: CheckpointSaver) -> None:
     app = _parallel_inner(saver)
     config = thread()
@@ -160,7 +149,6 @@ def test_nested_graph_interrupts_parallel_sibling_not_rerun(saver: CheckpointSav
 
 
 # origin: langgraph tests/test_pregel.py::test_doubly_nested_graph_interrupts
-@pytest.mark.xfail(strict=True, reason=ITEM3)
 def test_doubly_nested_graph_interrupts(saver: CheckpointSaver) -> None:
     class S(TypedDict):
         my_key: str
@@ -187,7 +175,6 @@ def test_doubly_nested_graph_interrupts(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_doubly_nested_graph_interrupts (interrupt())
-@pytest.mark.xfail(strict=True, reason=ITEM2)
 def test_doubly_nested_interrupt_call(saver: CheckpointSaver) -> None:
     class S(TypedDict):
         my_key: str
@@ -202,7 +189,6 @@ def test_doubly_nested_interrupt_call(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_multi_resume (two sub-nodes interrupt in one step)
-@pytest.mark.xfail(strict=True, reason=ITEM2)
 def test_two_subgraph_nodes_interrupting_in_one_step(saver: CheckpointSaver) -> None:
     class Parent(TypedDict):
         answers: Annotated[list[str], operator.add]
@@ -264,7 +250,6 @@ def test_three_level_nesting_runs_in_order() -> None:
 
 # origin: langgraph tests/test_pregel.py::test_state_graph_w_config_inherited_state_keys /
 # issue 12 item 8 (subgraph keys the parent lacks)
-@pytest.mark.xfail(strict=True, reason=ITEM8)
 def test_subgraph_private_keys_stay_in_subgraph(saver: CheckpointSaver) -> None:
     sub = StateGraph({"log": operator.add, "scratch": ReplaceStrategy()})
     sub.add_node("work", lambda s: {"log": ["sub"], "scratch": "private"})

@@ -6,20 +6,18 @@ checkpoint, then ``invoke(None, fork_config)``. Every test runs on every saver.
 Deliberate differences (docs/coming-from.md, "Differences from LangGraph"): the history has
 no empty pre-input checkpoint (the input checkpoint already names the first node), and a
 replay writes no extra "fork" checkpoint: the first checkpoint of the new branch is the
-replayed step's own, whose parent is the checkpoint replayed from.
+replayed step's own, whose parent is the checkpoint replayed from (unless the replay pauses
+before finishing a step: then, as in LangGraph, a "fork" copy makes it the head).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from _support import Calls, ListState, chain, summary, thread
 
 from checkpoint.base import CheckpointSaver
 from graphagent.graph import END, START, Command, StateGraph, interrupt
-
-ITEM7 = "issue 12 item 7: a replay/fork that reaches interrupt() does not become the thread's head"
 
 
 def _abc(saver: CheckpointSaver, calls: Calls) -> Any:
@@ -116,7 +114,6 @@ def test_replay_from_before_interrupt_returns_interrupt(saver: CheckpointSaver) 
 
 
 # origin: langgraph tests/test_time_travel.py::test_replay_from_before_interrupt_then_resume
-@pytest.mark.xfail(strict=True, reason=ITEM7)
 def test_replay_from_before_interrupt_then_resume(saver: CheckpointSaver) -> None:
     calls = Calls()
     app = _ask(saver, calls)
@@ -139,8 +136,14 @@ def test_replay_from_before_interrupt_then_resume(saver: CheckpointSaver) -> Non
     final = app.invoke(Command(resume="new_answer"), config)
     assert final["value"] == ["node_a", "ask_human:new_answer", "node_b"]
     history = summary(app.get_state_history(config))
-    assert [(src, nxt) for src, nxt, _ in history[:2]] == [("loop", ()), ("loop", ("node_b",))]
-    assert history[2:] == original  # the old branch is kept as it was
+    # the paused replay's "fork" copy of the replayed checkpoint (as in LangGraph) made it
+    # the head; the new branch grows from there
+    assert history[:3] == [
+        ("loop", (), {"value": ["node_a", "ask_human:new_answer", "node_b"]}),
+        ("loop", ("node_b",), {"value": ["node_a", "ask_human:new_answer"]}),
+        ("fork", ("ask_human",), {"value": ["node_a"]}),
+    ]
+    assert history[3:] == original  # the old branch is kept as it was
 
 
 # origin: langgraph tests/test_time_travel.py::test_replay_interrupt_stable_across_replays
@@ -183,7 +186,6 @@ def test_fork_from_interrupt_checkpoint_refires(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_time_travel.py::test_sequential_interrupts_fork_from_middle
-@pytest.mark.xfail(strict=True, reason=ITEM7)
 def test_sequential_interrupts_fork_from_middle(saver: CheckpointSaver) -> None:
     calls = Calls()
     app = chain(
@@ -230,7 +232,6 @@ def test_multiple_interrupts_in_one_node(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_time_travel.py::test_multiple_interrupts_in_one_node (replay)
-@pytest.mark.xfail(strict=True, reason=ITEM7)
 def test_replay_before_node_with_two_interrupts_refires_first(saver: CheckpointSaver) -> None:
     def ask(state: ListState) -> dict[str, Any]:
         return {"value": [f"{interrupt('First question?')}-{interrupt('Second question?')}"]}
@@ -284,10 +285,6 @@ def test_subgraph_fork_from_before(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_time_travel.py::test_subgraph_interrupt_replay_from_parent
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 2: interrupt() in a subgraph node asks again forever on resume",
-)
 def test_subgraph_interrupt_replay_from_parent(saver: CheckpointSaver) -> None:
     calls = Calls()
     app = _with_subgraph(saver, calls, ask="Provide input:")
@@ -398,7 +395,6 @@ def test_stateless_subgraph_starts_fresh_on_parent_replay(saver: CheckpointSaver
 
 # origin: langgraph tests/test_time_travel.py::
 # test_subgraph_interrupt_replay_from_interrupt_checkpoint
-@pytest.mark.xfail(strict=True, reason=ITEM7)
 def test_replay_from_the_interrupt_checkpoint_refires(saver: CheckpointSaver) -> None:
     calls = Calls()
     app = _ask(saver, calls)

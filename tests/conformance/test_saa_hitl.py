@@ -33,8 +33,6 @@ from graphagent.messages import AssistantMessage, ToolCall
 from graphagent.models import FakeChatModel
 from graphagent.tools import tool
 
-ITEM2 = "issue 12 item 2: resuming a HumanInTheLoopHook inside a nested agent asks again forever"
-
 
 def _call(name: str, arguments: str, call_id: str) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments)
@@ -264,7 +262,6 @@ def test_hitl_inside_composite_agent_pauses_outer_thread(saver: CheckpointSaver,
 
 
 # origin: spring-ai-alibaba HumanInTheLoopTest::testApproved, resumed through each composite
-@pytest.mark.xfail(strict=True, reason=ITEM2)
 @pytest.mark.parametrize("kind", ["sequential", "parallel", "loop", "routing"])
 def test_hitl_inside_composite_agent_resumes(saver: CheckpointSaver, kind: str) -> None:
     outer, tools, _model = _nested_case(saver, kind)
@@ -279,7 +276,6 @@ def test_hitl_inside_composite_agent_resumes(saver: CheckpointSaver, kind: str) 
 
 
 # origin: spring-ai-alibaba HumanInTheLoopTest::testApproved with the agent as an AgentTool
-@pytest.mark.xfail(strict=True, reason=ITEM2)
 def test_hitl_inside_agent_tool_resumes(saver: CheckpointSaver) -> None:
     tools = Tools()
     inner, _ = _agent(None, tools, [_poem_call("n1"), "Poem written."], name="poet")

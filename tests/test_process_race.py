@@ -1,6 +1,7 @@
 """Processes sharing threads through every store that outlives a process (SQLite,
-PostgreSQL, Redis, Cluster): one continues what another wrote, and of several stepping one
-thread from the same head at the same moment exactly one lands."""
+PostgreSQL, Redis, Cluster): of several stepping one thread from the same head at the same
+moment exactly one lands. (Threads continued by other processes: test_scale_out and
+test_crash_mid_step.)"""
 
 from __future__ import annotations
 
@@ -41,44 +42,6 @@ SCRIPT = textwrap.dedent(
         print("conflict:", str(exc).splitlines()[0])
     """
 )
-
-
-TURN = textwrap.dedent(
-    """
-    import sys
-    sys.path.insert(0, sys.argv[1])
-    from _stores import Store
-    from graphagent.graph import END, START, AppendStrategy, StateGraph
-    from graphagent.messages import AssistantMessage, UserMessage
-
-    text = sys.argv[2]
-    store = Store(*sys.argv[3:6])
-
-    def reply(state):
-        return {"messages": [AssistantMessage(f"seen {len(state['messages'])}")]}
-
-    g = StateGraph({"messages": AppendStrategy()}).add_node("reply", reply)
-    app = g.add_edge(START, "reply").add_edge("reply", END).compile(saver=store.open())
-    out = app.invoke({"messages": [UserMessage(text)]}, {"thread_id": "shared"})
-    print("|".join(m.text for m in out["messages"]))
-    """
-)
-
-
-def test_a_thread_continues_in_another_process(store: Store) -> None:
-    """Two Python processes, one after the other, take turns on one thread."""
-    tests = str(Path(__file__).parent)
-    outputs = []
-    for text in ("first", "second"):
-        done = subprocess.run(
-            [sys.executable, "-c", TURN, tests, text, *store.argv()],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        )
-        outputs.append(done.stdout.strip())
-    assert outputs[1] == "first|seen 1|second|seen 3"
 
 
 def test_racing_processes_one_step_lands(store: Store, tmp_path: Path) -> None:

@@ -1,0 +1,97 @@
+"""One policy for running blocking calls concurrently: graph steps and tool calls.
+
+- :func:`run_all` runs calls at once on a shared pool. The calling thread takes
+  back (and runs itself) every call no worker has started yet, so a
+  fan-out nested inside a fan-out (subgraph nodes with parallel nodes, tools that run
+  agents) never waits for a pool slot: however deep the nesting, nothing deadlocks.
+- :func:`call_with_timeout` runs one call in a thread of its own, started at once, so
+  the timeout counts from the call's own start, never from a wait in a queue.
+
+Every call runs in a copy of the caller's context (``contextvars``), so the running
+node's scope (what ``interrupt()`` reads) and tracing context follow it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+__all__ = ["DEFAULT_WORKERS", "call_with_timeout", "run_all"]
+
+T = TypeVar("T")
+
+DEFAULT_WORKERS = 16
+"""Pool size when the caller names none."""
+
+_PENDING: Any = object()
+_POOLS: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
+    pool = _POOLS.get(workers)
+    if pool is None:
+        with _POOLS_LOCK:
+            pool = _POOLS.get(workers)
+            if pool is None:
+                pool = concurrent.futures.ThreadPoolExecutor(
+                    workers, thread_name_prefix="graphagent"
+                )
+                _POOLS[workers] = pool
+    return pool
+
+
+def run_all(calls: Sequence[Callable[[], T]], max_workers: int | None = None) -> list[T]:
+    """Run ``calls`` concurrently and return their results in order.
+
+    A call that raises makes ``run_all`` raise, after every started call has finished.
+    """
+    if not calls:
+        return []
+    pool = _pool(max_workers or DEFAULT_WORKERS)
+    futures = [pool.submit(contextvars.copy_context().run, call) for call in calls]
+    try:
+        results: list[Any] = [_PENDING] * len(calls)
+        for index, (call, future) in enumerate(zip(calls, futures, strict=True)):
+            if future.cancel():  # no worker took it yet: this thread runs it
+                results[index] = contextvars.copy_context().run(call)
+        for index, future in enumerate(futures):
+            if results[index] is _PENDING:
+                results[index] = future.result()
+        return results
+    finally:
+        # on an error, wait for the calls already running (a cancelled one never runs,
+        # and waiting for it would wait for a free worker)
+        running = [f for f in futures if not f.cancel()]
+        concurrent.futures.wait(running)
+
+
+def call_with_timeout(call: Callable[[], T], timeout: float | None) -> T:
+    """Run ``call``; raise ``TimeoutError`` if it has not finished ``timeout`` s after it began.
+
+    The call keeps its own thread, started now; on timeout that thread is left to end on
+    its own (Python cannot stop a thread), and its result is dropped.
+    """
+    if timeout is None:
+        return call()
+    box: list[Any] = []
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            box.append((True, context.run(call)))
+        except BaseException as exc:  # handed to the caller, who re-raises it as is
+            box.append((False, exc))
+
+    worker = threading.Thread(target=work, name="graphagent-timed", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not box:
+        raise TimeoutError(f"the call did not finish within {timeout} s")
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
