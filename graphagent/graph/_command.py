@@ -6,7 +6,9 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 from graphagent.errors import GraphInterrupt
 
@@ -21,8 +23,12 @@ __all__ = [
 ]
 
 
+N = TypeVar("N", default=str)
+"""The node names a ``Command`` may go to: ``Command[Literal["a", "b"]]``."""
+
+
 @dataclass(frozen=True)
-class Command:
+class Command(Generic[N]):
     """Update the state and route, from a node; or resume a paused thread, as input.
 
     Attributes:

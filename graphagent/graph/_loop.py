@@ -138,7 +138,7 @@ class Loop:
         """The nodes due after ``ran`` finished (state already merged)."""
         topo = self.graph.topology
         targets: list[str] = []
-        state = OverAllState(self.values)
+        state = OverAllState(self.values, self.graph.schema.empties)
         for node in ran:
             goto = gotos.get(node)
             if goto is not None:

@@ -21,7 +21,6 @@ from graphagent.errors import (
     EmptyInputError,
     GraphInterrupt,
     GraphRecursionError,
-    InvalidUpdateError,
     UserError,
 )
 from graphagent.graph._command import (
@@ -45,7 +44,7 @@ from graphagent.graph._effects import (
     Task,
 )
 from graphagent.graph._loop import Loop, attach_node, combine, normalize
-from graphagent.graph._state import OverAllState
+from graphagent.graph._state import OverAllState, as_input
 from graphagent.graph._strategies import Change
 
 if TYPE_CHECKING:
@@ -100,7 +99,8 @@ def run_program(
         tasks = yield from run.next_tasks()
         if tasks is None:
             return run.finish()
-        outcomes = yield Execute(tasks, OverAllState(run.loop.values), config)
+        state = OverAllState(run.loop.values, graph.schema.empties)
+        outcomes = yield Execute(tasks, state, config)
         step = run.collect(outcomes)
         if step.paused or step.failure is not None:
             return (yield from run.suspend(step))
@@ -206,10 +206,7 @@ class Run:
     def _merge_input(self, input: Any, saved: Checkpoint | None) -> dict[str, Change]:
         if isinstance(input, Command):
             raise UserError("a Command as input must carry resume=...; to update, use update_state")
-        if not isinstance(input, Mapping):
-            raise InvalidUpdateError(
-                f"graph input must be a dict of state keys, got {type(input).__name__}"
-            )
+        input = as_input(input)
         loop = self.loop
         updates: list[tuple[str, Mapping[str, Any]]] = [("__input__", input)]
         if saved is None and self.graph.schema.defaults:

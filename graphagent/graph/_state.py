@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from graphagent.graph._strategies import KeyStrategy, ReplaceStrategy, as_strategy
+from graphagent.errors import InvalidUpdateError
+from graphagent.graph._strategies import (
+    AppendStrategy,
+    KeyStrategy,
+    ReplaceStrategy,
+    as_strategy,
+    empty_factory,
+)
 
-__all__ = ["OverAllState", "Schema", "parse_schema"]
+__all__ = ["OverAllState", "Schema", "as_input", "parse_schema"]
 
 
 class OverAllState(Mapping[str, Any]):
@@ -23,33 +30,62 @@ class OverAllState(Mapping[str, Any]):
         (1, 0, 1)
     """
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "_empties")
 
-    def __init__(self, data: Mapping[str, Any]) -> None:
+    def __init__(
+        self, data: Mapping[str, Any], empties: Mapping[str, Callable[[], Any]] | None = None
+    ) -> None:
         self._data = data
+        # Keys with a merging strategy read as their empty value ([] / {}) until written.
+        self._empties = {k: f for k, f in (empties or {}).items() if k not in data}
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        try:
+            return self._data[key]
+        except KeyError:
+            empty = self._empties.get(key)
+            if empty is None:
+                raise
+            return empty()
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
+        yield from self._data
+        yield from self._empties
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._data) + len(self._empties)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._data
+        return key in self._data or key in self._empties
 
     def value(self, key: str, default: Any = None) -> Any:
         """The value of ``key``, or ``default`` when the state has none (Spring AI style)."""
-        return self._data.get(key, default)
+        return self.get(key, default)
 
     def data(self) -> dict[str, Any]:
         """A shallow copy of the state as a plain dict."""
-        return dict(self._data)
+        return dict(self)
 
     def __repr__(self) -> str:
         return f"OverAllState({dict(self._data)!r})"
+
+
+def as_input(input: Any) -> Mapping[str, Any]:
+    """Graph input as a mapping: a dict, a TypedDict instance, or a pydantic model
+    (its fields that were set).
+
+    Raises:
+        InvalidUpdateError: the input is none of those.
+    """
+    if isinstance(input, Mapping):
+        return input
+    fields_set = getattr(input, "model_fields_set", None)
+    if isinstance(fields_set, set) and hasattr(type(input), "model_fields"):
+        return {key: getattr(input, key) for key in type(input).model_fields if key in fields_set}
+    raise InvalidUpdateError(
+        f"graph input must be a dict of state keys (or a pydantic model of the state), "
+        f"got {type(input).__name__}"
+    )
 
 
 class Schema:
@@ -59,9 +95,11 @@ class Schema:
         strategies: key -> strategy for every declared key.
         closed: True when the schema is a class, so unknown keys are an error.
         defaults: initial values (pydantic field defaults).
+        empties: key -> what the key reads as before its first write (``[]`` for
+            append keys, ``{}`` for merge keys).
     """
 
-    __slots__ = ("closed", "defaults", "name", "strategies")
+    __slots__ = ("closed", "defaults", "empties", "name", "strategies")
 
     def __init__(
         self,
@@ -71,13 +109,23 @@ class Schema:
         defaults: dict[str, Any],
         name: str,
     ) -> None:
-        self.strategies = strategies
+        self.strategies = {k: _messages_key(k, v) for k, v in strategies.items()}
+        self.empties = {
+            k: f for k, f in ((k, empty_factory(v)) for k, v in self.strategies.items()) if f
+        }
         self.closed = closed
         self.defaults = defaults
         self.name = name
 
 
 _REPLACE = ReplaceStrategy()
+
+
+def _messages_key(key: str, strategy: KeyStrategy) -> KeyStrategy:
+    """A ``"messages"`` key's AppendStrategy coerces strings and dicts to messages."""
+    if key == "messages" and type(strategy) is AppendStrategy and strategy.messages is None:
+        return AppendStrategy(messages=True)
+    return strategy
 
 
 def _strategy_from_metadata(metadata: typing.Iterable[Any], value_type: Any) -> KeyStrategy:

@@ -9,10 +9,11 @@ the step's change.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from graphagent.messages import Message, RemoveMessage, add_messages
+from graphagent.messages import Message, RemoveMessage, add_messages, coerce_message
 
 __all__ = [
     "MISSING",
@@ -21,7 +22,9 @@ __all__ = [
     "KeyStrategy",
     "MergeStrategy",
     "ReplaceStrategy",
+    "arity_problem",
     "as_strategy",
+    "empty_factory",
 ]
 
 
@@ -75,6 +78,10 @@ class MergeStrategy:
 
     replaces = False
 
+    def empty(self) -> dict[str, Any]:
+        """``{}``: what the key reads as before its first write."""
+        return {}
+
     def merge(self, old: Any, new: Any) -> Any:
         """Return ``{**old, **new}``; raises ``TypeError`` if ``new`` is not a mapping."""
         if not isinstance(new, Mapping):
@@ -105,12 +112,26 @@ class AppendStrategy:
     Items that are :class:`~graphagent.messages.Message` follow ``add_messages``:
     an existing id is replaced in place and :class:`RemoveMessage` deletes.
 
+    Args:
+        messages: coerce every item to a message (a string is a user message, a
+            ``{"role": ...}`` dict its role's message), as ``add_messages`` does. A
+            schema's ``"messages"`` key gets this unless ``messages=False`` is given.
+
     Example:
         >>> AppendStrategy().merge([1], [2, 3])
         [1, 2, 3]
+        >>> AppendStrategy(messages=True).merge([], "hi")[0].role
+        'user'
     """
 
     replaces = False
+
+    def __init__(self, *, messages: bool | None = None) -> None:
+        self.messages = messages
+
+    def empty(self) -> list[Any]:
+        """``[]``: what the key reads as before its first write."""
+        return []
 
     def merge(self, old: Any, new: Any) -> Any:
         """Return the old list with ``new`` appended (messages merged by id)."""
@@ -120,6 +141,8 @@ class AppendStrategy:
         """Merge and report the change: ``("append", items)`` or ``("reset", whole)``."""
         base: Sequence[Any] = () if old is MISSING or old is None else old
         items = _as_items(new)
+        if self.messages:
+            items = [coerce_message(item) for item in items]
         ids = base.ids if isinstance(base, _IdList) else None
         if ids is None:
             ids = {m.id: i for i, m in enumerate(base) if isinstance(m, Message)}
@@ -151,7 +174,11 @@ class AppendStrategy:
         return whole, ("reset", list(whole))
 
     def __repr__(self) -> str:
-        return "AppendStrategy()"
+        return (
+            "AppendStrategy()"
+            if self.messages is None
+            else f"AppendStrategy(messages={self.messages})"
+        )
 
 
 def _as_items(new: Any) -> list[Any]:
@@ -169,6 +196,9 @@ class _FunctionStrategy:
         self.fn = fn
         self.initial = initial
 
+    def empty(self) -> Any:
+        return None if self.initial is None else self.initial()
+
     def merge(self, old: Any, new: Any) -> Any:
         if old is MISSING:
             if self.initial is None:
@@ -178,6 +208,43 @@ class _FunctionStrategy:
 
     def __repr__(self) -> str:
         return f"FunctionStrategy({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+def takes_two(fn: Callable[..., Any]) -> bool:
+    """True when ``fn`` can be called as ``fn(old, new)`` (unknown signatures pass)."""
+    try:
+        inspect.signature(fn).bind(MISSING, MISSING)
+    except TypeError:
+        return False
+    except ValueError:  # builtins without a signature, e.g. some C functions
+        return True
+    return True
+
+
+def arity_problem(strategy: Any) -> str | None:
+    """Why ``strategy`` cannot merge ``(old, new)``, or ``None`` when it can."""
+    fn = strategy.fn if isinstance(strategy, _FunctionStrategy) else strategy.merge
+    if takes_two(fn):
+        return None
+    what = (
+        "the merge function" if isinstance(strategy, _FunctionStrategy) else f"{strategy!r}.merge"
+    )
+    return f"{what} must take (old, new), but its signature is {_signature(fn)}"
+
+
+def _signature(fn: Callable[..., Any]) -> str:
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return "unknown"
+
+
+def empty_factory(strategy: Any) -> Callable[[], Any] | None:
+    """What makes the key's value before its first write, or ``None`` (the key is absent)."""
+    if isinstance(strategy, _FunctionStrategy):
+        return strategy.initial
+    empty = getattr(strategy, "empty", None)
+    return empty if callable(empty) else None
 
 
 def as_strategy(value: Any, value_type: Any = None) -> KeyStrategy:

@@ -11,6 +11,7 @@ import networkx as nx
 from graphagent.errors import GraphValidationError
 from graphagent.graph._constants import END, START
 from graphagent.graph._nodes import Branch, Join, NodeSpec
+from graphagent.graph._strategies import arity_problem
 
 if TYPE_CHECKING:
     from graphagent.graph._builder import StateGraph
@@ -65,6 +66,10 @@ def validate(
         GraphValidationError: listing every problem found.
     """
     problems = list(problems)
+    for key, strategy in builder.schema.strategies.items():
+        problem = arity_problem(strategy)
+        if problem is not None:
+            problems.append(f"state key {key!r}: {problem}")
     nodes = builder.nodes
     g: nx.DiGraph[str] = nx.DiGraph()
     g.add_node(START, kind="start")

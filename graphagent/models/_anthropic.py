@@ -144,8 +144,7 @@ class _AnthropicStream:
         return []
 
     def finish(self) -> None:
-        if self.events == 0:
-            raise ModelResponseError(f"{self.where} answered the streaming request with no events")
+        """Nothing to check: an empty stream is handled by the model (see ``stream``)."""
 
 
 class AnthropicChatModel(HTTPChatModel):
@@ -156,8 +155,9 @@ class AnthropicChatModel(HTTPChatModel):
         base_url: the API root (default ``$ANTHROPIC_BASE_URL`` or Anthropic's).
         api_key: sent as ``x-api-key`` (default ``$ANTHROPIC_API_KEY``); never logged.
         max_tokens: the answer's token budget (the API requires one).
-        timeout, max_retries, retry_backoff, transport, async_transport: as for
-            :class:`OpenAIChatModel`.
+        timeout, max_retries, retry_backoff, deadline, stream_idle_timeout, key_env,
+            transport, async_transport: as for :class:`OpenAIChatModel` (``key_env``
+            defaults to ``ANTHROPIC_API_KEY`` for Anthropic's URL).
         **options: default :class:`ChatOptions`.
     """
 
@@ -173,6 +173,9 @@ class AnthropicChatModel(HTTPChatModel):
         timeout: float = 60,
         max_retries: int = 2,
         retry_backoff: float = 0.5,
+        deadline: float | None = 600.0,
+        stream_idle_timeout: float | None = None,
+        key_env: str | None = None,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
         **options: Any,
@@ -182,12 +185,18 @@ class AnthropicChatModel(HTTPChatModel):
         headers = {"anthropic-version": API_VERSION}
         if key:
             headers["x-api-key"] = key
+        if key_env is None and httpx.URL(url).host == "api.anthropic.com":
+            key_env = "ANTHROPIC_API_KEY"
         http = ModelHTTP(
             base_url=url,
             headers=headers,
             timeout=timeout,
             max_retries=max_retries,
             retry_backoff=retry_backoff,
+            deadline=deadline,
+            stream_idle_timeout=stream_idle_timeout,
+            secrets=[key] if key else [],
+            missing_key=None if key else key_env,
             transport=transport,
             async_transport=async_transport,
         )
@@ -258,8 +267,9 @@ class AnthropicChatModel(HTTPChatModel):
         usage = _usage(body.get("usage"))
         if usage:
             metadata["usage"] = _with_total(usage)
-        extra: dict[str, Any] = {"id": body["id"]} if body.get("id") else {}
-        return AssistantMessage("".join(text), tool_calls=tuple(calls), metadata=metadata, **extra)
+        if body.get("id"):
+            metadata["provider_id"] = body["id"]  # the message id is ours
+        return AssistantMessage("".join(text), tool_calls=tuple(calls), metadata=metadata)
 
     def stream_parser(self) -> _AnthropicStream:
         """A parser for one streamed answer."""

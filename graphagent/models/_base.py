@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from graphagent.errors import ModelResponseError
 from graphagent.messages import AssistantMessage, Message
+from graphagent.messages import _new_id as new_message_id
 from graphagent.models._http import ModelHTTP
 from graphagent.models._sse import EventDecoder, ServerSentEvent, iter_events
 from graphagent.models._types import (
@@ -14,6 +16,7 @@ from graphagent.models._types import (
     ChatOptions,
     ToolSpec,
     as_options,
+    chunks_of,
     messages_list,
     tool_specs,
 )
@@ -23,6 +26,8 @@ __all__ = ["ChatModel", "HTTPChatModel", "OptionsLike", "StreamParser"]
 # what parsing a provider payload of an unexpected shape raises (a list where a dict was
 # expected raises AttributeError; found by fuzzing): all become ModelResponseError
 _UNREADABLE = (AttributeError, KeyError, IndexError, TypeError, ValueError)
+
+_log = logging.getLogger("graphagent.models")
 
 OptionsLike = ChatOptions | Mapping[str, Any] | None
 
@@ -72,6 +77,52 @@ class StreamParser(Protocol):
         ...
 
 
+class _Feed:
+    """One stream's events -> chunks: parse errors mapped and redacted, ids made ours.
+
+    Every chunk of one answer carries one fresh message id; the provider's id (which
+    some servers reuse, e.g. Ollama's ``chatcmpl-%d``) goes to ``metadata["provider_id"]``.
+    """
+
+    def __init__(self, model: HTTPChatModel) -> None:
+        self.model = model
+        self.parser = model.stream_parser()
+        self.id = new_message_id()
+        self.provider_id: str | None = None
+        self.events = 0
+
+    def __call__(self, event: ServerSentEvent) -> list[AssistantChunk]:
+        self.events += 1
+        http = self.model.http
+        try:
+            chunks = self.parser.feed(event)
+        except ModelResponseError as exc:
+            http.scrub(exc)
+            raise
+        except _UNREADABLE as exc:
+            raise ModelResponseError(
+                http.redact(
+                    f"{http.where} sent a stream event this client cannot read "
+                    f"({type(exc).__name__}: {exc}): {event.data[:200]!r}"
+                )
+            ) from None
+        return [self._ours(c) for c in chunks]
+
+    def _ours(self, chunk: AssistantChunk) -> AssistantChunk:
+        update: dict[str, Any] = {"id": self.id}
+        if chunk.id and self.provider_id is None:
+            self.provider_id = chunk.id
+            update["metadata"] = {**chunk.metadata, "provider_id": chunk.id}
+        return chunk.model_copy(update=update)
+
+    def finish(self) -> None:
+        try:
+            self.parser.finish()
+        except ModelResponseError as exc:
+            self.model.http.scrub(exc)
+            raise
+
+
 class HTTPChatModel:
     """A chat model spoken to over HTTP: subclasses build bodies and parse answers.
 
@@ -110,13 +161,16 @@ class HTTPChatModel:
     def _parse(self, body: dict[str, Any]) -> AssistantMessage:
         try:
             return self.parse_response(body)
-        except ModelResponseError:
+        except ModelResponseError as exc:
+            self.http.scrub(exc)
             raise
         except _UNREADABLE as exc:
             raise ModelResponseError(
-                f"{self.http.where} answered with a body this client cannot read "
-                f"({type(exc).__name__}: {exc}): {str(body)[:200]}"
-            ) from exc
+                self.http.redact(
+                    f"{self.http.where} answered with a body this client cannot read "
+                    f"({type(exc).__name__}: {exc}): {str(body)[:200]}"
+                )
+            ) from None  # the cause's text could hold the body, and with it an echoed key
 
     def generate(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
@@ -135,41 +189,45 @@ class HTTPChatModel:
     def stream(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> Iterator[AssistantChunk]:
-        """The answer piece by piece, as the server sends it."""
+        """The answer piece by piece, as the server sends it.
+
+        A server that answers with an empty event stream (llama-cpp-python does when
+        tools are given) is asked once more without streaming: nothing was received, so
+        nothing is repeated, and the answer arrives as chunks all the same.
+        """
         body = self._body(messages, tools, options, stream=True)
-        parser = self.stream_parser()
+        feed = _Feed(self)
         for event in iter_events(self.http.stream_lines(self.path, body)):
-            yield from self._feed(parser, event)
-        parser.finish()
+            yield from feed(event)
+        if feed.events == 0:
+            _log.info("%s sent an empty stream; asking without streaming", self.http.where)
+            yield from chunks_of(self.generate(messages, tools=tools, options=options), 1 << 20)
+            return
+        feed.finish()
 
     async def astream(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AsyncIterator[AssistantChunk]:
         """Async :meth:`stream`."""
         body = self._body(messages, tools, options, stream=True)
-        parser = self.stream_parser()
+        feed = _Feed(self)
         decoder = EventDecoder()
         async for line in self.http.astream_lines(self.path, body):
             event = decoder.feed(line)
             if event is not None:
-                for chunk in self._feed(parser, event):
+                for chunk in feed(event):
                     yield chunk
         last = decoder.flush()
         if last is not None:
-            for chunk in self._feed(parser, last):
+            for chunk in feed(last):
                 yield chunk
-        parser.finish()
-
-    def _feed(self, parser: StreamParser, event: ServerSentEvent) -> list[AssistantChunk]:
-        try:
-            return parser.feed(event)
-        except ModelResponseError:
-            raise
-        except _UNREADABLE as exc:
-            raise ModelResponseError(
-                f"{self.http.where} sent a stream event this client cannot read "
-                f"({type(exc).__name__}: {exc}): {event.data[:200]!r}"
-            ) from exc
+        if feed.events == 0:
+            _log.info("%s sent an empty stream; asking without streaming", self.http.where)
+            message = await self.agenerate(messages, tools=tools, options=options)
+            for chunk in chunks_of(message, 1 << 20):
+                yield chunk
+            return
+        feed.finish()
 
     def close(self) -> None:
         """Close the HTTP connections."""

@@ -23,6 +23,7 @@ class Provider:
     url_env: str
     anthropic: bool = False
     stream_usage: bool = False
+    key_required: bool = True
 
 
 PROVIDERS: dict[str, Provider] = {
@@ -40,7 +41,9 @@ PROVIDERS: dict[str, Provider] = {
     ),
     "moonshot": Provider("https://api.moonshot.cn/v1", "MOONSHOT_API_KEY", "MOONSHOT_BASE_URL"),
     "ollama": Provider("http://localhost:11434/v1", None, "OLLAMA_BASE_URL"),
-    "vllm": Provider("http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL"),
+    "vllm": Provider(
+        "http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL", key_required=False
+    ),
     "llamacpp": Provider("http://localhost:8080/v1", None, "LLAMACPP_BASE_URL"),
     "anthropic": Provider(
         "https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", anthropic=True
@@ -59,6 +62,9 @@ def init_chat_model(spec: str, **kwargs: Any) -> HTTPChatModel:
         >>> init_chat_model("ollama:llama3.1")
         <OpenAIChatModel 'llama3.1' at http://localhost:11434/v1>
 
+    A provider that needs a key (all but Ollama, llama.cpp and vLLM) and has none
+    raises ``UserError`` naming its variable at the first request, before sending.
+
     Raises:
         UserError: an unknown provider, or a spec without ``provider:``.
     """
@@ -73,6 +79,9 @@ def init_chat_model(spec: str, **kwargs: Any) -> HTTPChatModel:
     api_key = kwargs.pop("api_key", None)
     if api_key is None and provider.key_env:
         api_key = os.environ.get(provider.key_env)
+    if provider.key_required and provider.key_env:
+        kwargs.setdefault("key_env", provider.key_env)
+    # "" and not None: the client must not fall back to another provider's variable
     if provider.anthropic:
         return AnthropicChatModel(model, base_url=base_url, api_key=api_key or "", **kwargs)
     kwargs.setdefault("stream_usage", provider.stream_usage)

@@ -150,12 +150,7 @@ class _OpenAIStream:
         ]
 
     def finish(self) -> None:
-        if self.events == 0:
-            raise ModelResponseError(
-                f"{self.where} answered the streaming request with an empty event stream "
-                "(some servers, e.g. llama.cpp, do this when tools are given); use generate() "
-                "for this server, or stream without tools"
-            )
+        """Nothing to check: an empty stream is handled by the model (see ``stream``)."""
 
 
 class OpenAIChatModel(HTTPChatModel):
@@ -164,8 +159,14 @@ class OpenAIChatModel(HTTPChatModel):
     Args:
         model: the model name (``"gpt-4o-mini"``, ``"qwen-plus"``, ``"llama3.1"``).
         base_url: the API root (default ``$OPENAI_BASE_URL`` or OpenAI's).
-        api_key: sent as a bearer token (default ``$OPENAI_API_KEY``); never logged.
-        timeout: seconds per request.
+        api_key: sent as a bearer token (default ``$OPENAI_API_KEY``); never logged, and
+            replaced by ``***`` in errors. Required for OpenAI's own URL.
+        timeout: seconds to wait for any one read.
+        deadline: seconds for a whole request, retries and streaming included.
+        stream_idle_timeout: seconds a stream may stay silent (default ``timeout``).
+        key_env: the environment variable named when the key is missing; a request
+            without a key then raises ``UserError`` before anything is sent (default:
+            ``OPENAI_API_KEY`` for OpenAI's URL, none for local servers).
         max_retries: retries on 408/409/425/429/5xx and connection errors.
         stream_usage: ask for token usage in streams (``stream_options``); servers that
             reject unknown fields may need ``False``.
@@ -191,6 +192,9 @@ class OpenAIChatModel(HTTPChatModel):
         timeout: float = 60,
         max_retries: int = 2,
         retry_backoff: float = 0.5,
+        deadline: float | None = 600.0,
+        stream_idle_timeout: float | None = None,
+        key_env: str | None = None,
         stream_usage: bool = False,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
@@ -199,12 +203,18 @@ class OpenAIChatModel(HTTPChatModel):
         url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        if key_env is None and httpx.URL(url).host == "api.openai.com":
+            key_env = "OPENAI_API_KEY"
         http = ModelHTTP(
             base_url=url,
             headers=headers,
             timeout=timeout,
             max_retries=max_retries,
             retry_backoff=retry_backoff,
+            deadline=deadline,
+            stream_idle_timeout=stream_idle_timeout,
+            secrets=[key] if key else [],
+            missing_key=None if key else key_env,
             transport=transport,
             async_transport=async_transport,
         )
@@ -239,6 +249,10 @@ class OpenAIChatModel(HTTPChatModel):
             if not tools and options.tool_choice not in ("auto", "none"):
                 raise ModelError(f"tool_choice={options.tool_choice!r} needs tools")
             body["tool_choice"] = _tool_choice(options.tool_choice)
+        elif tools:
+            # OpenAI reads a missing choice as "auto"; llama-cpp-python as "none" (it then
+            # leaves the tools out of the prompt), so it is always said
+            body["tool_choice"] = "auto"
         if options.response_format is not None:
             body["response_format"] = _response_format(options.response_format)
         if stream:
@@ -267,9 +281,11 @@ class OpenAIChatModel(HTTPChatModel):
         usage = _usage(body.get("usage"))
         if usage:
             metadata["usage"] = usage
-        extra: dict[str, Any] = {"id": body["id"]} if body.get("id") else {}
+        if body.get("id"):
+            # the message id is ours: some servers reuse theirs (Ollama's chatcmpl-%d)
+            metadata["provider_id"] = body["id"]
         return AssistantMessage(
-            message.get("content") or "", tool_calls=tuple(calls), metadata=metadata, **extra
+            message.get("content") or "", tool_calls=tuple(calls), metadata=metadata
         )
 
     def stream_parser(self) -> _OpenAIStream:

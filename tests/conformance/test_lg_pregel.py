@@ -58,13 +58,8 @@ def test_undeclared_command_targets_are_refused_at_compile() -> None:
 
 # origin: langgraph tests/test_pregel.py::test_command_pydantic_dataclass
 # (a node annotated -> Command[Literal["node_b"]] declares its destination)
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 13: Command[Literal[...]] annotation "
-    "does not count as declared destinations",
-)
 def test_command_literal_annotation_declares_destinations() -> None:
-    def node_a(state: Any) -> Command[Literal["node_b"]]:  # type: ignore[type-arg]
+    def node_a(state: Any) -> Command[Literal["node_b"]]:
         return Command(update={"foo": "foo"}, goto="node_b")
 
     def node_b(state: Any) -> dict[str, Any]:
@@ -75,11 +70,6 @@ def test_command_literal_annotation_declares_destinations() -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_multistep_plan (add_node(fn, destinations=))
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 13: add_node(fn, destinations=[...]) "
-    "records the destinations under the function, not its name",
-)
 def test_add_node_function_with_destinations() -> None:
     def planner(state: Any) -> Command:
         return Command(goto="step")
@@ -165,7 +155,6 @@ def test_pydantic_none_state_update() -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_pydantic_state_update_command (State() as input)
-@pytest.mark.xfail(strict=True, reason="issue 12 item 12: a pydantic model is refused as input")
 def test_pydantic_model_as_input() -> None:
     class State(BaseModel):
         foo: str | None = None
@@ -184,11 +173,6 @@ def test_typeddict_instance_as_input() -> None:
 
 
 # origin: issue 12 item 12 (a strategy whose merge has the wrong arity)
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 12: a strategy with a wrong-arity merge "
-    "is accepted when the graph is built",
-)
 def test_wrong_arity_strategy_refused_at_build() -> None:
     class Bad:
         def merge(self, new: Any) -> Any:
@@ -277,11 +261,6 @@ def test_literal_router_needs_no_path_map() -> None:
 
 
 # origin: issue 12 item 10 / langgraph add_messages channels read as [] before any write
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 item 10: a key with a strategy does not read "
-    "as its empty value before the first write",
-)
 def test_strategy_keys_read_empty_before_first_write() -> None:
     g = StateGraph({"steps": AppendStrategy(), "seen": MergeStrategy()})
     g.add_node("n", lambda s: {"steps": [len(s["steps"])], "seen": {"n": len(s["seen"])}})
@@ -291,9 +270,6 @@ def test_strategy_keys_read_empty_before_first_write() -> None:
 
 
 # origin: issue 12 item 11 (LangGraph's add_messages coerces strings and dicts)
-@pytest.mark.xfail(
-    strict=True, reason="issue 12 item 11: the messages fast path keeps raw strings and dicts"
-)
 def test_messages_key_coerces_strings_and_dicts() -> None:
     g = StateGraph({"messages": AppendStrategy()})
     g.add_node("n", lambda s: {"messages": {"role": "assistant", "content": "hello"}})

@@ -19,7 +19,9 @@ from graphagent.graph import END, START, AppendStrategy, ReplaceStrategy, StateG
 def _schema() -> dict[str, Any]:
     return {
         "newAttribute": ReplaceStrategy(),
-        "messages": AppendStrategy(),
+        # Spring AI Alibaba's "messages" holds plain strings; graphagent's "messages" key
+        # coerces to messages unless told not to (docs/coming-from.md, Differences).
+        "messages": AppendStrategy(messages=False),
         "resume_subgraph": ReplaceStrategy(),
     }
 
