@@ -263,6 +263,7 @@ def update_program(
     loop = Loop(graph, config)
     loop.head = head
     if saved is not None:
+        graph.check_stored(thread, saved)
         loop.values = dict(saved.values)
         loop.step = saved.step
         loop.checkpoint_id = saved.id

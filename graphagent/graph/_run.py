@@ -31,7 +31,7 @@ from graphagent.graph._command import (
     current_task,
     path_key,
 )
-from graphagent.graph._constants import INTERRUPT, START
+from graphagent.graph._constants import INTERRUPT, START, is_private, public
 from graphagent.graph._effects import (
     Done,
     Emit,
@@ -72,6 +72,13 @@ class Step:
         """Every interrupt asked in the step, in task-path order (so resumes are stable)."""
         found = [i for s in self.paused.values() for i in s.values if isinstance(i, Interrupt)]
         return tuple(sorted(found, key=lambda i: (i.path, i.id)))
+
+
+def _shown(update: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A node's update as stream events show it: without private keys."""
+    if update is None or not any(is_private(k) for k in update):
+        return update
+    return public(update)
 
 
 def run_program(
@@ -188,6 +195,7 @@ class Run:
             assert self.thread is not None
             saved, loop.head = yield Load(self.thread, loop.config.checkpoint_id)
         if saved is not None:
+            self.graph.check_stored(self.thread, saved)
             loop.values = dict(saved.values)
             loop.step = saved.step
             loop.checkpoint_id = saved.id
@@ -201,7 +209,7 @@ class Run:
             if self.saver is not None:
                 yield from self._put(loop.write(changes, "input"))
         if "values" in self.modes:
-            yield Emit("values", dict(loop.values))
+            yield Emit("values", public(loop.values))
 
     def _merge_input(self, input: Any, saved: Checkpoint | None) -> dict[str, Change]:
         if isinstance(input, Command):
@@ -342,7 +350,7 @@ class Run:
                 "values": dict(loop.values),
                 "net": {k: [kind, payload] for k, (kind, payload) in (loop.net or {}).items()},
             }
-        return loop.values
+        return public(loop.values)
 
     # -- each step ---------------------------------------------------------------------
 
@@ -426,9 +434,9 @@ class Run:
         if "updates" in modes:
             # work kept from before a pause was done first, so it is reported first
             for node in sorted(ran, key=lambda n: n not in kept) if kept else ran:
-                yield Emit("updates", {node: results[node][0]})
+                yield Emit("updates", {node: _shown(results[node][0])})
         if "values" in modes:
-            yield Emit("values", dict(loop.values))
+            yield Emit("values", public(loop.values))
         if "debug" in modes:
             yield Emit("debug", self._debug_checkpoint())
 
@@ -474,11 +482,11 @@ class Run:
             raise attach_node(exc, node)
         asked = step.interrupts
         if not asked:
-            return loop.values
+            return public(loop.values)
         for mode in ("updates", "values"):
             if mode in self.modes:
                 yield Emit(mode, {INTERRUPT: asked})
-        return {**loop.values, INTERRUPT: asked}
+        return {**public(loop.values), INTERRUPT: asked}
 
     def _store_step(self, step: Step) -> Effects:
         """The unfinished step as pending writes, grouped by top-level task."""
@@ -518,7 +526,7 @@ class Run:
         if self.nested:
             self._leave_position(None, skip=False)
             raise GraphInterrupt(())
-        return self.loop.values
+        return public(self.loop.values)
         yield  # a generator like the other transitions
 
     def _leave_position(self, step: Step | None, *, skip: bool) -> None:

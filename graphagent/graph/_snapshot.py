@@ -10,6 +10,7 @@ from typing import Any
 from checkpoint.base import Checkpoint
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt
+from graphagent.graph._constants import is_private
 
 __all__ = ["StateHistory", "StateSnapshot", "conversation", "written_by"]
 
@@ -107,7 +108,7 @@ def _snapshot_html(snap: StateSnapshot) -> str:
         f'<tr><td style="text-align:right"><code>{esc(k)}</code></td>'
         f'<td style="text-align:left"><code>{esc(repr(v))[:300]}</code></td></tr>'
         for k, v in snap.values.items()
-        if k != "messages"
+        if k != "messages" and not is_private(k)
     )
     pending = "".join(f"<li>{esc(repr(i.value))}</li>" for i in snap.interrupts)
     head = (
