@@ -94,7 +94,10 @@ def test_many_workers_share_threads_through_one_store(store: Store, redis_url: s
     """
     cluster = store.kind == "cluster"
     client: Any = (
-        redis.RedisCluster.from_url(store.target) if cluster else redis.Redis.from_url(redis_url)
+        # no socket timeout: redis-py 8 defaults to 5 s, which cuts the blocking pops short
+        redis.RedisCluster.from_url(store.target, socket_timeout=None)
+        if cluster
+        else redis.Redis.from_url(redis_url, socket_timeout=None)
     )
     done = _serve(client, redis_url, store)
     saver = store.open()
