@@ -568,7 +568,7 @@ class ReactAgent(BaseAgent):
         for tool_update in result.state_updates:
             for key, value in tool_update.items():
                 strategy = AGENT_SCHEMA.get(key)
-                if strategy is None or getattr(strategy, "replaces", False):
+                if strategy is None or strategy.replaces:
                     update[key] = value
                 else:
                     update[key] = strategy.merge(update.get(key, MISSING), value)

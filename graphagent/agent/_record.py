@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkpoint import serde
+from graphagent.graph._strategies import KeyStrategy
 
 __all__ = [
     "AGENT_KEY",
@@ -94,7 +95,7 @@ def new_run() -> dict[str, Any]:
 _FIELDS = frozenset(f.name for f in dataclasses.fields(AgentRecord))
 
 
-class AgentRecordStrategy:
+class AgentRecordStrategy(KeyStrategy):
     """Merges updates of the ``"__agent"`` key: a whole record replaces, a mapping of
     fields changes those fields. The checkpoint stores the merged record (one value)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from checkpoint.base import Change
 from graphagent.graph._builder import StateGraph
 from graphagent.graph._command import Command, Interrupt, interrupt
 from graphagent.graph._compiled import CompiledGraph
@@ -9,6 +10,7 @@ from graphagent.graph._constants import END, START
 from graphagent.graph._snapshot import StateHistory, StateSnapshot
 from graphagent.graph._state import OverAllState
 from graphagent.graph._strategies import (
+    MISSING,
     AppendStrategy,
     KeyStrategy,
     MergeStrategy,
@@ -17,8 +19,10 @@ from graphagent.graph._strategies import (
 
 __all__ = [
     "END",
+    "MISSING",
     "START",
     "AppendStrategy",
+    "Change",
     "Command",
     "CompiledGraph",
     "Interrupt",

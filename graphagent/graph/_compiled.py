@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from checkpoint.base import Checkpoint, CheckpointSaver
+from checkpoint.base import Change, Checkpoint, CheckpointSaver
 from checkpoint.errors import CheckpointError
 from graphagent._executor import run_all
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
@@ -56,7 +56,7 @@ from graphagent.graph._effects import (
 from graphagent.graph._loop import update_program
 from graphagent.graph._run import run_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot
-from graphagent.graph._strategies import Change, ReplaceStrategy
+from graphagent.graph._strategies import ReplaceStrategy
 from graphagent.graph._validate import Topology
 
 if TYPE_CHECKING:
@@ -580,7 +580,7 @@ class CompiledGraph:
             if parent is not None and not _parent_has(parent, key, state):
                 continue  # the subgraph's own key: it stays in the subgraph
             strategy = parent.strategies.get(key) if parent is not None else None
-            replaces = strategy is None or getattr(strategy, "replaces", False)
+            replaces = strategy is None or strategy.replaces
             update[key] = payload if kind == "append" and not replaces else values[key]
         return update
 

@@ -15,7 +15,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from checkpoint.base import Checkpoint, PendingWrite
+from checkpoint.base import Change, Checkpoint, PendingWrite
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
     EmptyInputError,
@@ -45,7 +45,6 @@ from graphagent.graph._effects import (
 )
 from graphagent.graph._loop import Loop, attach_node, combine, normalize
 from graphagent.graph._state import OverAllState, as_input
-from graphagent.graph._strategies import Change
 
 if TYPE_CHECKING:
     from graphagent.graph._compiled import CompiledGraph
@@ -308,7 +307,7 @@ class Run:
         """Continue a nested run from the position it left when it paused (or finished)."""
         loop = self.loop
         loop.values = dict(position["values"])
-        net = {key: (kind, payload) for key, (kind, payload) in position["net"].items()}
+        net = {key: Change(kind, payload) for key, (kind, payload) in position["net"].items()}
         if loop.net is not None:
             loop.net.update(net)
         self.start_input = dict(input)
@@ -332,10 +331,10 @@ class Run:
             if key in before and before[key] == value:
                 continue
             change = net.get(key)
-            if change is None or change[0] == "append":
+            if change is None or change.kind == "append":
                 loop.values[key] = value
                 if change is not None:
-                    appended[key] = change[1]
+                    appended[key] = change.value
         if appended:
             loop.values, _ = loop.merge([("__nested__", appended)])
 
