@@ -11,7 +11,7 @@ with the paused step, so a resume continues the nested run where it stood.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from graphagent.errors import (
     EmptyInputError,
     GraphInterrupt,
     GraphRecursionError,
+    InvalidRouteError,
     UserError,
 )
 from graphagent.graph._command import (
@@ -31,7 +32,7 @@ from graphagent.graph._command import (
     current_task,
     path_key,
 )
-from graphagent.graph._constants import INTERRUPT, START, is_private, public
+from graphagent.graph._constants import END, INTERRUPT, START, is_private, public
 from graphagent.graph._effects import (
     Done,
     Emit,
@@ -201,6 +202,8 @@ class Run:
             loop.barriers = {k: list(v) for k, v in saved.extra.get("barriers", {}).items()}
         if isinstance(input, Command) and input.resume is not None:
             yield from self._resume(saved, input)
+        elif isinstance(input, Command) and (input.goto is not None or input.update is not None):
+            yield from self._redirect(saved, input)
         elif input is None:
             self._continue(saved)
         else:
@@ -212,7 +215,10 @@ class Run:
 
     def _merge_input(self, input: Any, saved: Checkpoint | None) -> dict[str, Change]:
         if isinstance(input, Command):
-            raise UserError("a Command as input must carry resume=...; to update, use update_state")
+            raise UserError(
+                "a Command as input needs resume=, goto= or update= (it was empty); "
+                "to continue a paused thread pass None"
+            )
         input = as_input(input)
         loop = self.loop
         updates: list[tuple[str, Mapping[str, Any]]] = [("__input__", input)]
@@ -246,14 +252,46 @@ class Run:
         if self.pending or not self.at_breakpoint:
             self._answer(command.resume)
         loop.skip_breakpoint = True
+        yield from self._apply_command(saved, command)
+
+    def _redirect(self, saved: Checkpoint | None, command: Command) -> Effects:
+        """``Command(goto=..., update=...)`` as input: continue the thread (past a
+        breakpoint) with the update applied and the goto nodes added to what runs next."""
+        if saved is not None:
+            self.loop.next = saved.next
+            self._load_pending(saved)
+        self.loop.skip_breakpoint = True
+        yield from self._apply_command(saved, command)
+
+    def _apply_command(self, saved: Checkpoint | None, command: Command) -> Effects:
+        """A Command input's update and goto land first, in a checkpoint of their own, so
+        the next step sees them and a pause in it resumes with them."""
+        loop = self.loop
+        if command.update is None and command.goto is None:
+            return
+        changes: dict[str, Change] = {}
         if command.update is not None:
-            # the update lands first, in a checkpoint of its own, so the resumed node sees it
-            loop.values, changes = loop.merge([("__resume__", dict(command.update))])
-            loop.step += 1
-            yield from self._put(loop.write(changes, "update"))
-            if saved.pending_writes:
-                assert self.thread is not None and loop.checkpoint_id is not None
-                yield PutWrites(self.thread, loop.checkpoint_id, tuple(saved.pending_writes))
+            loop.values, changes = loop.merge([("__resume__", as_input(command.update))])
+        if command.goto is not None:
+            loop.next = self._with_goto(loop.next, command.goto)
+        loop.step += 1
+        if self.saver is None:
+            return
+        yield from self._put(loop.write(changes, "update"))
+        if saved is not None and saved.pending_writes:
+            assert self.thread is not None and loop.checkpoint_id is not None
+            yield PutWrites(self.thread, loop.checkpoint_id, tuple(saved.pending_writes))
+
+    def _with_goto(self, due: tuple[str, ...], goto: str | Sequence[str]) -> tuple[str, ...]:
+        targets = [goto] if isinstance(goto, str) else list(goto)
+        nodes = self.graph.topology.nodes
+        unknown = [t for t in targets if t != END and t not in nodes]
+        if unknown:
+            raise InvalidRouteError(
+                f"Command(goto=...) names {', '.join(map(repr, unknown))}, not a node of this "
+                f"graph; known nodes: {', '.join(sorted(nodes))}"
+            )
+        return tuple(sorted({*due, *(t for t in targets if t != END)}))
 
     def _load_pending(self, saved: Checkpoint) -> None:
         ctx, loop = self.ctx, self.loop
