@@ -55,9 +55,14 @@ LAYOUT = 2
 """Version of the stored record layout (1: one value field per key; 2: per checkpoint)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Record:
-    """A checkpoint's bookkeeping as stored (values live in data fields)."""
+    """A checkpoint's bookkeeping as stored (values live in data fields).
+
+    Never changed once built (records are cached and shared); not ``frozen`` because a
+    frozen dataclass pays a ``object.__setattr__`` call per field, and one is built
+    every step.
+    """
 
     id: str
     parent_id: str | None
@@ -126,7 +131,7 @@ def log_field(key: str, branch: str, index: int) -> str:
     return f"l{SEP}{key}{SEP}{branch}{SEP}{index}"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PutPlan:
     """What to store for one checkpoint: its record and the data fields it adds."""
 
@@ -148,7 +153,8 @@ def plan_put(
         dumps: the value encoder.
     """
     vals = dict(parent.vals) if parent else {}
-    logs = {k: list(v) for k, v in parent.logs.items()} if parent else {}
+    # a shallow copy: a changed key gets a new list of ranges below, never an edited one
+    logs = dict(parent.logs) if parent else {}
     owned = set(parent.own) if parent and on_head else set()
     data: dict[str, bytes] = {}
     sets: dict[str, Any] = {}

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -36,6 +37,7 @@ T = TypeVar("T", bound=type)
 
 _TUPLE, _SET, _FROZENSET, _DATETIME, _DATE, _TIMEDELTA, _UUID = 1, 2, 3, 4, 5, 6, 7
 _MODEL, _ENUM, _DATACLASS = 8, 9, 10
+_KEEP_PACKER_BELOW = 1 << 20
 
 
 def _qualname(cls: type) -> str:
@@ -52,6 +54,11 @@ class Serde:
         self._names: dict[type, str] = {}
         self._types: dict[str, type] = {}
         self._shallow: set[type] = set()
+        self._fields: dict[type, tuple[str, ...]] = {}
+        # Packers are reused (making one costs more than packing a small value); each
+        # thread keeps its own free list, and a nested pack (an extension type's payload,
+        # packed from inside ``default``) takes another one from it
+        self._local = threading.local()
 
     def register(self, cls: T, name: str | None = None, *, shallow: bool = False) -> T:
         """Let instances of ``cls`` (pydantic model, enum or dataclass) be stored and loaded.
@@ -87,6 +94,8 @@ class Serde:
             )
         self._names[cls] = key
         self._types[key] = cls
+        if dataclasses.is_dataclass(cls):
+            self._fields[cls] = tuple(f.name for f in dataclasses.fields(cls))
         if shallow:
             self._shallow.add(cls)
         return cls
@@ -102,7 +111,7 @@ class Serde:
             SerializationError: naming the unsupported type and how to register it.
         """
         try:
-            return msgpack.packb(value, default=self._default, use_bin_type=True, strict_types=True)  # type: ignore[no-any-return]
+            return self._pack(value)
         except SerializationError:
             raise
         except (TypeError, ValueError, OverflowError) as exc:
@@ -126,7 +135,18 @@ class Serde:
             ) from exc
 
     def _pack(self, value: Any) -> bytes:
-        return msgpack.packb(value, default=self._default, use_bin_type=True, strict_types=True)  # type: ignore[no-any-return]
+        free: list[msgpack.Packer] | None = getattr(self._local, "free", None)
+        if free is None:
+            free = self._local.free = []
+        packer = (
+            free.pop()
+            if free
+            else msgpack.Packer(default=self._default, use_bin_type=True, strict_types=True)
+        )
+        packed: bytes = packer.pack(value)  # a packer that raised is not reused
+        if len(packed) < _KEEP_PACKER_BELOW:  # a packer keeps its largest buffer
+            free.append(packer)
+        return packed
 
     def _default(self, obj: Any) -> Any:
         cls = type(obj)
@@ -134,8 +154,9 @@ class Serde:
         if name is not None:
             if issubclass(cls, enum.Enum):
                 return msgpack.ExtType(_ENUM, self._pack([name, obj.value]))
-            if dataclasses.is_dataclass(obj):
-                fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+            names = self._fields.get(cls)
+            if names is not None:  # a dataclass
+                fields = {n: getattr(obj, n) for n in names}
                 return msgpack.ExtType(_DATACLASS, self._pack([name, fields]))
             fields = obj.__dict__ if cls in self._shallow else obj.model_dump(mode="python")
             return msgpack.ExtType(_MODEL, self._pack([name, fields]))

@@ -231,3 +231,20 @@ def test_private_keys_stay_in_their_graph() -> None:
     g.add_edge("sub", "check").add_edge("check", END)
     out = g.compile().invoke({"x": 0})
     assert out == {"x": 1, "parent_p": "outer"} and seen == [False]
+
+
+def test_record_update_changes_only_the_fields_named() -> None:
+    """A partial update of the record changes the fields it names and keeps the others."""
+    import dataclasses
+
+    from graphagent.agent._record import AgentRecordStrategy
+
+    full = AgentRecord(1, {"a": 1}, 2, {"b": 2}, True, 3, {"c": "x"})
+    strategy = AgentRecordStrategy()
+    for f in dataclasses.fields(AgentRecord):
+        marker = object()
+        merged = strategy.merge(full, {f.name: marker})
+        for g in dataclasses.fields(AgentRecord):
+            expected = marker if g is f else getattr(full, g.name)
+            assert getattr(merged, g.name) is expected, (f.name, g.name)
+    assert strategy.merge(full, AgentRecord()) == AgentRecord()
