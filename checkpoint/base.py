@@ -61,7 +61,8 @@ class Checkpoint:
 
     Attributes:
         thread_id: the thread.
-        id: time-ordered id; later checkpoints sort after earlier ones.
+        id: unique id, roughly time-ordered (history order is the thread's write order,
+            not the ids' order: hosts' clocks differ).
         parent_id: the checkpoint this one grew from (``None`` for the first).
         step: the super-step number (-1 for the input checkpoint).
         values: the whole state at this checkpoint.
@@ -113,17 +114,19 @@ _id_lock = threading.Lock()
 # Not for secrecy: the suffix only separates ids minted in the same nanosecond by
 # different processes. The module-level generator is re-seeded in forked children.
 _rand = random.getrandbits
+_clock = time.time_ns
 _last_ns = 0
 
 
 def new_checkpoint_id() -> str:
     """A new checkpoint id: 16 hex digits of time (strictly rising here) + 8 random.
 
-    Ids sort in creation order, across processes up to clock skew.
+    Ids minted by one process sort in creation order; across hosts they only roughly do
+    (clocks drift), so savers order a thread's history by its own write order, never by id.
     """
     global _last_ns
     with _id_lock:
-        now = time.time_ns()
+        now = _clock()
         _last_ns = now if now > _last_ns else _last_ns + 1
         stamp = _last_ns
     return f"{stamp:016x}{_rand(32):08x}"

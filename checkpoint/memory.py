@@ -191,7 +191,7 @@ class MemorySaver(CheckpointSaver):
             t = self._threads.get(thread_id)
             if t is None:
                 return []
-            ids = [i for i in reversed(t.order) if before is None or i < before]
+            ids = layout.older_than(t.order, before)[::-1]
             if limit is not None:
                 ids = ids[:limit]
             return [self._load(thread_id, t, i) for i in ids]

@@ -4,8 +4,9 @@ Keys of one thread share the hash tag ``{<prefix>:<thread>}`` so they live in on
 cluster slot::
 
     {p:t}:head     string  id of the newest checkpoint
-    {p:t}:cp       hash    checkpoint id -> record (bookkeeping, see ``_layout``);
-                           ids are time-ordered, so history is the sorted field names
+    {p:t}:cp       hash    checkpoint id -> record (bookkeeping, see ``_layout``)
+    {p:t}:seq      zset    checkpoint id scored by the thread's own write counter: the
+                           history order (ids carry their host's clock, which may lag)
     {p:t}:data     hash    values and log items
     {p:t}:writes   hash    "<checkpoint id>|<task>" -> pending writes
 
@@ -65,6 +66,8 @@ while n > 0 do
 end
 redis.call('HSET', KEYS[2], h[2], ARGV[2])
 redis.call('SET', KEYS[1], h[2])
+local top = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+redis.call('ZADD', KEYS[5], (tonumber(top[2]) or 0) + 1, h[2])
 if h[4] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then
   local prefix = h[4] .. '|'
   for _, f in ipairs(redis.call('HKEYS', KEYS[4])) do
@@ -73,7 +76,7 @@ if h[4] ~= '' and redis.call('EXISTS', KEYS[4]) == 1 then
 end
 local ttl = tonumber(h[3])
 if ttl > 0 then
-  for k = 1, 4 do redis.call('PEXPIRE', KEYS[k], ttl) end
+  for k = 1, #KEYS do redis.call('PEXPIRE', KEYS[k], ttl) end
 end
 if h[6] == '1' then return {1, redis.call('HLEN', KEYS[2])} end
 return {1, 0}
@@ -120,6 +123,10 @@ def unescape_thread_id(escaped: str) -> str:
     return escaped.replace("%7D", "}").replace("%7B", "{").replace("%25", "%")
 
 
+def _text(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else raw
+
+
 def _storage_error(action: str, exc: Exception) -> CheckpointStorageError:
     """The ``CheckpointStorageError`` for a redis-py or socket error (the one boundary)."""
     if isinstance(exc, RedisError):
@@ -131,19 +138,20 @@ def _storage_error(action: str, exc: Exception) -> CheckpointStorageError:
 
 
 class _Keys:
-    __slots__ = ("cp", "data", "head", "lock", "writes")
+    __slots__ = ("cp", "data", "head", "lock", "seq", "writes")
 
     def __init__(self, prefix: str, thread_id: str) -> None:
         tag = f"{{{prefix}:{escape_thread_id(thread_id)}}}"
         self.head = f"{tag}:head"
         self.cp = f"{tag}:cp"
+        self.seq = f"{tag}:seq"
         self.data = f"{tag}:data"
         self.writes = f"{tag}:writes"
         # not in all(): deleting a thread must not break the lock of a run holding it
         self.lock = f"{tag}:lock"
 
     def all(self) -> list[str]:
-        return [self.head, self.cp, self.data, self.writes]
+        return [self.head, self.cp, self.data, self.writes, self.seq]
 
 
 @dataclass(slots=True)
@@ -291,16 +299,32 @@ class _RedisLogic:
         if self.keep_last is not None and int(info) > self.keep_last:
             yield from self._prune(thread_id, self.keep_last)
 
+    def _order(self, thread_id: str) -> _Program[builtins.list[str]]:
+        """The thread's checkpoint ids in write order, oldest first.
+
+        Checkpoints stored before the ``seq`` key existed have no place in it: they come
+        first, in the order of their ids.
+        """
+        k = self.keys(thread_id)
+        # HKEYS first: a put adds to both keys at once, so an id it finds is in the zset
+        stored, ordered = yield _Pipeline(
+            [_Call("hkeys", (k.cp,)), _Call("zrange", (k.seq, 0, -1))], transaction=False
+        )
+        have = {_text(i) for i in stored}
+        ranked = [i for i in map(_text, ordered) if i in have]
+        unranked = have.difference(ranked)
+        return sorted(unranked) + ranked if unranked else ranked
+
     def _prune(self, thread_id: str, keep: int) -> _Program[None]:
         k = self.keys(thread_id)
-        ids = self._history_ids((yield _Call("hkeys", (k.cp,))), None, None)[::-1]
+        ids = yield from self._order(thread_id)
         if len(ids) <= keep:
             return
         records = []
         for cid in ids:
             records.append((yield from self.record(thread_id, cid)))
         drop, fields = layout.plan_prune(records[: len(ids) - keep], records[len(ids) - keep :])
-        calls = [_Call("hdel", (k.cp, *drop))]
+        calls = [_Call("hdel", (k.cp, *drop)), _Call("zrem", (k.seq, *drop))]
         if fields:
             calls.append(_Call("hdel", (k.data, *fields)))
         yield _Pipeline(calls, transaction=True)
@@ -357,7 +381,9 @@ class _RedisLogic:
     def list(
         self, thread_id: str, limit: int | None, before: str | None
     ) -> _Program[builtins.list[Checkpoint]]:
-        ids = self._history_ids((yield _Call("hkeys", (self.keys(thread_id).cp,))), limit, before)
+        ids = layout.older_than((yield from self._order(thread_id)), before)[::-1]
+        if limit is not None:
+            ids = ids[: max(limit, 0)]
         out = []
         for cid in ids:
             record = yield from self.record(thread_id, cid)
@@ -376,13 +402,6 @@ class _RedisLogic:
         keys = yield _Scan(pattern)
         start, end = len(self.prefix) + 2, -len("}:head")
         return sorted({unescape_thread_id(bytes(key).decode()[start:end]) for key in keys})
-
-    @staticmethod
-    def _history_ids(raw: Any, limit: int | None, before: str | None) -> builtins.list[str]:
-        ids = sorted((i.decode() if isinstance(i, bytes) else str(i) for i in raw), reverse=True)
-        if before is not None:
-            ids = [i for i in ids if i < before]
-        return ids if limit is None else ids[:limit]
 
 
 # Redis names a loaded script by the SHA1 of its text.
