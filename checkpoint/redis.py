@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 
 import redis
 import redis.asyncio as aredis
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import NoPermissionError, NoScriptError, RedisError
 from typing_extensions import Self
 
 from checkpoint import _layout as layout
@@ -103,6 +103,15 @@ local ttl = tonumber(ARGV[2])
 if ttl > 0 then
   for k = 1, #KEYS do redis.call('PEXPIRE', KEYS[k], ttl) end
 end
+return 1
+"""
+
+# take the lock if it is free or already ours: a retry of a take whose reply was lost
+# finds its own token, and that is the lock, taken
+_TAKE = """
+local cur = redis.call('GET', KEYS[1])
+if cur and cur ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 """
 
@@ -255,7 +264,7 @@ class _RedisLogic:
         key, lease_ms = self.keys(thread_id).lock, int(policy.lease * 1000)
 
         def take(token: str) -> _Program[bool]:
-            return bool((yield _Call("set", (key, token), {"nx": True, "px": lease_ms})))
+            return bool((yield _Eval(_TAKE, [key], [token, lease_ms])))
 
         def renew(token: str) -> _Program[bool]:
             return bool((yield _Eval(_RENEW, [key], [token, lease_ms])))
@@ -437,7 +446,7 @@ class _RedisLogic:
 # Redis names a loaded script by the SHA1 of its text.
 _SHA = {
     script: hashlib.sha1(script.encode()).hexdigest()
-    for script in (_PUT, _PUT_WRITES, _READ, _RENEW, _RELEASE)
+    for script in (_PUT, _PUT_WRITES, _READ, _TAKE, _RENEW, _RELEASE)
 }
 
 
@@ -547,7 +556,11 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
             try:
                 return client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
             except NoScriptError:
-                client.script_load(op.script)
+                try:
+                    client.script_load(op.script)
+                except NoPermissionError:
+                    # a least-privilege user may run scripts without loading them
+                    return client.eval(op.script, len(op.keys), *op.keys, *op.args)
                 return client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
         if type(op) is _Call:
             return getattr(client, op.name)(*op.args, **op.kwargs)
@@ -647,7 +660,10 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
             try:
                 return await client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
             except NoScriptError:
-                await client.script_load(op.script)
+                try:
+                    await client.script_load(op.script)
+                except NoPermissionError:
+                    return await client.eval(op.script, len(op.keys), *op.keys, *op.args)
                 return await client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
         if type(op) is _Call:
             return await getattr(client, op.name)(*op.args, **op.kwargs)
