@@ -56,6 +56,9 @@ from graphagent.tools import (
     ToolExecutionExceptionProcessor,
     collect_tools,
 )
+from graphagent.tools._calls import unique_call_ids
+from graphagent.tools._convert import as_text
+from graphagent.tools._definition import acall_tool, call_tool
 from graphagent.tools._function import readable
 
 __all__ = ["ReactAgent", "pending_tool_calls"]
@@ -386,6 +389,8 @@ class ReactAgent(BaseAgent):
     def _after_model_response(
         self, state: OverAllState, response: AssistantMessage
     ) -> dict[str, Any]:
+        # answers are matched to calls by id, and some servers reuse ids in one answer
+        response = unique_call_ids(response)
         update: dict[str, Any] = {
             "messages": [response],
             "run_model_calls": (state.get("run_model_calls", 0) or 0) + 1,
@@ -476,7 +481,7 @@ class ReactAgent(BaseAgent):
     def _invoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
         def base(request: ToolRequest) -> ToolResponseMessage:
             assert request.tool is not None
-            text = request.tool.call(request.tool_call.arguments, request.context)
+            text = as_text(call_tool(request.tool, request.tool_call.arguments, request.context))
             return ToolResponseMessage(
                 text, tool_call_id=request.tool_call.id, name=request.tool_call.name
             )
@@ -486,7 +491,9 @@ class ReactAgent(BaseAgent):
     async def _ainvoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
         async def base(request: ToolRequest) -> ToolResponseMessage:
             assert request.tool is not None
-            text = await request.tool.acall(request.tool_call.arguments, request.context)
+            text = as_text(
+                await acall_tool(request.tool, request.tool_call.arguments, request.context)
+            )
             return ToolResponseMessage(
                 text, tool_call_id=request.tool_call.id, name=request.tool_call.name
             )
