@@ -9,6 +9,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic_core import core_schema
+
 from graphagent.errors import UserError
 
 if TYPE_CHECKING:
@@ -55,7 +58,11 @@ class ToolMetadata:
 
 @dataclass(frozen=True)
 class ToolParam:
-    """Extra schema information for a parameter: ``Annotated[str, ToolParam(...)]``.
+    """Extra schema information for a parameter or field: ``Annotated[str, ToolParam(...)]``.
+
+    It works on a tool function's parameters and on the fields of any pydantic model
+    or dataclass a tool takes (nested ones and ``input_type`` models too), like
+    Spring AI's ``@ToolParam``.
 
     Attributes:
         description: shown to the model.
@@ -65,6 +72,22 @@ class ToolParam:
 
     description: str | None = None
     required: bool = True
+
+    # pydantic calls these for Annotated metadata wherever the type appears, so a
+    # ToolParam inside a model is honoured without the tool code walking the model
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        schema = handler(source)
+        if not self.required:
+            schema = core_schema.with_default_schema(
+                core_schema.nullable_schema(schema), default=None
+            )
+        return schema
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: GetJsonSchemaHandler) -> Any:
+        json_schema = dict(handler(schema))
+        if self.description:
+            json_schema["description"] = self.description
+        return json_schema
 
 
 @runtime_checkable

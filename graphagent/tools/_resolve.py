@@ -123,9 +123,11 @@ def as_tool(value: ToolCallback | Callable[..., Any]) -> ToolCallback:
     """A tool as is; a plain function made into a tool named after it."""
     if is_tool(value):
         return value  # type: ignore[return-value]
-    if isinstance(value, (staticmethod, classmethod)):
+    if isinstance(value, staticmethod):  # taken from a class's __dict__
+        return as_tool(value.__func__)
+    if isinstance(value, classmethod):
         raise ToolDefinitionError(
-            f"{value!r} is a bare {type(value).__name__}; pass the function, or use "
+            f"{value!r} is a bare classmethod, with no class to bind to; use "
             "method_tools(obj) for the @tool methods of a class"
         )
     if callable(value):
