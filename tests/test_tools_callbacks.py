@@ -273,3 +273,157 @@ def test_bare_static_and_class_method_objects() -> None:
     assert result.tool_responses[0].content == "EUR"
     with pytest.raises(UserError, match="bare classmethod"):
         ToolCallingManager().execute_tool_calls([], ask("x"), tools=[vars(Desk)["kind2"]])
+
+
+# -- resolution (item 9) ------------------------------------------------------------------
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the weather for a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def get_time(city: str) -> str:
+    """Get the local time in a city."""
+    return f"noon in {city}"
+
+
+def _offered(model: FakeChatModel, i: int = 0) -> list[str]:
+    return sorted(t.name for t in model.calls[i].tools)
+
+
+def test_resolver_alone_provides_its_tools() -> None:
+    """Spring AI Alibaba's DefaultBuilder: no tools and no names, a listable resolver."""
+    from graphagent.tools import DelegatingToolCallbackResolver, StaticToolCallbackResolver
+
+    model = FakeChatModel([ask("get_weather", '{"city": "Oslo"}'), "done"])
+    agent = ReactAgent(
+        name="a", model=model, resolver=StaticToolCallbackResolver([get_weather, get_time])
+    )
+    assert agent.call("weather?").text == "done"
+    assert _offered(model) == ["get_time", "get_weather"]
+    assert model.calls[1].messages[-1].content == "sunny in Oslo"
+    delegating = DelegatingToolCallbackResolver([StaticToolCallbackResolver([get_time])])
+    model2 = FakeChatModel(["ok"])
+    ReactAgent(name="b", model=model2, resolver=delegating).call("time?")
+    assert _offered(model2) == ["get_time"]
+
+
+# origin: model/tool/DefaultToolCallingManagerTests::
+# whenToolCallbackResolverEnabledThenUnlistedToolIsResolved
+def test_manager_falls_back_to_its_resolver() -> None:
+    from graphagent.tools import StaticToolCallbackResolver
+
+    manager = ToolCallingManager(resolver=StaticToolCallbackResolver([get_time]))
+    asked = AssistantMessage(
+        tool_calls=[
+            ToolCall(id="1", name="get_weather", arguments='{"city": "Rome"}'),
+            ToolCall(id="2", name="get_time", arguments='{"city": "Rome"}'),
+            ToolCall(id="3", name="nope", arguments="{}"),
+        ]
+    )
+    texts = [
+        m.content for m in manager.execute_tool_calls([], asked, tools=[get_weather]).tool_responses
+    ]
+    assert texts[:2] == ["sunny in Rome", "noon in Rome"]
+    assert texts[2].startswith("unknown tool 'nope'")
+    # a plain function is a resolver too (Spring AI's toolName -> callback lambda)
+    fn_manager = ToolCallingManager(resolver=lambda name: get_time if name == "get_time" else None)
+    result = fn_manager.execute_tool_calls([], ask("get_time", '{"city": "Oslo"}'), tools=[])
+    assert result.tool_responses[0].content == "noon in Oslo"
+
+
+def test_agent_tools_step_falls_back_to_the_resolver() -> None:
+    """A name the agent was not given, but its resolver knows, still runs (Alibaba's tool node)."""
+    from graphagent.tools import StaticToolCallbackResolver
+
+    model = FakeChatModel([ask("get_time", '{"city": "Lima"}'), "done"])
+    agent = ReactAgent(
+        name="a",
+        model=model,
+        tools=[get_weather],
+        resolver=StaticToolCallbackResolver([get_weather, get_time]),
+    )
+    agent.call("time?")
+    assert _offered(model) == ["get_weather"]  # tools given: the resolver only falls back
+    assert model.calls[1].messages[-1].content == "noon in Lima"
+
+
+def test_per_request_tools_are_added_and_sent(saver: Any) -> None:
+    model = FakeChatModel([ask("get_time", '{"city": "Oslo"}'), "done", "plain"])
+    agent = ReactAgent(name="a", model=model, tools=[get_weather], saver=saver)
+    assert agent.call("time?", thread_id="t1", tools=[get_time]).text == "done"
+    assert _offered(model, 0) == ["get_time", "get_weather"]
+    assert _offered(model, 1) == ["get_time", "get_weather"]
+    assert model.calls[1].messages[-1].content == "noon in Oslo"
+    agent.call("again", thread_id="t1")  # the next request has the agent's own tools only
+    assert _offered(model, 2) == ["get_weather"]
+
+
+def test_per_request_tools_through_config_and_stream() -> None:
+    model = FakeChatModel([ask("get_time", '{"city": "Oslo"}'), "done"])
+    agent = ReactAgent(name="a", model=model, tools=[get_weather])
+    list(agent.stream("time?", {"configurable": {"tools": [get_time]}}, mode="messages"))
+    assert _offered(model) == ["get_time", "get_weather"]
+    assert model.calls[1].messages[-1].content == "noon in Oslo"
+
+
+def test_per_request_narrowing_limits_what_is_offered_and_run() -> None:
+    from graphagent.tools import StaticToolCallbackResolver
+
+    model = FakeChatModel([ask("get_weather", '{"city": "Oslo"}'), "done"])
+    agent = ReactAgent(
+        name="a",
+        model=model,
+        tools=[get_weather, get_time],
+        resolver=StaticToolCallbackResolver([get_weather]),
+    )
+    asyncio.run(agent.acall("weather?", tool_names=["get_time"]))
+    assert _offered(model) == ["get_time"]
+    # the model called a tool outside the narrowed set: refused, even though the
+    # resolver knows it
+    assert model.calls[1].messages[-1].content.startswith("unknown tool 'get_weather'")
+    with pytest.raises(UserError, match="names 'get_date', which agent 'a' does not have"):
+        agent.call("x", tool_names=["get_date"])
+    with pytest.raises(UserError, match="a list of names"):
+        agent.call("x", tool_names="get_time")  # type: ignore[arg-type]
+
+
+def test_same_tool_twice_is_one_different_tools_one_name_is_an_error() -> None:
+    from graphagent.errors import ToolDefinitionError
+    from graphagent.tools import StaticToolCallbackProvider, StaticToolCallbackResolver
+
+    desk = Desk()
+    model = FakeChatModel(["ok"])
+    agent = ReactAgent(
+        name="a",
+        model=model,
+        tools=[get_weather, get_weather],
+        tool_callback_providers=[StaticToolCallbackProvider(get_weather)],
+        tool_names=["get_weather"],
+        resolver=StaticToolCallbackResolver([get_weather]),
+        method_tools=[desk, desk],
+    )
+    assert sorted(agent.toolset) == ["currency", "get_weather", "kind", "kind2", "status", "tax"]
+    agent.call("hi", tools=[get_weather])  # per request, again: still one
+    assert [t.name for t in model.calls[0].tools].count("get_weather") == 1
+
+    @tool(name="get_weather")
+    def other_weather(city: str) -> str:
+        """Another weather."""
+        return "rain"
+
+    with pytest.raises(ToolDefinitionError, match="two tools are named 'get_weather'"):
+        ReactAgent(name="b", model=FakeChatModel([]), tools=[get_weather, other_weather])
+    with pytest.raises(ToolDefinitionError, match="two tools are named 'get_weather'"):
+        ReactAgent(name="c", model=FakeChatModel(["x"]), tools=[get_weather]).call(
+            "hi", tools=[other_weather]
+        )
+
+
+def test_per_request_tools_need_an_agent_with_a_tools_step() -> None:
+    agent = ReactAgent(name="bare", model=FakeChatModel(["x"]))
+    with pytest.raises(UserError, match="built without tools"):
+        agent.call("hi", tools=[get_time])
