@@ -4,6 +4,7 @@ strategy reports is what the checkpoint stores."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -35,6 +36,12 @@ class Recording(MemorySaver):
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
         self.writes.append(dict(write.changes))
         super().put(thread_id, write, expected_head=expected_head)
+
+    def put_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        self.writes.extend(dict(w.changes) for w in writes)
+        super().put_many(thread_id, writes, expected_head=expected_head)
 
 
 class Unique(KeyStrategy):
