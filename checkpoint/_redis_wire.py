@@ -1,0 +1,136 @@
+"""The hot path of ``AsyncRedisSaver``: scripts sent in batches on connections of its own.
+
+redis-py's asyncio client spends most of a step's CPU around each command (the pool's
+lock and health check, observability hooks, a task per timeout, packing each argument
+through the encoder), and every command is a send and a receive of its own, which on a
+busy host costs more than the command. A step is one ``EVALSHA`` whose arguments we
+already hold as bytes, and a process serving many conversations issues many of them at
+once. So :class:`Wire` packs a command in one ``join``, and sends every command issued
+during one turn of the event loop together, in one write on one connection, reading
+the replies back in order (pipelining across conversations; each conversation still
+waits for its own reply before its next command, so its order is kept).
+
+Connections are made by the client's own pool (same address, credentials, TLS, protocol
+and parser: hiredis when installed). Errors come back as redis-py raises them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio as aredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+__all__ = ["Wire", "pack"]
+
+_Batch = list[tuple[bytes, "asyncio.Future[Any]"]]
+
+
+def pack(args: Sequence[Any]) -> bytes:
+    """One command in RESP: ``*<n>`` then a ``$<len>`` bulk string per argument."""
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        kind = type(arg)
+        if kind is bytes:
+            data = arg
+        elif kind is str:
+            data = arg.encode()
+        elif kind is int:
+            data = b"%d" % arg
+        elif isinstance(arg, (bytes, bytearray, memoryview)):
+            data = bytes(arg)
+        else:
+            raise TypeError(f"cannot send {type(arg).__name__} to Redis: {arg!r:.60}")
+        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(parts)
+
+
+class Wire:
+    """Commands of one async client, batched per event-loop turn.
+
+    A batch owns its connection until every reply of it was read, so a caller that is
+    cancelled never leaves a reply for another; a connection that failed is closed.
+    """
+
+    __slots__ = ("_free", "_loop", "_pool", "_queue", "_tasks")
+
+    def __init__(self, client: aredis.Redis) -> None:
+        self._pool: Any = client.connection_pool  # make_connection is untyped
+        self._free: list[Any] = []
+        self._queue: _Batch = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def call(self, *args: Any) -> Any:
+        """Send one command (with the others of this loop turn) and return its reply."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            # connections belong to the loop that made them; a saver used from a new
+            # loop (asyncio.run again) starts afresh
+            self._loop, self._free, self._queue = loop, [], []
+        future: asyncio.Future[Any] = loop.create_future()
+        if not self._queue:
+            loop.call_soon(self._flush)
+        self._queue.append((pack(args), future))
+        return await future
+
+    def _flush(self) -> None:
+        batch = [(packed, f) for packed, f in self._queue if not f.done()]  # drop cancelled
+        self._queue = []
+        if batch:
+            task = asyncio.ensure_future(self._send(batch))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, batch: _Batch) -> None:
+        for attempt in (1, 2):
+            conn = self._free.pop() if self._free else self._pool.make_connection()
+            try:
+                if not conn.is_connected:
+                    await conn.connect()
+                await conn.send_packed_command(b"".join(p for p, _ in batch), check_health=False)
+                for _, future in batch:
+                    try:
+                        reply = await conn.read_response()
+                    except ResponseError as exc:  # an error reply: read whole, next one
+                        if not future.done():
+                            future.set_exception(exc)
+                    else:
+                        if not future.done():
+                            future.set_result(reply)
+            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                await conn.disconnect(nowait=True)
+                # replies already read stand; the rest go once more on a fresh connection
+                # (a stale one: server restarted, idle timeout). A script that ran but
+                # whose reply was lost is safe to repeat: the step write sees its own id
+                # as the head and reports success.
+                batch = [(p, f) for p, f in batch if not f.done()]
+                if attempt == 2:
+                    for _, future in batch:
+                        future.set_exception(exc)
+                    return
+                if not batch:
+                    return
+                continue
+            except BaseException as exc:
+                await conn.disconnect(nowait=True)
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(
+                            exc if isinstance(exc, Exception) else RedisConnectionError(repr(exc))
+                        )
+                raise
+            self._free.append(conn)
+            return
+
+    async def aclose(self) -> None:
+        """Wait for batches in flight, then close every connection kept."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        free, self._free = self._free, []
+        for conn in free:
+            await conn.disconnect()
