@@ -402,6 +402,14 @@ async def main() -> None:
     row("MemorySaver, 1 thread, sync", sync_single(MemorySaver()))
     for threads in (1, 4, 16):
         row(f"MemorySaver, {threads} concurrent threads", await concurrent(MemorySaver(), threads))
+    try:
+        from langgraph.checkpoint.memory import InMemorySaver
+    except ImportError:
+        print("(LangGraph not installed: pip install -e '.[bench]')")
+    else:
+        for threads in (1, 4, 16):
+            figures = await lg_concurrent(lg_agent(InMemorySaver()), threads)
+            row(f"LangGraph InMemorySaver, {threads} conc. threads", figures)
     sync_saver = RedisSaver.from_url(REDIS_URL, prefix=f"bench-load-{uuid.uuid4().hex[:8]}")
     try:
         row("Redis, 1 thread, sync", sync_single(sync_saver))
