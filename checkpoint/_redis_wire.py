@@ -77,7 +77,7 @@ class Wire:
         if loop is not self._loop:
             # connections belong to the loop that made them; a saver used from a new
             # loop (asyncio.run again) starts afresh
-            self._loop, self._free, self._queue = loop, [], []
+            self._loop, self._free, self._queue, self._tasks = loop, [], [], set()
         future: asyncio.Future[Any] = loop.create_future()
         if not self._queue and len(self._tasks) < MAX_IN_FLIGHT:
             loop.call_soon(self._flush)
@@ -142,7 +142,7 @@ class Wire:
 
     async def aclose(self) -> None:
         """Wait for batches in flight, then close every connection kept."""
-        if self._tasks:
+        while self._tasks:  # a batch that ends sends the next: wait for those too
             await asyncio.gather(*self._tasks, return_exceptions=True)
         free, self._free = self._free, []
         for conn in free:

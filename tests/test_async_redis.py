@@ -121,6 +121,28 @@ async def test_concurrent_calls_share_one_write(
     assert sends == [16]
 
 
+def test_a_saver_serves_one_event_loop_after_another(redis_url: str, redis_prefix: str) -> None:
+    """asyncio.run twice with one saver, closed after each (scripts, notebooks): the
+    second loop gets connections of its own."""
+    saver = AsyncRedisSaver.from_url(redis_url, prefix=redis_prefix)
+
+    async def first() -> None:
+        try:
+            await grow(saver, "t", 2)
+        finally:
+            await saver.aclose()
+
+    async def second() -> list[Any]:
+        try:
+            return list(await asyncio.gather(saver.aget("t"), saver.aget("t")))
+        finally:
+            await saver.aclose()
+
+    asyncio.run(first())
+    got = asyncio.run(second())
+    assert [cp.values["log"] for cp in got if cp is not None] == [[0, 1], [0, 1]]
+
+
 async def test_a_dropped_connection_is_replaced(asaver: AsyncRedisSaver) -> None:
     """Connections the server (or a proxy) closed while idle are replaced, not reported."""
     ids = await grow(asaver, "t", 2)
