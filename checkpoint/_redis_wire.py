@@ -11,13 +11,15 @@ one write on one connection, reading the replies back in order (pipelining acros
 conversations; each conversation still waits for its own reply before its next
 command, so its order is kept).
 
-Connections are made by the client's own pool (same address, credentials, TLS, protocol
-and parser: hiredis when installed). Errors come back as redis-py raises them.
+Connections are taken from the client's own pool and kept (same address, credentials,
+TLS, protocol and parser: hiredis when installed; closing the client closes them).
+Errors come back as redis-py raises them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,7 +67,7 @@ class Wire:
     __slots__ = ("_free", "_loop", "_pool", "_queue", "_tasks")
 
     def __init__(self, client: aredis.Redis) -> None:
-        self._pool: Any = client.connection_pool  # make_connection is untyped
+        self._pool: Any = client.connection_pool  # get_connection is untyped
         self._free: list[Any] = []
         self._queue: _Batch = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -101,8 +103,11 @@ class Wire:
 
     async def _send(self, batch: _Batch) -> None:
         for attempt in (1, 2):
-            conn = self._free.pop() if self._free else self._pool.make_connection()
+            conn = None
             try:
+                # taken from the client's pool and kept: closing the client (or its pool)
+                # closes them too, and they reconnect if used again
+                conn = self._free.pop() if self._free else await self._pool.get_connection()
                 if not conn.is_connected:
                     await conn.connect()
                 await conn.send_packed_command(b"".join(p for p, _ in batch), check_health=False)
@@ -116,7 +121,8 @@ class Wire:
                         if not future.done():
                             future.set_result(reply)
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-                await conn.disconnect(nowait=True)
+                if conn is not None:
+                    await self._drop(conn)
                 # replies already read stand; the rest go once more on a fresh connection
                 # (a stale one: server restarted, idle timeout). A script that ran but
                 # whose reply was lost is safe to repeat: the step write sees its own id
@@ -130,7 +136,8 @@ class Wire:
                     return
                 continue
             except BaseException as exc:
-                await conn.disconnect(nowait=True)
+                if conn is not None:
+                    await self._drop(conn)
                 for _, future in batch:
                     if not future.done():
                         future.set_exception(
@@ -140,10 +147,16 @@ class Wire:
             self._free.append(conn)
             return
 
+    async def _drop(self, conn: Any) -> None:
+        await conn.disconnect(nowait=True)
+        with contextlib.suppress(KeyError, ValueError):  # the pool was reset meanwhile
+            await self._pool.release(conn)
+
     async def aclose(self) -> None:
-        """Wait for batches in flight, then close every connection kept."""
+        """Wait for batches in flight, then give every connection back to the pool."""
         while self._tasks:  # a batch that ends sends the next: wait for those too
             await asyncio.gather(*self._tasks, return_exceptions=True)
         free, self._free = self._free, []
         for conn in free:
-            await conn.disconnect()
+            with contextlib.suppress(KeyError, ValueError):
+                await self._pool.release(conn)

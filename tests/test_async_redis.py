@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import redis
+import redis.asyncio as aredis
 
 import checkpoint.redis as redis_module
 from checkpoint import (
@@ -141,6 +142,24 @@ def test_a_saver_serves_one_event_loop_after_another(redis_url: str, redis_prefi
     asyncio.run(first())
     got = asyncio.run(second())
     assert [cp.values["log"] for cp in got if cp is not None] == [[0, 1], [0, 1]]
+
+
+async def test_closing_the_client_closes_the_saver_connections(
+    redis_url: str, redis_prefix: str
+) -> None:
+    """A client the application owns and closes itself takes the saver's connections
+    with it (they are the pool's), and they reconnect if the saver is used again."""
+    client = aredis.Redis.from_url(redis_url)
+    saver = AsyncRedisSaver(client, prefix=redis_prefix)
+    await asyncio.gather(*(grow(saver, f"t{i}", 2) for i in range(4)))
+    wire = saver._fast()
+    assert wire is not None and wire._free
+    await client.aclose()
+    assert not any(conn.is_connected for conn in wire._free)
+    cp = await saver.aget("t0")
+    assert cp is not None and cp.values["log"] == [0, 1]
+    await client.aclose()
+    assert not any(conn.is_connected for conn in wire._free)
 
 
 async def test_a_dropped_connection_is_replaced(asaver: AsyncRedisSaver) -> None:

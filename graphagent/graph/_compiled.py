@@ -234,7 +234,16 @@ class CompiledGraph:
                     yield effect.mode, effect.payload
                 elif kind is Put:
                     assert saver is not None
-                    saver.put(effect.thread_id, effect.write, expected_head=effect.expected_head)
+                    if effect.before:
+                        saver.put_many(
+                            effect.thread_id,
+                            (*effect.before, effect.write),
+                            expected_head=effect.expected_head,
+                        )
+                    else:
+                        saver.put(
+                            effect.thread_id, effect.write, expected_head=effect.expected_head
+                        )
                 elif kind is Load:
                     assert saver is not None
                     if saver.lock_policy is not None and not locked:
@@ -332,9 +341,16 @@ class CompiledGraph:
                     yield effect.mode, effect.payload
                 elif kind is Put:
                     assert saver is not None
-                    await saver.aput(
-                        effect.thread_id, effect.write, expected_head=effect.expected_head
-                    )
+                    if effect.before:
+                        await saver.aput_many(
+                            effect.thread_id,
+                            (*effect.before, effect.write),
+                            expected_head=effect.expected_head,
+                        )
+                    else:
+                        await saver.aput(
+                            effect.thread_id, effect.write, expected_head=effect.expected_head
+                        )
                 elif kind is Load:
                     assert saver is not None
                     if saver.lock_policy is not None and not locked:
