@@ -10,7 +10,7 @@ MCP_NODE := $(VENV)/mcp-node/installed.json
 # mermaid's own parser, which the drawing tests run in headless Chromium
 MERMAID_NODE := $(VENV)/mermaid-node/installed.json
 
-.PHONY: demo test lint typecheck pytest bench clean test-live
+.PHONY: demo test lint typecheck pytest bench clean test-live notebooks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,10 @@ $(LIVE_STAMP): pyproject.toml
 
 test-live: $(LIVE_STAMP)
 	$(LIVE_VENV)/bin/pytest -q -p no:cacheprovider -o addopts= live/
+
+# run the notebooks and save them with their outputs (what the repository shows)
+notebooks: $(STAMP) $(MCP_NODE)
+	$(BIN)/python notebooks/execute.py
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py

@@ -592,7 +592,7 @@ class CompiledGraph:
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = saver.get(thread, cfg.checkpoint_id)
-        return StateSnapshot.from_checkpoint(cp, cfg)
+        return StateSnapshot.from_checkpoint(cp, cfg, self)
 
     async def aget_state(
         self, config: ConfigLike = None, *, thread_id: str | None = None
@@ -601,7 +601,7 @@ class CompiledGraph:
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = await saver.aget(thread, cfg.checkpoint_id)
-        return StateSnapshot.from_checkpoint(cp, cfg)
+        return StateSnapshot.from_checkpoint(cp, cfg, self)
 
     def get_state_history(
         self,
@@ -618,7 +618,7 @@ class CompiledGraph:
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
             cps = saver.list(thread, limit=limit, before=before)
-        return StateHistory(StateSnapshot.from_checkpoint(cp, cfg) for cp in cps)
+        return StateHistory(StateSnapshot.from_checkpoint(cp, cfg, self) for cp in cps)
 
     async def aget_state_history(
         self,
@@ -632,7 +632,7 @@ class CompiledGraph:
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
             cps = await saver.alist(thread, limit=limit, before=before)
-        return StateHistory(StateSnapshot.from_checkpoint(cp, cfg) for cp in cps)
+        return StateHistory(StateSnapshot.from_checkpoint(cp, cfg, self) for cp in cps)
 
     def update_state(
         self,

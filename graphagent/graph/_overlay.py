@@ -35,6 +35,7 @@ class RunOverlay:
         last: the nodes of the step that wrote the checkpoint drawn.
         next: the nodes due to run next.
         waiting: nodes paused in ``interrupt()``, waiting for ``Command(resume=...)``.
+        upcoming: edges from the current nodes to the next ones (chosen, not yet run).
         finished: whether the run reached its end.
     """
 
@@ -45,6 +46,7 @@ class RunOverlay:
     last: tuple[str, ...] = ()
     next: tuple[str, ...] = ()
     waiting: tuple[str, ...] = ()
+    upcoming: frozenset[tuple[str, str]] = frozenset()
     finished: bool = False
 
 
@@ -89,14 +91,17 @@ def run_overlay(
                 edges[(src, END)] += 1
         nodes[END] += 1
     waiting = tuple(dict.fromkeys(i.path[0] if i.path else i.node for i in head.interrupts))
+    nxt = tuple(n for n in (*head.next, *waiting) if n in g)
+    upcoming = frozenset((a, b) for a in before for b in nxt if g.has_edge(a, b))
     return RunOverlay(
         thread_id=str(head.config.thread_id),
         step=head.step,
         nodes=nodes,
         edges=edges,
         last=tuple(n for n in _ran(head) if n in g),
-        next=tuple(n for n in head.next if n in g),
+        next=tuple(dict.fromkeys(nxt)),
         waiting=tuple(n for n in waiting if n in g),
+        upcoming=upcoming,
         finished=finished,
     )
 

@@ -111,8 +111,17 @@ class _Writer:
         ports = self._ports(d, centre)
         # taken edges last, so they are drawn over the faded ones they cross
         routes = sorted(
-            lay.routes.items(), key=lambda item: bool(overlay and overlay.edges[item[0]])
+            lay.routes.items(),
+            key=lambda item: bool(
+                overlay and (overlay.edges[item[0]] or item[0] in overlay.upcoming)
+            ),
         )
+        if overlay is not None:
+            # the tags drawn on nodes later are obstacles for edge labels now
+            for node in d.g.nodes:
+                (x, y), (w, h) = centre(node), d.sizes[node]
+                look = _Look.of(node, overlay, "")
+                self.labels += _tag_rects(look, x + w / 2, y - h / 2)
         for (src, dst), route in routes:
             self._edge(d, src, dst, route, centre, ports, overlay)
         for node in d.g.nodes:
@@ -186,6 +195,9 @@ class _Writer:
         if overlay is not None:
             taken = overlay.edges[(src, dst)]
             colour, width = (_PATH, 2.6) if taken else (_FADED, 1.2)
+            if (src, dst) in overlay.upcoming:
+                colour, width = _NEXT, 2.6
+                title += " (chosen, runs next)"
             if taken > 1:
                 text = f"{text} {_TIMES}{taken}".strip()
             if taken:
@@ -313,8 +325,8 @@ class _Writer:
                 f"{_TIMES}{look.count}</text></g>"
             )
         if look.tag:
-            width = len(look.tag) * 6.2 + 12
-            x = right - width - (14 if look.count > 1 else 0)
+            x, _, x2, _ = _tag_rects(look, right, top)[-1]
+            width = x2 - x
             self.parts.append(
                 f'<g class="tag"><rect x="{x:.1f}" y="{top - 9:.1f}" width="{width:.1f}" '
                 f'height="16" rx="8" fill="{look.stroke}"/><text x="{x + width / 2:.1f}" '
@@ -341,7 +353,7 @@ class _Look:
             return _Look(stroke)
         count = overlay.nodes[node]
         if node in overlay.waiting:
-            return _Look(_WAIT, 3.0, "", "", " waiting", count, "⏸ waiting")
+            return _Look(_WAIT, 3.0, "", "", " waiting", count, "waiting")
         if node in overlay.next:
             return _Look(_NEXT, 2.6, ' stroke-dasharray="5 3"', "", " next", count, "next")
         if node in overlay.last:
@@ -349,6 +361,18 @@ class _Look:
         if count:
             return _Look(_PATH, 2.0, "", "", " visited", count)
         return _Look(stroke, 1.2, "", ' opacity="0.45"', " unvisited")
+
+
+def _tag_rects(look: _Look, right: float, top: float) -> list[tuple[float, float, float, float]]:
+    """Where a node's count badge and state tag sit (the tag last)."""
+    rects = []
+    if look.count > 1:
+        rects.append((right - 11, top - 8, right + 7, top + 10))
+    if look.tag:
+        width = len(look.tag) * 6.2 + 12
+        x = right - width - (14 if look.count > 1 else 0)
+        rects.append((x, top - 9, x + width, top + 7))
+    return rects
 
 
 def _overlaps(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
@@ -443,4 +467,7 @@ def _legend(overlay: RunOverlay) -> str:
         where = "finished"
     else:
         where = "no such thread (nothing saved yet)"
-    return f"thread {overlay.thread_id!r} · step {overlay.step} · {where} · blue: the path taken"
+    return (
+        f"thread {overlay.thread_id!r} · step {overlay.step} · {where} · "
+        "blue: the path taken · orange: next"
+    )
