@@ -122,17 +122,20 @@ def test_agent_overlay_lists_tools_and_labels_its_edges() -> None:
         [
             AssistantMessage(tool_calls=[ToolCall(id="c1", name="get_weather", arguments="{}")]),
             "Sunny.",
+            "Still sunny.",
         ]
     )
     agent = ReactAgent(name="w", model=model, tools=[get_weather], saver=MemorySaver())
     agent.call("weather?", thread_id="a1")
+    agent.call("and now?", thread_id="a1")  # a second run on the same thread
     svg = agent.draw(thread_id="a1")
     edges = _edges(svg)
     assert edges["model → tools"][0] == edges["model → END"][0] == "#1565c0"
     assert edges["tools → model"][0] == "#1565c0"
     root = ET.fromstring(svg)
     labels = {t.text for t in root.iter(f"{SVG}text") if t.get("class") == "edge-label"}
-    assert {"tool calls", "answer", "results"} <= labels
+    # both runs ended with an answer, the first one's end is read from the next input
+    assert {"tool calls", f"answer {TIMES}2", "results", "again"} <= labels
     assert "get_weather" in "".join(root.itertext())
 
 
