@@ -248,3 +248,18 @@ def test_history_rows_show_the_keys_each_step_changed() -> None:
     assert steps[-4] == ("write", {"log"})  # the same draft again
     assert "__seen" not in page
     assert re.search(r"\d{4}-\d\d-\d\d", page) and "text-align:right" not in page
+
+
+def test_jupyter_text_of_a_snapshot_is_one_line_without_private_keys() -> None:
+    """Beside the HTML card, Jupyter's text form is a line, not every value and id."""
+    from IPython.lib.pretty import pretty
+
+    app = review_loop()
+    app.invoke({"log": []}, {"thread_id": "p1"})
+    snap = app.get_state({"thread_id": "p1"})
+    text = pretty(snap)
+    assert text == "<StateSnapshot thread 'p1' step 6: next publish, 1 question(s) waiting>"
+    assert "__seen" in repr(snap)  # repr still keeps every field, for debugging
+    history = app.get_state_history({"thread_id": "p1"})
+    assert pretty(history) == "<StateHistory: 7 checkpoints of thread 'p1', newest first>"
+    assert pretty(app.get_state({"thread_id": "nope"})) == "<StateSnapshot: no such thread 'nope'>"
