@@ -122,17 +122,20 @@ def test_agent_overlay_lists_tools_and_labels_its_edges() -> None:
         [
             AssistantMessage(tool_calls=[ToolCall(id="c1", name="get_weather", arguments="{}")]),
             "Sunny.",
+            "Still sunny.",
         ]
     )
     agent = ReactAgent(name="w", model=model, tools=[get_weather], saver=MemorySaver())
     agent.call("weather?", thread_id="a1")
+    agent.call("and now?", thread_id="a1")  # a second run on the same thread
     svg = agent.draw(thread_id="a1")
     edges = _edges(svg)
     assert edges["model → tools"][0] == edges["model → END"][0] == "#1565c0"
     assert edges["tools → model"][0] == "#1565c0"
     root = ET.fromstring(svg)
     labels = {t.text for t in root.iter(f"{SVG}text") if t.get("class") == "edge-label"}
-    assert {"tool calls", "answer", "results"} <= labels
+    # both runs ended with an answer, the first one's end is read from the next input
+    assert {"tool calls", f"answer {TIMES}2", "results", "again"} <= labels
     assert "get_weather" in "".join(root.itertext())
 
 
@@ -245,3 +248,18 @@ def test_history_rows_show_the_keys_each_step_changed() -> None:
     assert steps[-4] == ("write", {"log"})  # the same draft again
     assert "__seen" not in page
     assert re.search(r"\d{4}-\d\d-\d\d", page) and "text-align:right" not in page
+
+
+def test_jupyter_text_of_a_snapshot_is_one_line_without_private_keys() -> None:
+    """Beside the HTML card, Jupyter's text form is a line, not every value and id."""
+    from IPython.lib.pretty import pretty
+
+    app = review_loop()
+    app.invoke({"log": []}, {"thread_id": "p1"})
+    snap = app.get_state({"thread_id": "p1"})
+    text = pretty(snap)
+    assert text == "<StateSnapshot thread 'p1' step 6: next publish, 1 question(s) waiting>"
+    assert "__seen" in repr(snap)  # repr still keeps every field, for debugging
+    history = app.get_state_history({"thread_id": "p1"})
+    assert pretty(history) == "<StateHistory: 7 checkpoints of thread 'p1', newest first>"
+    assert pretty(app.get_state({"thread_id": "nope"})) == "<StateSnapshot: no such thread 'nope'>"

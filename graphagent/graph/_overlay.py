@@ -69,6 +69,22 @@ def _ran(snap: StateSnapshot) -> tuple[str, ...]:
     return tuple(str(n) for n in snap.metadata.get("nodes", ()) or ())
 
 
+def _finished(snap: StateSnapshot) -> bool:
+    return snap.checkpoint_id is not None and not snap.next and not snap.interrupts
+
+
+def _reach_end(
+    g: nx.DiGraph[str],
+    before: tuple[str, ...],
+    nodes: Counter[str],
+    edges: Counter[tuple[str, str]],
+) -> None:
+    for src in before:
+        if g.has_edge(src, END):
+            edges[(src, END)] += 1
+    nodes[END] += 1
+
+
 def run_overlay(
     g: nx.DiGraph[str], head: StateSnapshot, history: Sequence[StateSnapshot]
 ) -> RunOverlay:
@@ -76,20 +92,22 @@ def run_overlay(
     nodes: Counter[str] = Counter()
     edges: Counter[tuple[str, str]] = Counter()
     before: tuple[str, ...] = ()
+    previous: StateSnapshot | None = None
     for snap in _line(head, history):
         ran = tuple(n for n in _ran(snap) if n in g)
+        if ran == (START,) and previous is not None and _finished(previous):
+            # a new input on a finished thread: the run before it went to END
+            _reach_end(g, before, nodes, edges)
+        previous = snap
         nodes.update(ran)
         for src in before:
             for dst in ran:
                 if g.has_edge(src, dst):
                     edges[(src, dst)] += 1
         before = ran
-    finished = head.checkpoint_id is not None and not head.next and not head.interrupts
+    finished = _finished(head)
     if finished:
-        for src in before:
-            if g.has_edge(src, END):
-                edges[(src, END)] += 1
-        nodes[END] += 1
+        _reach_end(g, before, nodes, edges)
     waiting = tuple(dict.fromkeys(i.path[0] if i.path else i.node for i in head.interrupts))
     nxt = tuple(n for n in (*head.next, *waiting) if n in g)
     upcoming = frozenset((a, b) for a in before for b in nxt if g.has_edge(a, b))

@@ -48,6 +48,20 @@ class StateSnapshot:
         """Whether the thread has this checkpoint (``False``: no such thread, or none yet)."""
         return self.checkpoint_id is not None
 
+    def summary(self) -> str:
+        """One line: the thread, the step, what runs next (``repr`` keeps every field)."""
+        thread = self.config.thread_id
+        if not self.exists:
+            return f"<StateSnapshot: no such thread {thread!r}>"
+        waiting = f", {len(self.interrupts)} question(s) waiting" if self.interrupts else ""
+        nxt = ", ".join(self.next) or "nothing (finished)"
+        return f"<StateSnapshot thread {thread!r} step {self.step}: next {nxt}{waiting}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Jupyter's text beside the HTML card: a line, not every value and id (and no
+        # private keys)
+        printer.text(self.summary())
+
     def _repr_html_(self) -> str:
         """Jupyter shows where the thread stands, a question waiting for an answer (with
         the exact ``Command(resume=...)`` to send), the conversation, the other public keys,
@@ -121,6 +135,10 @@ class StateHistory(list[StateSnapshot]):
     """
 
     __slots__ = ()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        thread = self[0].config.thread_id if self else None
+        printer.text(f"<StateHistory: {len(self)} checkpoints of thread {thread!r}, newest first>")
 
     def _repr_html_(self) -> str:
         """One row per checkpoint: step, what wrote it, the keys it changed, what runs next,

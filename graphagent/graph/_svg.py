@@ -101,6 +101,7 @@ class _Writer:
         self.parts: list[str] = []
         self.overlay = overlay
         self.labels: list[tuple[float, float, float, float]] = []
+        self.right = 0.0  # the rightmost point drawn: loops and labels reach past the layout
 
     def drawing(self, d: _Drawing, ox: float, oy: float, overlay: RunOverlay | None) -> None:
         lay = d.layout
@@ -175,6 +176,7 @@ class _Writer:
             path += f"{r:.1f} {y + 8:.1f}"
             spots = [(r + 34, y)]
             tail, tip = (r + 40, y + 30), (r, y + 8)
+            self.right = max(self.right, r + 42)
         else:
             points = self._route_points(d, (src, dst), route, centre, ports)
             path = f"M {points[0][0]:.1f} {points[0][1]:.1f}"
@@ -229,12 +231,16 @@ class _Writer:
         for node in d.g.nodes:
             (cx, cy), (w, h) = centre(node), d.sizes[node]
             boxes.append((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2))
-        for x, y in spots:
+        # beside the line, left or right, when no spot on it is free
+        shifted = [(x + dx, y) for x, y in spots for dx in (half + 5, -half - 5)]
+        for x, y in [*spots, *shifted]:
             mine = box(x, y)
-            if not any(_overlaps(mine, other) for other in [*boxes, *self.labels]):
+            if mine[0] > 2 and not any(_overlaps(mine, o) for o in [*boxes, *self.labels]):
                 self.labels.append(mine)
+                self.right = max(self.right, mine[2])
                 return x, y
         self.labels.append(box(*spots[0]))
+        self.right = max(self.right, box(*spots[0])[2])
         return spots[0]
 
     @staticmethod
@@ -435,10 +441,15 @@ def render_svg(graph: CompiledGraph, overlay: RunOverlay | None = None) -> str:
     d = _measure(graph)
     legend = _legend(overlay) if overlay is not None else ""
     top = _MARGIN + _TITLE_H + (_LEGEND_H if legend else 0.0)
-    width = max(d.layout.width, len(graph.name) * 8.5, len(legend) * 6.4) + 2 * _MARGIN
     height = d.layout.height + _MARGIN + top
     writer = _Writer()
     writer.drawing(d, _MARGIN, top, overlay)
+    width = max(
+        d.layout.width + 2 * _MARGIN,
+        len(graph.name) * 8.5 + 2 * _MARGIN,
+        len(legend) * 6.4 + 2 * _MARGIN,
+        writer.right + _MARGIN / 2,
+    )
     head = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" '

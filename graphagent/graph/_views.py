@@ -221,6 +221,10 @@ def _changed(snap: StateSnapshot, parent: StateSnapshot | None) -> list[str]:
         a, b = new.get(key, _MISSING), old.get(key, _MISSING)
         if a is b:
             continue
+        # appended lists (a conversation) differ in length: no need to compare every item
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) != len(b):
+            out.append(key)
+            continue
         try:
             same = bool(a == b)
         except Exception:  # a value whose == raises or is not a bool (arrays)
