@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import operator
+import pickle
 import re
 import xml.etree.ElementTree as ET
 from typing import Annotated, Any, Literal, TypedDict
@@ -351,3 +353,18 @@ def test_drawings_show_themselves_in_their_format() -> None:
     assert set(svg._repr_mimebundle_()) == {"image/svg+xml", "text/plain"}
     assert mermaid._repr_mimebundle_()["text/vnd.mermaid"] == mermaid
     assert ascii_art._repr_mimebundle_() == {"text/plain": ascii_art}
+    again = pickle.loads(pickle.dumps(mermaid))
+    assert again == mermaid and again.fmt == "mermaid" and copy.copy(svg).fmt == "svg"
+
+
+def test_missing_node_or_chromium_fails_saying_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Mermaid check never skips: without node or Chromium it says what to install."""
+    import _mermaid
+
+    monkeypatch.setattr(_mermaid.shutil, "which", lambda name: None)
+    with pytest.raises(_mermaid.ToolMissing, match="apt-get install -y chromium"):
+        _mermaid.browser()
+    with pytest.raises(_mermaid.ToolMissing, match=r"'node'.*install it"):
+        _mermaid.install()

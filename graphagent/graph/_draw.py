@@ -46,6 +46,10 @@ class Drawing(str):
         self.fmt = fmt
         return self
 
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]
+        # pickle and copy rebuild it through __new__, which needs the format too
+        return (str(self), self.fmt)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         text = str(self)
         if self.fmt == "svg":
