@@ -56,7 +56,11 @@ from graphagent.tools import (
     ToolExecutionExceptionProcessor,
     collect_tools,
 )
+from graphagent.tools._calls import unique_call_ids
+from graphagent.tools._convert import as_text
+from graphagent.tools._definition import acall_tool, call_tool
 from graphagent.tools._function import readable
+from graphagent.tools._resolve import resolve_with
 
 __all__ = ["ReactAgent", "pending_tool_calls"]
 
@@ -105,7 +109,9 @@ class ReactAgent(BaseAgent):
         tool_callback_providers: providers of more tools, asked again on every model call
             (so an MCP server's changed tool list counts).
         tool_names: tools referred to by name, found through ``resolver``.
-        resolver: a :class:`ToolCallbackResolver`.
+        resolver: a :class:`ToolCallbackResolver` (or a function ``name -> tool``). Alone,
+            it provides all its tools when it can list them; the tools step also falls
+            back to it for a called name the agent does not have.
         output_type: a pydantic model: the final answer is validated into it and stored
             in ``state["structured_response"]``.
         tool_context: a mapping every tool sees as ``ToolContext.context``.
@@ -183,6 +189,7 @@ class ReactAgent(BaseAgent):
         )
         provided = {t.definition.name for p in self._providers for t in p.tool_callbacks()}
         self._fixed_tools = {n: t for n, t in self.toolset.items() if n not in provided}
+        self.resolver = resolver
         self.manager = ToolCallingManager(
             exception_processor=exception_processor, timeout=tool_timeout
         )
@@ -234,7 +241,7 @@ class ReactAgent(BaseAgent):
             [n for n, _ in hooks[p]]
             for p in ("before_agent", "before_model", "after_model", "after_agent")
         )
-        has_tools = bool(self.toolset)
+        has_tools = self._has_tools = bool(self.toolset) or self.resolver is not None
         model_entry = bm[0] if bm else MODEL
         end_entry = aa[0] if aa else END
         jumps = {"end": end_entry, "model": model_entry, "tools": TOOLS if has_tools else None}
@@ -343,7 +350,7 @@ class ReactAgent(BaseAgent):
         messages: list[Message] = list(state.get("messages", []))
         if self._system is not None:
             messages.insert(0, self._system)
-        tools: list[Any] = [t.definition for t in self._tools_now().values()]
+        tools: list[Any] = [t.definition for t in self._tools_now(config).values()]
         if self._output_tool is not None:
             tools.append(self._output_tool)
         options = self.options
@@ -396,6 +403,8 @@ class ReactAgent(BaseAgent):
     def _after_model_response(
         self, state: OverAllState, response: AssistantMessage
     ) -> dict[str, Any]:
+        # answers are matched to calls by id, and some servers reuse ids in one answer
+        response = unique_call_ids(response)
         update: dict[str, Any] = {
             "messages": [response],
             "run_model_calls": (state.get("run_model_calls", 0) or 0) + 1,
@@ -467,12 +476,60 @@ class ReactAgent(BaseAgent):
             )
         return {"messages": [response, *feedback], "structured_retries": retries + 1}
 
-    def _tools_now(self) -> dict[str, ToolCallback]:
+    def _tools_now(self, config: RunnableConfig) -> dict[str, ToolCallback]:
         # providers are asked again on every model call (as Spring AI does), so tools a
         # provider gained or lost since the agent was built (MCP tools/list_changed) count
-        if not self._providers:
-            return self.toolset
-        return collect_tools(tools=self._fixed_tools, providers=self._providers)
+        toolset = self.toolset
+        if self._providers:
+            toolset = collect_tools(tools=self._fixed_tools, providers=self._providers)
+        added = config.configurable.get("tools")
+        names = config.configurable.get("tool_names")
+        if not added and names is None:
+            return toolset
+        return self._per_request(toolset, added or (), names)
+
+    def _executable(self, config: RunnableConfig, calls: list[ToolCall]) -> dict[str, ToolCallback]:
+        """The tools the tools step may run: those offered, plus what the resolver knows
+        of the called names (as Spring AI Alibaba's tool node does), unless this run
+        narrowed the tools to ``tool_names``."""
+        tools = self._tools_now(config)
+        if self.resolver is None or config.configurable.get("tool_names") is not None:
+            return tools
+        found = {}
+        for call in calls:
+            if call.name not in tools:
+                resolved = resolve_with(self.resolver, call.name)
+                if resolved is not None:
+                    found[call.name] = resolved
+        return {**tools, **found} if found else tools
+
+    def _per_request(
+        self, toolset: dict[str, ToolCallback], added: Iterable[Any], names: Iterable[str] | None
+    ) -> dict[str, ToolCallback]:
+        """The agent's tools plus this run's ``tools``, narrowed to ``tool_names``."""
+        if not self._has_tools:
+            raise UserError(
+                f"agent {self.name!r} was built without tools, so it has no tools step and "
+                "cannot take tools per request; give it tools=[...] (or resolver=...) "
+                "when you build it"
+            )
+        if isinstance(names, str):
+            raise UserError(f"tool_names takes a list of names, got the string {names!r}")
+        merged = collect_tools(tools=[*toolset.values(), *added]) if added else toolset
+        if names is None:
+            return merged
+        narrowed: dict[str, ToolCallback] = {}
+        for name in names:
+            found = merged.get(name)
+            if found is None and self.resolver is not None:
+                found = resolve_with(self.resolver, name)
+            if found is None:
+                raise UserError(
+                    f"tool_names names {name!r}, which agent {self.name!r} does not have; "
+                    f"it has {sorted(merged)}"
+                )
+            narrowed[name] = found
+        return narrowed
 
     # -- the tools node ----------------------------------------------------------------------
 
@@ -486,7 +543,7 @@ class ReactAgent(BaseAgent):
     def _invoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
         def base(request: ToolRequest) -> ToolResponseMessage:
             assert request.tool is not None
-            text = request.tool.call(request.tool_call.arguments, request.context)
+            text = as_text(call_tool(request.tool, request.tool_call.arguments, request.context))
             return ToolResponseMessage(
                 text, tool_call_id=request.tool_call.id, name=request.tool_call.name
             )
@@ -496,7 +553,9 @@ class ReactAgent(BaseAgent):
     async def _ainvoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
         async def base(request: ToolRequest) -> ToolResponseMessage:
             assert request.tool is not None
-            text = await request.tool.acall(request.tool_call.arguments, request.context)
+            text = as_text(
+                await acall_tool(request.tool, request.tool_call.arguments, request.context)
+            )
             return ToolResponseMessage(
                 text, tool_call_id=request.tool_call.id, name=request.tool_call.name
             )
@@ -519,7 +578,7 @@ class ReactAgent(BaseAgent):
         result = self.manager.execute_tool_calls(
             [],
             last,
-            tools=self._tools_now(),
+            tools=self._executable(config, runnable),
             context=self._tool_context(state, config),
             calls=runnable,
             invoke=self._invoke_tool if self.tool_interceptors else None,
@@ -534,7 +593,7 @@ class ReactAgent(BaseAgent):
         result = await self.manager.aexecute_tool_calls(
             [],
             last,
-            tools=self._tools_now(),
+            tools=self._executable(config, runnable),
             context=self._tool_context(state, config),
             calls=runnable,
             invoke=self._ainvoke_tool if self.tool_interceptors else None,

@@ -235,7 +235,16 @@ class CompiledGraph:
                     yield effect.mode, effect.payload
                 elif kind is Put:
                     assert saver is not None
-                    saver.put(effect.thread_id, effect.write, expected_head=effect.expected_head)
+                    if effect.before:
+                        saver.put_many(
+                            effect.thread_id,
+                            (*effect.before, effect.write),
+                            expected_head=effect.expected_head,
+                        )
+                    else:
+                        saver.put(
+                            effect.thread_id, effect.write, expected_head=effect.expected_head
+                        )
                 elif kind is Load:
                     assert saver is not None
                     if saver.lock_policy is not None and not locked:
@@ -309,6 +318,11 @@ class CompiledGraph:
                 send = None
                 kind = type(effect)
                 if kind is Execute:
+                    # hand the loop to the other runs once per super-step: a run whose
+                    # steps never suspend (in-memory saver, async nodes) would otherwise
+                    # hold the loop for its whole turn, and a run waiting on a worker
+                    # thread would wait behind every other run's turn (the p99 step)
+                    await asyncio.sleep(0)
                     if live is None:
                         send = await self._aexecute(effect)
                         continue
@@ -328,9 +342,16 @@ class CompiledGraph:
                     yield effect.mode, effect.payload
                 elif kind is Put:
                     assert saver is not None
-                    await saver.aput(
-                        effect.thread_id, effect.write, expected_head=effect.expected_head
-                    )
+                    if effect.before:
+                        await saver.aput_many(
+                            effect.thread_id,
+                            (*effect.before, effect.write),
+                            expected_head=effect.expected_head,
+                        )
+                    else:
+                        await saver.aput(
+                            effect.thread_id, effect.write, expected_head=effect.expected_head
+                        )
                 elif kind is Load:
                     assert saver is not None
                     if saver.lock_policy is not None and not locked:
