@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import threading
 import uuid
 from collections.abc import Callable
 from functools import partial
@@ -42,6 +43,7 @@ T = TypeVar("T", bound=type)
 
 _TUPLE, _SET, _FROZENSET, _DATETIME, _DATE, _TIMEDELTA, _UUID = 1, 2, 3, 4, 5, 6, 7
 _MODEL, _ENUM, _DATACLASS = 8, 9, 10
+_KEEP_PACKER_BELOW = 1 << 20
 
 MAX_DEPTH = 100
 """How deeply a value may nest: lists, dicts, tuples, sets and registered objects inside one
@@ -79,8 +81,11 @@ class Serde:
         self._names: dict[type, str] = {}
         self._types: dict[str, type] = {}
         self._shallow: set[type] = set()
+        self._fields: dict[type, tuple[str, ...]] = {}
         # made once: the fast path's encoders by frames left, the decoders by depth
         self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
+        self._rooms: dict[Callable[[Any], Any], int] = {f: i for i, f in enumerate(self._fast)}
+        self._local = threading.local()
         self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
 
     def register(self, cls: T, name: str | None = None, *, shallow: bool = False) -> T:
@@ -117,6 +122,8 @@ class Serde:
             )
         self._names[cls] = key
         self._types[key] = cls
+        if dataclasses.is_dataclass(cls):
+            self._fields[cls] = tuple(f.name for f in dataclasses.fields(cls))
         if shallow:
             self._shallow.add(cls)
         return cls
@@ -234,9 +241,25 @@ class Serde:
             raise SerializationError("cannot decode stored checkpoint data: extra bytes")
         return value
 
-    @staticmethod
-    def _pack(value: Any, default: Callable[[Any], Any]) -> bytes:
-        return msgpack.packb(value, default=default, use_bin_type=True, strict_types=True)  # type: ignore[no-any-return]
+    def _pack(self, value: Any, default: Callable[[Any], Any]) -> bytes:
+        room = self._rooms.get(default)
+        if room is None:
+            return msgpack.packb(value, default=default, use_bin_type=True, strict_types=True)  # type: ignore[no-any-return]
+        # the fast path reuses its packers (making one costs more than packing a small
+        # value): a free list per frame depth, per thread
+        pools: list[list[msgpack.Packer]] | None = getattr(self._local, "pools", None)
+        if pools is None:
+            pools = self._local.pools = [[] for _ in self._fast]
+        free = pools[room]
+        packer = (
+            free.pop()
+            if free
+            else msgpack.Packer(default=default, use_bin_type=True, strict_types=True)
+        )
+        packed: bytes = packer.pack(value)  # a packer that raised is dropped
+        if len(packed) < _KEEP_PACKER_BELOW:  # a packer keeps its largest buffer
+            free.append(packer)
+        return packed
 
     def _frame(
         self, code: int, value: Any, dumped: dict[int, Any] | None, room: int
@@ -255,13 +278,14 @@ class Serde:
         cls = type(obj)
         name = self._names.get(cls)
         if name is not None:
+            if cls in self._shallow:  # the library's messages: the commonest objects
+                return self._frame(_MODEL, [name, obj.__dict__], dumped, room)
             if issubclass(cls, enum.Enum):
                 return self._frame(_ENUM, [name, obj.value], dumped, room)
-            if dataclasses.is_dataclass(obj):
-                fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+            names = self._fields.get(cls)
+            if names is not None:  # a dataclass
+                fields = {n: getattr(obj, n) for n in names}
                 return self._frame(_DATACLASS, [name, fields], dumped, room)
-            if cls in self._shallow:
-                return self._frame(_MODEL, [name, obj.__dict__], dumped, room)
             known = dumped.get(id(obj)) if dumped else None
             model = known if known is not None else obj.model_dump(mode="python")
             return self._frame(_MODEL, [name, model], dumped, room)
