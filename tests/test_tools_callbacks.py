@@ -450,3 +450,35 @@ def test_per_request_tools_need_an_agent_with_a_tools_step() -> None:
     agent = ReactAgent(name="bare", model=FakeChatModel(["x"]))
     with pytest.raises(UserError, match="built without tools"):
         agent.call("hi", tools=[get_time])
+
+
+# origin: tool/method/MethodToolCallbackProviderTests::
+# whenMultipleToolObjectsWithSameToolNameThenThrow,
+# whenToolObjectHasNoToolAnnotatedMethodThenThrow
+def test_method_tools_of_two_objects_sharing_a_name_and_of_none() -> None:
+    from graphagent.errors import ToolDefinitionError
+    from graphagent.tools import collect_tools
+
+    class A:
+        @tool
+        def valid_tool(self) -> str:
+            """From A."""
+            return "a"
+
+    class B:
+        @tool
+        def valid_tool(self) -> str:
+            """From B."""
+            return "b"
+
+    class Plain:
+        def helper(self) -> str:
+            return "no tools here"
+
+    with pytest.raises(ToolDefinitionError, match="two tools are named 'valid_tool'"):
+        collect_tools(method_tools_of=[A(), B()])
+    # two instances of one class are two tools too: each has its own state
+    with pytest.raises(ToolDefinitionError, match="two tools are named 'valid_tool'"):
+        collect_tools(method_tools_of=[A(), A()])
+    with pytest.raises(ToolDefinitionError, match="Plain has no @tool methods"):
+        method_tools(Plain())
