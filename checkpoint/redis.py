@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import re
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -110,14 +111,37 @@ def glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
+_ESCAPE = {"%": "%25", "{": "%7B", "}": "%7D"}
+_UNESCAPE = {v: k for k, v in _ESCAPE.items()}
+_TO_ESCAPE = re.compile("[%{}\ud800-\udfff]")
+_ESCAPED = re.compile("%(?:25|7B|7D|u[0-9A-F]{4})")
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    c = match.group()
+    return _ESCAPE.get(c) or f"%u{ord(c):04X}"
+
+
+def _unescape_one(match: re.Match[str]) -> str:
+    code = match.group()
+    return _UNESCAPE.get(code) or chr(int(code[2:], 16))
+
+
 def escape_thread_id(thread_id: str) -> str:
-    """Make a thread id safe inside a hash-tagged key (``{``, ``}`` and ``%`` escaped)."""
-    return thread_id.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
+    """Make any thread id safe inside a hash-tagged key, injectively: ``%``, ``{`` and ``}``
+    become ``%25``, ``%7B`` and ``%7D``, and a lone surrogate (which UTF-8 cannot encode)
+    becomes ``%uD800``-style text."""
+    return _TO_ESCAPE.sub(_escape_one, thread_id)
 
 
 def unescape_thread_id(escaped: str) -> str:
     """Reverse :func:`escape_thread_id`."""
-    return escaped.replace("%7D", "}").replace("%7B", "{").replace("%25", "%")
+    return _ESCAPED.sub(_unescape_one, escaped)
+
+
+def _b(text: str) -> bytes:
+    """A hash field or an id as Redis stores it: UTF-8, lone surrogates kept."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _storage_error(action: str, exc: Exception) -> CheckpointStorageError:
@@ -247,7 +271,7 @@ class _RedisLogic:
         cached = self._records.get((thread_id, checkpoint_id))
         if cached is not None:
             return cached
-        blob = yield _Call("hget", (self.keys(thread_id).cp, checkpoint_id))
+        blob = yield _Call("hget", (self.keys(thread_id).cp, _b(checkpoint_id)))
         if blob is None:
             raise self._not_found(thread_id, checkpoint_id)
         return self._remember(thread_id, layout.decode_record(bytes(blob), self.serde.loads))
@@ -270,7 +294,7 @@ class _RedisLogic:
         )
         args: list[Any] = [header, plan.record_blob]
         for f, v in plan.data.items():
-            args.append(f)
+            args.append(_b(f))
             args.append(v)
         ok, info = yield _Eval(_PUT, self.keys(thread_id).all(), args)
         if not ok:
@@ -302,7 +326,7 @@ class _RedisLogic:
         drop, fields = layout.plan_prune(records[: len(ids) - keep], records[len(ids) - keep :])
         calls = [_Call("hdel", (k.cp, *drop))]
         if fields:
-            calls.append(_Call("hdel", (k.data, *fields)))
+            calls.append(_Call("hdel", (k.data, *map(_b, fields))))
         yield _Pipeline(calls, transaction=True)
 
     def put_writes(
@@ -314,7 +338,7 @@ class _RedisLogic:
         for w in writes:
             by_task.setdefault(w.task, []).append(w)
         mapping = {
-            f"{checkpoint_id}|{task}": layout.encode_writes(group, self.serde.dumps)
+            _b(f"{checkpoint_id}|{task}"): layout.encode_writes(group, self.serde.dumps)
             for task, group in by_task.items()
         }
         k = self.keys(thread_id)
@@ -325,12 +349,12 @@ class _RedisLogic:
 
     def get(self, thread_id: str, checkpoint_id: str | None) -> _Program[Checkpoint | None]:
         k = self.keys(thread_id)
-        found = yield _Eval(_READ, [k.head, k.cp], [checkpoint_id or ""])
+        found = yield _Eval(_READ, [k.head, k.cp], [_b(checkpoint_id or "")])
         if found is None:
             if checkpoint_id is not None:
                 raise self._not_found(thread_id, checkpoint_id)
             return None
-        cid, blob = found[0].decode(), found[1]
+        cid, blob = found[0].decode("utf-8", "surrogatepass"), found[1]
         if blob is None:
             raise self._not_found(thread_id, cid)
         record = self._records.get((thread_id, cid)) or self._remember(
@@ -341,13 +365,13 @@ class _RedisLogic:
     def _load(self, thread_id: str, record: layout.Record) -> _Program[Checkpoint]:
         k = self.keys(thread_id)
         fields = layout.read_fields(record)
-        calls = [_Call("hmget", (k.data, fields))] if fields else []
+        calls = [_Call("hmget", (k.data, [_b(f) for f in fields]))] if fields else []
         calls.append(_Call("hgetall", (k.writes,)))
         results = yield _Pipeline(calls, transaction=False)
         values = layout.rebuild(record, results[0] if fields else [], self.serde.loads)
         prefix = f"{record.id}|".encode()
         mine = {
-            key.decode()[len(prefix) :]: v
+            key.decode("utf-8", "surrogatepass")[len(prefix) :]: v
             for key, v in results[-1].items()
             if key.startswith(prefix)
         }

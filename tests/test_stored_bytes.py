@@ -3,20 +3,31 @@ or tampered records and ranges, and any Python string (lone surrogates included)
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
 from _stores import Store
 from _tamper import data, set_data
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
+from checkpoint import CheckpointNotFoundError, PendingWrite
 from checkpoint import SerializationError as CheckpointSerializationError
-from checkpoint.base import CheckpointSaver
+from checkpoint.base import CheckpointSaver, CheckpointWrite, new_checkpoint_id
+from checkpoint.redis import escape_thread_id, unescape_thread_id
 from checkpoint.serde import MAX_DEPTH
+from graphagent.agent import ReactAgent
 from graphagent.errors import SerializationError
 from graphagent.graph import END, START, StateGraph
+from graphagent.messages import AssistantMessage, ToolCall
+from graphagent.models import FakeChatModel
 
 
 def deep(levels: int) -> Any:
@@ -76,7 +87,7 @@ def test_tampered_deep_bytes_in_a_store_are_refused_by_a_reader(store: Store) ->
     for field in data(saver, "t"):
         set_data(saver, "t", field, evil)
     saver.close()  # type: ignore[attr-defined]
-    tests = str(__import__("pathlib").Path(__file__).parent)
+    tests = str(Path(__file__).parent)
     done = subprocess.run(
         [sys.executable, "-c", _READ_TAMPERED.format(tests=tests), *store.argv()],
         capture_output=True,
@@ -86,3 +97,90 @@ def test_tampered_deep_bytes_in_a_store_are_refused_by_a_reader(store: Store) ->
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert done.stdout.strip() == "refused"
     assert issubclass(SerializationError, CheckpointSerializationError)
+
+
+# what os.listdir gives for a Latin-1 file name on a UTF-8 system, and JSON's escapes
+LATIN1_NAME = os.fsdecode(b"caf\xe9.txt")
+JSON_SURROGATE = json.loads('"\\ud800 and \\udfff"')
+
+
+def test_lone_surrogates_in_thread_ids_state_and_tool_results_round_trip(
+    saver: CheckpointSaver,
+) -> None:
+    """A ReactAgent whose tool lists Latin-1 file names, on a thread whose id came from JSON,
+    stores every step; the state, the history and the thread list give the strings back."""
+    assert LATIN1_NAME == "caf\udce9.txt"
+
+    def list_files() -> str:
+        """List the files."""
+        return f"{LATIN1_NAME}, {JSON_SURROGATE}"
+
+    call = AssistantMessage(
+        "", tool_calls=(ToolCall(id="c\ud800", name="list_files", arguments="{}"),)
+    )
+    model = FakeChatModel([call, f"found {LATIN1_NAME}"])
+    agent = ReactAgent(name="files", model=model, tools=[list_files], saver=saver)
+    thread = f"user-{JSON_SURROGATE}"
+    out = agent.invoke("which files?", {"thread_id": thread})
+    assert out["messages"][-1].text == f"found {LATIN1_NAME}"
+    cp = saver.get(thread)
+    assert cp is not None and cp.thread_id == thread
+    texts = [m.text for m in cp.values["messages"]]
+    assert f"{LATIN1_NAME}, {JSON_SURROGATE}" in texts
+    assert cp.values["messages"][1].tool_calls[0].id == "c\ud800"
+    assert thread in saver.threads()  # type: ignore[attr-defined]
+    assert len(saver.list(thread)) >= 3
+    saver.delete_thread(thread)
+    assert saver.get(thread) is None
+
+
+def write(parent: str | None, changes: dict[str, Any], metadata: Any = None) -> CheckpointWrite:
+    return CheckpointWrite(
+        id=new_checkpoint_id(),
+        parent_id=parent,
+        step=0,
+        changes=changes,
+        next=(),
+        metadata={"source": "test", "note": metadata},
+        created_at=time.time(),
+    )
+
+
+# every code point, lone surrogates included (st.text() leaves them out), often enough
+any_text = st.text(
+    st.characters(exclude_categories=()) | st.characters(categories=["Cs"]), max_size=12
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(thread="t\ud800", value="\udcff", key="k\x00\udc80")
+@example(thread="%u00{", value="", key="")
+@given(thread=any_text, value=any_text, key=any_text.filter(lambda k: "|" not in k))
+def test_any_str_is_a_thread_id_a_state_key_and_a_value(
+    saver: CheckpointSaver, thread: str, value: str, key: str
+) -> None:
+    """Arbitrary str (lone surrogates, NUL, separators) stores and comes back exactly."""
+    first = write(None, {key: ("set", value), "log": ("append", [value, {value: key}])}, value)
+    saver.put(thread, first, expected_head=None)
+    saver.put_writes(thread, first.id, [PendingWrite(key, "update", value)])
+    cp = saver.get(thread)
+    assert cp is not None and cp.thread_id == thread
+    assert cp.values == {key: value, "log": [value, {value: key}]}
+    assert cp.metadata["note"] == value
+    assert [(w.task, w.value) for w in cp.pending_writes] == [(key, value)]
+    assert thread in saver.threads()  # type: ignore[attr-defined]
+    with pytest.raises(CheckpointNotFoundError):
+        saver.get(thread, f"no-{value}")
+    saver.delete_thread(thread)
+    assert saver.get(thread) is None
+
+
+@given(a=any_text, b=any_text)
+def test_redis_thread_id_escaping_is_injective_and_reversible(a: str, b: str) -> None:
+    """Distinct thread ids never share Redis keys, and threads() gives each back as it was."""
+    assert unescape_thread_id(escape_thread_id(a)) == a
+    escape_thread_id(a).encode()  # strict UTF-8, as redis-py encodes keys: never raises
+    if a != b:
+        assert escape_thread_id(a) != escape_thread_id(b)
