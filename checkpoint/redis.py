@@ -274,7 +274,8 @@ class _RedisLogic:
         blob = yield _Call("hget", (self.keys(thread_id).cp, _b(checkpoint_id)))
         if blob is None:
             raise self._not_found(thread_id, checkpoint_id)
-        return self._remember(thread_id, layout.decode_record(bytes(blob), self.serde.loads))
+        record = layout.decode_record(bytes(blob), self.serde.loads, checkpoint_id)
+        return self._remember(thread_id, record)
 
     def put(
         self, thread_id: str, write: CheckpointWrite, expected_head: str | None
@@ -323,6 +324,7 @@ class _RedisLogic:
         records = []
         for cid in ids:
             records.append((yield from self.record(thread_id, cid)))
+        yield from self._check_claims(thread_id, records)
         drop, fields = layout.plan_prune(records[: len(ids) - keep], records[len(ids) - keep :])
         calls = [_Call("hdel", (k.cp, *drop))]
         if fields:
@@ -358,12 +360,21 @@ class _RedisLogic:
         if blob is None:
             raise self._not_found(thread_id, cid)
         record = self._records.get((thread_id, cid)) or self._remember(
-            thread_id, layout.decode_record(blob, self.serde.loads)
+            thread_id, layout.decode_record(blob, self.serde.loads, cid)
         )
         return (yield from self._load(thread_id, record))
 
+    def _check_claims(self, thread_id: str, records: Sequence[layout.Record]) -> _Program[None]:
+        """Refuse records naming more data than the thread stores (counted only for claims
+        too large to simply try)."""
+        if any(layout.claimed(r) > layout.FREE_CLAIM for r in records):
+            stored = yield _Call("hlen", (self.keys(thread_id).data,))
+            for record in records:
+                layout.check_claim(record, int(stored))
+
     def _load(self, thread_id: str, record: layout.Record) -> _Program[Checkpoint]:
         k = self.keys(thread_id)
+        yield from self._check_claims(thread_id, [record])
         fields = layout.read_fields(record)
         calls = [_Call("hmget", (k.data, [_b(f) for f in fields]))] if fields else []
         calls.append(_Call("hgetall", (k.writes,)))
@@ -403,7 +414,12 @@ class _RedisLogic:
 
     @staticmethod
     def _history_ids(raw: Any, limit: int | None, before: str | None) -> builtins.list[str]:
-        ids = sorted((i.decode() if isinstance(i, bytes) else str(i) for i in raw), reverse=True)
+        try:
+            ids = sorted(
+                (i.decode() if isinstance(i, bytes) else str(i) for i in raw), reverse=True
+            )
+        except UnicodeDecodeError as exc:
+            raise layout.damaged(None, f"a stored checkpoint id is not text ({exc})") from exc
         if before is not None:
             ids = [i for i in ids if i < before]
         return ids if limit is None else ids[:limit]
