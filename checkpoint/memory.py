@@ -110,7 +110,7 @@ class MemorySaver(CheckpointSaver):
             raise CheckpointNotFoundError(
                 f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}"
             )
-        record = layout.decode_record(blob, self.serde.loads)
+        record = layout.decode_record(blob, self.serde.loads, checkpoint_id)
         self._record_cache[(thread_id, checkpoint_id)] = record
         return record
 
@@ -158,6 +158,8 @@ class MemorySaver(CheckpointSaver):
         drop_ids, keep_ids = t.order[:-keep], t.order[-keep:]
         dropped = [self._record(thread_id, t, i) for i in drop_ids]
         kept = [self._record(thread_id, t, i) for i in keep_ids]
+        for record in dropped:
+            layout.check_claim(record, len(t.data))
         ids, fields = layout.plan_prune(dropped, kept)
         for cid in ids:
             t.records.pop(cid, None)
@@ -198,6 +200,7 @@ class MemorySaver(CheckpointSaver):
 
     def _load(self, thread_id: str, t: _Thread, checkpoint_id: str) -> Checkpoint:
         record = self._record(thread_id, t, checkpoint_id)
+        layout.check_claim(record, len(t.data))
         blobs = [t.data.get(f) for f in layout.read_fields(record)]
         values = layout.rebuild(record, blobs, self.serde.loads)
         pending = layout.group_writes(t.writes.get(checkpoint_id, {}), self.serde.loads)

@@ -1,6 +1,7 @@
 """msgpack serialization for checkpoint values, with no pickle and no imports on load.
 
-Plain data (None, bool, int, float, str, bytes, lists, dicts) is native msgpack.
+Plain data (None, bool, int, float, str, bytes, lists, dicts) is native msgpack; any
+``str`` is stored, lone surrogates included.
 These travel as extension types: tuple, set, frozenset, datetime, date, timedelta,
 UUID, and the classes registered by name: pydantic models, enums and dataclasses.
 Loading looks a type up in the registry by its registered name and never imports
@@ -59,6 +60,9 @@ _FAST_FRAMES = 4
 # scalars: no nested frame (a timedelta is stored as one, so it counts as a container)
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), _dt.datetime, _dt.date, uuid.UUID})
 _SEQUENCES = (list, tuple, set, frozenset)
+# Any Python str is stored: lone surrogates as the bytes "surrogatepass" gives them, which
+# valid UTF-8 never contains, so every string keeps its own encoding and comes back as itself.
+_LONE = "surrogatepass"
 
 
 class _Deeper(Exception):
@@ -137,7 +141,10 @@ class Serde:
                 # fast path: no walk; a value whose tuples, sets and objects nest more than
                 # a few deep, or whose lists nest past msgpack's limit, is measured first
                 return self._pack(value, self._fast[_FAST_FRAMES])
-            except _Deeper:
+            except (_Deeper, UnicodeEncodeError):
+                # a lone surrogate (os.listdir on undecodable names, json.loads('"\\ud800"'))
+                # is stored by the measured path, with surrogatepass: that one copies every
+                # string into bytes first, so the fast path keeps msgpack's own encoder
                 pass
             except ValueError as exc:
                 if "recursion limit" not in str(exc):
@@ -149,7 +156,7 @@ class Serde:
                     "dicts, tuples, sets and objects inside one another), or one that "
                     "contains itself: flatten it, or store the deep part as text or bytes"
                 )
-            return self._pack(value, partial(self._default, dumped, MAX_DEPTH))
+            return self._pack(value, partial(self._default, dumped, MAX_DEPTH), _LONE)
         except SerializationError:
             raise
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
@@ -205,7 +212,12 @@ class Serde:
         """
         try:
             return msgpack.unpackb(
-                data, ext_hook=self._hooks[1], raw=False, strict_map_key=False, use_list=True
+                data,
+                ext_hook=self._hooks[1],
+                raw=False,
+                strict_map_key=False,
+                use_list=True,
+                unicode_errors=_LONE,
             )
         except SerializationError:
             raise
@@ -219,13 +231,19 @@ class Serde:
         hook = self._hooks[depth + 1]
         if depth < _HEAP_FRAMES_FROM:
             return msgpack.unpackb(
-                data, ext_hook=hook, raw=False, strict_map_key=False, use_list=True
+                data,
+                ext_hook=hook,
+                raw=False,
+                strict_map_key=False,
+                use_list=True,
+                unicode_errors=_LONE,
             )
         unpacker = msgpack.Unpacker(
             ext_hook=hook,
             raw=False,
             strict_map_key=False,
             use_list=True,
+            unicode_errors=_LONE,
             max_buffer_size=max(len(data), 1),
         )
         unpacker.feed(data)
@@ -235,8 +253,10 @@ class Serde:
         return value
 
     @staticmethod
-    def _pack(value: Any, default: Callable[[Any], Any]) -> bytes:
-        return msgpack.packb(value, default=default, use_bin_type=True, strict_types=True)  # type: ignore[no-any-return]
+    def _pack(value: Any, default: Callable[[Any], Any], errors: str | None = None) -> bytes:
+        return msgpack.packb(  # type: ignore[no-any-return]
+            value, default=default, use_bin_type=True, strict_types=True, unicode_errors=errors
+        )
 
     def _frame(
         self, code: int, value: Any, dumped: dict[int, Any] | None, room: int
@@ -249,7 +269,7 @@ class Serde:
             default = self._fast[room - 1]
         else:
             default = partial(self._default, dumped, room - 1)
-        return msgpack.ExtType(code, self._pack(value, default))
+        return msgpack.ExtType(code, self._pack(value, default, None if dumped is None else _LONE))
 
     def _default(self, dumped: dict[int, Any] | None, room: int, obj: Any) -> Any:
         cls = type(obj)
