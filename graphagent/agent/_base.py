@@ -11,6 +11,7 @@ from graphagent.graph import (
     AppendStrategy,
     Command,
     CompiledGraph,
+    Drawing,
     ReplaceStrategy,
     StateHistory,
     StateSnapshot,
@@ -229,9 +230,14 @@ class BaseAgent:
         """Forget the thread."""
         self.graph.delete_thread(self._config(config, thread_id))
 
-    def draw(self, fmt: str = "mermaid") -> str:
-        """The agent's graph as ``mermaid``, ``dot``, ``ascii`` or ``svg``."""
-        return self.graph.draw(fmt)
+    def draw(
+        self, fmt: str = "svg", *, thread_id: str | None = None, config: ConfigLike = None
+    ) -> Drawing:
+        """The agent's graph as ``svg``, ``mermaid``, ``dot`` or ``ascii``; with a
+        ``thread_id``, the SVG shows that thread's run (see ``CompiledGraph.draw``)."""
+        if thread_id is None and config is None:
+            return self.graph.draw(fmt)
+        return self.graph.draw(fmt, config=self._config(config, thread_id))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return self.graph._repr_mimebundle_(include, exclude)

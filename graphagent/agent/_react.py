@@ -65,6 +65,9 @@ from graphagent.tools._resolve import resolve_with
 __all__ = ["ReactAgent", "pending_tool_calls"]
 
 MODEL, TOOLS = "model", "tools"
+# the ways out of the model and tools nodes, named for the edges they label in drawings
+ANSWER, AGAIN, TOOL_CALLS = "answer", "again", "tool calls"
+RETURN_DIRECT, RESULTS = "return direct", "results"
 
 
 def pending_tool_calls(
@@ -255,7 +258,13 @@ class ReactAgent(BaseAgent):
                 )
         g.add_node(MODEL, self._model_node, kind="model", afn=self._amodel_node)
         if has_tools:
-            g.add_node(TOOLS, self._tools_node, kind="tools", afn=self._atools_node)
+            g.add_node(
+                TOOLS,
+                self._tools_node,
+                kind="tools",
+                afn=self._atools_node,
+                metadata={"tools": tuple(self.toolset)},  # listed in the drawing
+            )
 
         def chain(nodes: list[str], then: str) -> None:
             for a, b in zip(nodes, [*nodes[1:], then][: len(nodes)], strict=True):
@@ -268,34 +277,35 @@ class ReactAgent(BaseAgent):
         if am:
             g.add_edge(MODEL, am[0])
             chain(am[:-1], am[-1])
-        route_targets = [end_entry, model_entry] + ([TOOLS] if has_tools else [])
+        # keyed by what each way means, so drawings label the edges with it
+        routes = {ANSWER: end_entry, AGAIN: model_entry}
+        if has_tools:
+            routes[TOOL_CALLS] = TOOLS
         g.add_conditional_edges(
             after_model_exit,
-            lambda s: self._route_after_model(s, has_tools, model_entry, end_entry),
-            list(dict.fromkeys(route_targets)),
+            lambda s: self._route_after_model(s, has_tools),
+            routes,
         )
         if has_tools:
             g.add_conditional_edges(
                 TOOLS,
-                lambda s: end_entry if s.get("run_finished") else model_entry,
-                list(dict.fromkeys([end_entry, model_entry])),
+                lambda s: RETURN_DIRECT if s.get("run_finished") else RESULTS,
+                {RETURN_DIRECT: end_entry, RESULTS: model_entry},
             )
         chain(aa, END)
         return g
 
     @staticmethod
-    def _route_after_model(
-        state: OverAllState, has_tools: bool, model_entry: str, end_entry: str
-    ) -> str:
+    def _route_after_model(state: OverAllState, has_tools: bool) -> str:
         if state.get("run_finished"):
-            return end_entry
+            return ANSWER
         messages = state.get("messages", [])
         _, pending = pending_tool_calls(messages)
         if pending and has_tools:
-            return TOOLS
+            return TOOL_CALLS
         if messages and not isinstance(messages[-1], AssistantMessage):
-            return model_entry  # feedback or answered calls: ask the model again
-        return end_entry
+            return AGAIN  # feedback or answered calls: ask the model again
+        return ANSWER
 
     def _hook_fn(
         self, hook: Hook, point: str, jumps: Mapping[str, str | None]
@@ -383,18 +393,17 @@ class ReactAgent(BaseAgent):
     def _model_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         request = self._request(state, config)
         response = chain_model(self.model_interceptors, self._call_model)(request)
-        return self._after_model_response(state, response)
+        # answers are matched to calls by id, and some servers reuse ids in one answer
+        return self._after_model_response(state, unique_call_ids(response))
 
     async def _amodel_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         request = self._request(state, config)
         response = await achain_model(self.model_interceptors, self._acall_model)(request)
-        return self._after_model_response(state, response)
+        return self._after_model_response(state, unique_call_ids(response))
 
     def _after_model_response(
         self, state: OverAllState, response: AssistantMessage
     ) -> dict[str, Any]:
-        # answers are matched to calls by id, and some servers reuse ids in one answer
-        response = unique_call_ids(response)
         update: dict[str, Any] = {
             "messages": [response],
             "run_model_calls": (state.get("run_model_calls", 0) or 0) + 1,
