@@ -158,7 +158,7 @@ class MemorySaver(CheckpointSaver):
         drop_ids, keep_ids = t.order[:-keep], t.order[-keep:]
         dropped = [self._record(thread_id, t, i) for i in drop_ids]
         kept = [self._record(thread_id, t, i) for i in keep_ids]
-        for record in dropped:
+        for record in (*dropped, *kept):
             layout.check_claim(record, len(t.data))
         ids, fields = layout.plan_prune(dropped, kept)
         for cid in ids:

@@ -37,7 +37,7 @@ import msgpack
 
 from checkpoint.errors import SerializationError
 
-__all__ = ["MAX_DEPTH", "Serde", "default_serde", "dumps", "loads", "register"]
+__all__ = ["MAX_DEPTH", "Serde", "base_serde", "default_serde", "dumps", "loads", "register"]
 
 T = TypeVar("T", bound=type)
 
@@ -65,6 +65,10 @@ _SEQUENCES = (list, tuple, set, frozenset)
 _LONE = "surrogatepass"
 
 
+class _Library(enum.Enum):
+    BASE = "base"  # Serde's default base: base_serde, which exists only once made
+
+
 class _Deeper(Exception):
     """Raised inside the fast path of ``dumps``: measure the value before encoding it."""
 
@@ -73,19 +77,70 @@ def _qualname(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-class Serde:
-    """A msgpack codec with its own registry of named types.
+# Bumped by every registration anywhere, so a Serde knows when to merge its layers again.
+_registrations = [0]
 
-    Most code uses the module-level functions, which share :data:`default_serde`.
+
+class Serde:
+    """A msgpack codec with its own registry of named types, layered on a base registry.
+
+    Types registered here are known to this codec only. Lookups fall through to ``base``
+    (by default :data:`base_serde`: the library's own types, such as graphagent's
+    messages), so every ``Serde()`` can store what the library stores, and a type
+    registered here wins over one of the same class below. Most code uses the module-level
+    functions, which share :data:`default_serde`.
+
+    Args:
+        base: the registry underneath (``None``: nothing underneath).
+
+    Example:
+        >>> import dataclasses
+        >>> from checkpoint.serde import Serde
+        >>> @dataclasses.dataclass
+        ... class Point:
+        ...     x: int
+        >>> mine = Serde()
+        >>> _ = mine.register(Point)
+        >>> mine.loads(mine.dumps(Point(1)))
+        Point(x=1)
+        >>> Serde().is_registered(Point)  # registered on ``mine`` only
+        False
     """
 
-    def __init__(self) -> None:
+    def __init__(self, base: Serde | _Library | None = _Library.BASE) -> None:
+        self._base = base_serde if base is _Library.BASE else base
+        self._own: dict[type, tuple[str, bool]] = {}
+        self._seen = -1
         self._names: dict[type, str] = {}
         self._types: dict[str, type] = {}
         self._shallow: set[type] = set()
         # made once: the fast path's encoders by frames left, the decoders by depth
         self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
         self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
+
+    def _layers(self) -> list[Serde]:
+        """This registry and those under it, the bottom one first."""
+        layers: list[Serde] = []
+        layer: Serde | None = self
+        while layer is not None and layer not in layers:
+            layers.append(layer)
+            layer = layer._base
+        return layers[::-1]
+
+    def _current(self) -> None:
+        """Merge the layers' registrations if any registry changed since the last merge."""
+        seen = _registrations[0]
+        if self._seen == seen:
+            return
+        merged: dict[type, tuple[str, bool]] = {}
+        types: dict[str, type] = {}
+        for layer in self._layers():
+            merged.update(layer._own)
+            types.update({name: cls for cls, (name, _) in layer._own.items()})
+        self._names = {cls: name for cls, (name, _) in merged.items()}
+        self._types = types
+        self._shallow = {cls for cls, (_, shallow) in merged.items() if shallow}
+        self._seen = seen
 
     def register(self, cls: T, name: str | None = None, *, shallow: bool = False) -> T:
         """Let instances of ``cls`` (pydantic model, enum or dataclass) be stored and loaded.
@@ -113,20 +168,20 @@ class Serde:
                 "registered"
             )
         key = name or _qualname(cls)
+        self._current()
         taken = self._types.get(key)
         if taken is not None and taken is not cls:
             raise SerializationError(
                 f"the serde name {key!r} is already registered for {_qualname(taken)}; "
                 "pass name= to register under another name"
             )
-        self._names[cls] = key
-        self._types[key] = cls
-        if shallow:
-            self._shallow.add(cls)
+        self._own[cls] = (key, shallow)
+        _registrations[0] += 1
         return cls
 
     def is_registered(self, cls: type) -> bool:
-        """Whether ``cls`` can be stored."""
+        """Whether ``cls`` can be stored (registered here or in a base)."""
+        self._current()
         return cls in self._names
 
     def dumps(self, value: Any) -> bytes:
@@ -136,6 +191,7 @@ class Serde:
             SerializationError: naming the unsupported type and how to register it, or
                 the value nests deeper than :data:`MAX_DEPTH`.
         """
+        self._current()
         try:
             try:
                 # fast path: no walk; a value whose tuples, sets and objects nest more than
@@ -210,6 +266,7 @@ class Serde:
             SerializationError: corrupt bytes, a stored type not registered here, or
                 nesting deeper than :data:`MAX_DEPTH` (which :meth:`dumps` never writes).
         """
+        self._current()
         try:
             return msgpack.unpackb(
                 data,
@@ -372,8 +429,13 @@ class Serde:
             ) from exc
 
 
+base_serde = Serde(base=None)
+"""The library's own types (graphagent registers its messages here): the base registry
+every :class:`Serde` includes unless made with another ``base``."""
+
 default_serde = Serde()
-"""The process-wide codec the savers use unless given another."""
+"""The process-wide codec the savers use unless given another (:func:`register` adds to
+it; a separately made ``Serde()`` sees the library's types but not these)."""
 
 register = default_serde.register
 dumps = default_serde.dumps

@@ -280,10 +280,20 @@ plain[9] = {{"log": [[branch, 0, 10**9]]}}
 blob = serde.dumps(plain)
 assert len(blob) < 200, len(blob)
 _tamper.set_record(saver, "t", ids[1], blob)
-for read in (lambda: saver.get("t"), lambda: saver.list("t")):
+if sys.argv[1] == "memory":
+    pruning = saver
+    pruning.keep_last = 2
+else:
+    pruning = Store(*sys.argv[1:4]).open(keep_last=2)
+step = t.write(ids[1], {{"x": ("set", 3)}})
+for act in (
+    lambda: saver.get("t"),
+    lambda: saver.list("t"),
+    lambda: pruning.put("t", step, expected_head=ids[1]),  # prunes: reads every record
+):
     try:
-        read()
-        print("read")
+        act()
+        print("done")
     except SerializationError as exc:
         print("refused" if "names 1000000001 stored values" in str(exc) else repr(exc))
 """
@@ -299,13 +309,13 @@ def _read_with_a_huge_claim(argv: list[str]) -> None:
         cwd=tests,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["refused", "refused"], done.stdout
+    assert done.stdout.split() == ["refused"] * 3, done.stdout
 
 
 def test_a_small_record_claiming_a_billion_items_is_refused_before_allocating() -> None:
-    """A record under 200 bytes claiming a 10^9-item range: MemorySaver's read raises
-    CheckpointError at once, checked against what it stores. Runs in a child process limited
-    to 1 GiB of memory (before the fix, the read allocated until MemoryError)."""
+    """A record under 200 bytes claiming a 10^9-item range: MemorySaver's reads, and a step
+    that prunes, raise CheckpointError at once, checked against what it stores. Runs in a
+    child process limited to 1 GiB of memory (before the fix: MemoryError)."""
     _read_with_a_huge_claim(["memory", "", ""])
 
 
