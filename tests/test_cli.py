@@ -229,3 +229,107 @@ def test_console_entry_point_runs(module: str, tmp_path: Path) -> None:
     assert ok.returncode == 0 and "[only]" in ok.stdout
     bad = command("draw", f"{module}:nothing")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+FACTORIES = """
+from graphagent.agent import ReactAgent
+from graphagent.models import FakeChatModel
+
+
+def needs_args(model, *, name):
+    return ReactAgent(name=name, model=model)
+
+
+def raises():
+    raise RuntimeError("no API key configured\\nsecond line")
+
+
+def raises_silently():
+    raise KeyError
+
+
+class Builder:
+    def __init__(self, size):
+        self.size = size
+
+
+def optional_args(name="opt"):
+    return ReactAgent(name=name, model=FakeChatModel(["hi"]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("needs_args", "is a function that needs arguments (model, name)"),
+        ("Builder", "needs arguments (size)"),
+        ("raises", "calling '{m}:raises' failed: RuntimeError: no API key configured"),
+        ("raises_silently", "calling '{m}:raises_silently' failed: KeyError"),
+    ],
+)
+def test_factories_that_need_arguments_or_raise_are_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+    message: str,
+) -> None:
+    """A factory with required parameters, or one that raises: one line, exit 2, no call."""
+    name = f"cli_factories_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(FACTORIES))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        code, _ = run("draw", f"{name}:{target}")
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert message.replace("{m}", name) in err
+        code, text = run("draw", f"{name}:optional_args")
+        assert code == 0 and "[model]" in text  # defaults only: called as before
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_threads_limits_missing_threads_and_stray_ids(
+    module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--limit below 1, delete of a missing thread, list with an id: one clear line, exit 2."""
+    db = str(tmp_path / "threads.sqlite")
+    for thread in ("a", "b", "c"):
+        assert run("chat", f"{module}:agent", "--thread", thread, "--db", db, "-m", "hi")[0] == 0
+    capsys.readouterr()
+
+    def fails(*argv: str) -> str:
+        code, text = run(*argv)
+        err = capsys.readouterr().err
+        assert code == 2 and text == "" and err.count("\n") == 1, (code, text, err)
+        return err
+
+    for limit in ("0", "-3"):
+        err = fails("threads", "history", "a", "--db", db, "--limit", limit)
+        assert f"--limit must be 1 or more (got {limit})" in err
+        assert "--limit must be" in fails("threads", "list", "--db", db, "--limit", limit)
+    assert run("threads", "list", "--db", db, "--limit", "2") == (0, "a\nb\n")
+    assert len(run("threads", "history", "a", "--db", db, "--limit", "1")[1].splitlines()) == 1
+
+    err = fails("threads", "delete", "zzz", "--db", db)
+    assert "no thread 'zzz'" in err and "nothing deleted" in err
+    err = fails("threads", "list", "a", "--db", db)
+    assert "takes no thread id" in err and "graphagent threads show a" in err
+    assert "needs a thread id" in fails("threads", "history", "--db", db)
+    assert run("threads", "list", "--db", db) == (0, "a\nb\nc\n")  # nothing was deleted
+
+
+def test_threads_list_on_an_empty_or_invalid_prefix(
+    redis_url: str, redis_prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No threads: empty stdout, a note on stderr, exit 0; an invalid prefix is named as such."""
+    code, text = run("threads", "list", "--redis", redis_url, "--prefix", redis_prefix)
+    err = capsys.readouterr().err
+    assert (code, text) == (0, "")
+    assert f"no threads under prefix {redis_prefix!r}" in err
+    for bad in ("", "a:b"):
+        code, text = run("threads", "list", "--redis", redis_url, "--prefix", bad)
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1
+        assert "--prefix: invalid key prefix" in err and "cannot reach" not in err
