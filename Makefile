@@ -13,14 +13,14 @@ MCP_NODE := $(VENV)/mcp-node/installed.json
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,postgres]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,otel,postgres]'
 	touch $(STAMP)
 
 $(MCP_NODE): $(STAMP) tests/_mcp_servers.py
 	$(BIN)/python tests/_mcp_servers.py
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,postgres,bench]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,otel,postgres,bench]'
 	touch $(BENCH_STAMP)
 
 demo: $(STAMP)

@@ -337,6 +337,7 @@ class SqlLogic:
                 "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)",
                 [(tid, encode_text(f), v) for f, v in plan.data.items()],
             )
+        layout.log_put(thread_id, plan)
         if write.parent_id is not None:
             yield self.stmt(
                 "DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?",
@@ -436,6 +437,7 @@ class SqlLogic:
         rows = yield self._one_statement(tid, write, expected_head, plan)
         if rows:
             self._records[(thread_id, write.id)] = plan.record
+            layout.log_put(thread_id, plan)
             return
         current = yield self.stmt("SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid)
         self._refuse(thread_id, write, expected_head, str(current[0][0]) if current else None)

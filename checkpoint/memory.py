@@ -131,6 +131,7 @@ class MemorySaver(CheckpointSaver):
                 t.writes.pop(write.parent_id, None)
             t.head = write.id
             self._threads[thread_id] = t
+            layout.log_put(thread_id, plan)
             if self.keep_last is not None and len(t.order) > self.keep_last:
                 self._prune(thread_id, t, self.keep_last)
 

@@ -288,6 +288,7 @@ class _RedisLogic:
                 "again, or serialise runs per thread"
             )
         self._remember(thread_id, plan.record)
+        layout.log_put(thread_id, plan)
         if self.keep_last is not None and int(info) > self.keep_last:
             yield from self._prune(thread_id, self.keep_last)
 

@@ -57,7 +57,17 @@ class BaseAgent:
 
     name: str
     description: str
-    graph: CompiledGraph
+    _graph: CompiledGraph
+
+    @property
+    def graph(self) -> CompiledGraph:
+        """The agent's compiled graph: draw it, inspect its threads."""
+        return self._graph
+
+    @graph.setter
+    def graph(self, graph: CompiledGraph) -> None:
+        graph.agent = self  # its runs are this agent's runs (traces say invoke_agent)
+        self._graph = graph
 
     # -- input -------------------------------------------------------------------------
 

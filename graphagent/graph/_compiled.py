@@ -56,6 +56,7 @@ from graphagent.graph._run import run_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot
 from graphagent.graph._strategies import Change, ReplaceStrategy
 from graphagent.graph._validate import Topology
+from graphagent.observability import _hooks as observe
 
 if TYPE_CHECKING:
     from graphagent.graph._builder import StateGraph
@@ -88,8 +89,25 @@ class _Result:
         self.value: Any = None
 
 
+def _observed(watch: observe.Watch, outcome: Outcome) -> Outcome:
+    """Tell a node's watch how the node ended; returns ``outcome``."""
+    if type(outcome) is Failed:
+        watch.failed(outcome.error)
+    elif type(outcome) is Paused:
+        watch.record(observe.INTERRUPTED)
+    return outcome
+
+
 def _call(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool = True) -> Outcome:
     """Run one node in this thread; with ``resolve``, an awaitable it returns is run too."""
+    if not observe.ACTIVE:
+        return _call_node(task, state, config, resolve)
+    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
+    with watch:
+        return _observed(watch, _call_node(task, state, config, resolve))
+
+
+def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool) -> Outcome:
     spec = task.spec
     token = _TASK.set(task.scope)
     try:
@@ -119,6 +137,14 @@ async def _awaited(ret: Awaitable[Any]) -> Any:
 
 async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
     """Run one node under the event loop; sync nodes run in a worker thread."""
+    if not observe.ACTIVE:
+        return await _acall_node(task, state, config)
+    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
+    with watch:
+        return _observed(watch, await _acall_node(task, state, config))
+
+
+async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
     spec = task.spec
     if spec.subgraph is not None:
         return await _in_scope(task, spec.subgraph._anode(state, config, spec.metadata))
@@ -127,7 +153,7 @@ async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Out
     elif spec.is_async:
         fn = spec.fn
     else:
-        outcome = await asyncio.to_thread(_call, task, state, config, False)
+        outcome = await asyncio.to_thread(_call_node, task, state, config, False)
         if type(outcome) is Done and inspect.isawaitable(outcome.value):
             return await _in_scope(task, outcome.value)
         return outcome
@@ -154,6 +180,36 @@ async def _in_scope(task: Task, ret: Any) -> Outcome:
         return Failed(exc)
     finally:
         _TASK.reset(token)
+
+
+def _observed_run(events: Iterator[Any], watch: observe.Watch) -> Iterator[Any]:
+    """``events``, with the run's watch entered while the run works (not while the caller
+    handles an event), so node spans nest under the run in this and the engine's threads."""
+    with watch:
+        try:
+            while True:
+                with watch.entered():
+                    item = next(events, _DONE)
+                if item is _DONE:
+                    return
+                yield item
+        finally:
+            events.close()  # type: ignore[attr-defined]
+
+
+async def _aobserved_run(events: AsyncIterator[Any], watch: observe.Watch) -> AsyncIterator[Any]:
+    """Async :func:`_observed_run`: entered around each step of ``events`` in this task."""
+    with watch:
+        try:
+            while True:
+                with watch.entered():
+                    try:
+                        item = await events.__anext__()
+                    except StopAsyncIteration:
+                        return
+                yield item
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
 
 
 def _parent_has(parent: Schema, key: str, state: Mapping[str, Any] | None) -> bool:
@@ -209,6 +265,22 @@ class CompiledGraph:
         self.interrupt_after = interrupt_after
         self.name = name
         self.replace = ReplaceStrategy()
+        self.agent: Any = None
+        """The agent whose graph this is (set by the agent; traces name it)."""
+
+    # -- observing runs ----------------------------------------------------------------
+
+    def _watched(self, events: Iterator[Any], config: RunnableConfig, nested: bool) -> Any:
+        if not observe.ACTIVE:
+            return events
+        watch = observe.run(self.name, config.thread_id, nested=nested, agent=self.agent)
+        return events if watch is observe.IDLE else _observed_run(events, watch)
+
+    def _awatched(self, events: AsyncIterator[Any], config: RunnableConfig, nested: bool) -> Any:
+        if not observe.ACTIVE:
+            return events
+        watch = observe.run(self.name, config.thread_id, nested=nested, agent=self.agent)
+        return events if watch is observe.IDLE else _aobserved_run(events, watch)
 
     # -- the sync driver ------------------------------------------------------------
 
@@ -413,7 +485,8 @@ class CompiledGraph:
         if self._inside_run(cfg):
             return self.run_nested(input, cfg)[0]
         result = _Result()
-        for _ in self._drive(run_program(self, input, cfg, frozenset()), frozenset(), result):
+        events = self._drive(run_program(self, input, cfg, frozenset()), frozenset(), result)
+        for _ in self._watched(events, cfg, False):
             pass
         return result.value  # type: ignore[no-any-return]
 
@@ -425,9 +498,8 @@ class CompiledGraph:
         if self._inside_run(cfg):
             return (await self.arun_nested(input, cfg))[0]
         result = _Result()
-        async for _ in self._adrive(
-            run_program(self, input, cfg, frozenset()), frozenset(), result
-        ):
+        events = self._adrive(run_program(self, input, cfg, frozenset()), frozenset(), result)
+        async for _ in self._awatched(events, cfg, False):
             pass
         return result.value  # type: ignore[no-any-return]
 
@@ -469,7 +541,8 @@ class CompiledGraph:
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
         result = _Result()
-        for m, payload in self._drive(self._program(input, cfg, modes), modes, result):
+        events = self._drive(self._program(input, cfg, modes), modes, result)
+        for m, payload in self._watched(events, cfg, False):
             if m in modes:
                 yield (m, payload) if pairs else payload
 
@@ -486,7 +559,8 @@ class CompiledGraph:
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
         result = _Result()
-        async for m, payload in self._adrive(self._program(input, cfg, modes), modes, result):
+        events = self._adrive(self._program(input, cfg, modes), modes, result)
+        async for m, payload in self._awatched(events, cfg, False):
             if m in modes:
                 yield (m, payload) if pairs else payload
 
@@ -499,9 +573,8 @@ class CompiledGraph:
         errors pass up. Returns the final values and the changes the run made."""
         net: dict[str, Change] = {}
         result = _Result()
-        for _ in self._drive(
-            run_program(self, input, config, frozenset(), net=net), frozenset(), result
-        ):
+        program = run_program(self, input, config, frozenset(), net=net)
+        for _ in self._watched(self._drive(program, frozenset(), result), config, True):
             pass
         return result.value, net
 
@@ -512,7 +585,7 @@ class CompiledGraph:
         net: dict[str, Change] = {}
         result = _Result()
         program = run_program(self, input, config, frozenset(), net=net)
-        async for _ in self._adrive(program, frozenset(), result):
+        async for _ in self._awatched(self._adrive(program, frozenset(), result), config, True):
             pass
         return result.value, net
 
