@@ -12,7 +12,7 @@ Examples::
 
 ``module:object`` names a module (or a ``.py`` file) and an attribute in it: a compiled
 graph, an agent, or a function of no arguments that returns one. Errors are one line on
-stderr and exit code 2.
+stderr and exit code 2; ``chat -m`` exits 3 when the thread waits for a human.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import copy
 import importlib
 import importlib.util
 import inspect
-import json
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,10 +36,11 @@ from checkpoint.errors import CheckpointError
 from checkpoint.postgres import PostgresSaver
 from checkpoint.redis import RedisSaver
 from checkpoint.sqlite import SqliteSaver
+from graphagent._chat import Chat
 from graphagent._mcp_cli import add_mcp_command
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
-from graphagent.graph import Command, CompiledGraph, StateSnapshot
+from graphagent.graph import CompiledGraph, StateSnapshot
 from graphagent.graph._draw import FORMATS
 from graphagent.graph._snapshot import conversation, written_by
 from graphagent.tools import ToolCallback
@@ -212,37 +213,19 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
         )
     messages: list[str] | None = list(args.message) if args.message else None
     print(f"chatting with {agent.name!r} on thread {args.thread!r} (Ctrl-D to stop)", file=out)
-    pending = agent.get_state(thread_id=args.thread).interrupts
-    while True:
-        if messages is not None:
-            if not messages:
-                return 0
-            text = messages.pop(0)
-        else:
-            try:
-                text = read("you> " if not pending else "answer> ")
-            except EOFError:
-                print(file=out)
-                return 0
-        if not text.strip():
-            continue
-        payload: Any = text
-        if pending:
-            try:
-                payload = Command(resume=json.loads(text))
-            except ValueError:
-                payload = Command(resume=text)
-        out.write(f"{agent.name}> ")
-        for chunk, _info in agent.stream(payload, thread_id=args.thread, mode="messages"):
-            if getattr(chunk, "role", None) == "tool":
-                out.write(f"\n  [{chunk.name}] {chunk.text}\n{agent.name}> ")
-            else:
-                out.write(chunk.text)
-            out.flush()
-        out.write("\n")
-        pending = agent.get_state(thread_id=args.thread).interrupts
-        for question in pending:
-            print(f"  (waiting for you) {json.dumps(question.value, default=str)}", file=out)
+    return Chat(agent, args.thread, out, read, again=_chat_again(args)).run(messages)
+
+
+def _chat_again(args: argparse.Namespace) -> str:
+    """The command that continues this chat (URLs stay out: they may hold passwords)."""
+    parts = ["graphagent chat", args.target, "--thread", shlex.quote(args.thread)]
+    if args.db:
+        parts += ["--db", shlex.quote(args.db)]
+    elif args.postgres:
+        parts += ["--postgres URL", "--schema", shlex.quote(args.schema)]
+    elif args.redis:
+        parts += ["--redis URL", "--prefix", shlex.quote(args.prefix)]
+    return " ".join(parts)
 
 
 def _print_snapshot(snap: StateSnapshot, out: TextIO) -> None:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,6 +47,72 @@ careful = ReactAgent(
     hooks=[HumanInTheLoopHook(approval_on={"send_email": "mail leaves the company"})],
     saver=MemorySaver(),
 )
+
+def mail_or_report(messages, tools):
+    if messages[-1].role == "tool":
+        return f"Done: {messages[-1].text}."
+    return AssistantMessage(tool_calls=[call])
+
+
+def make_stateless_careful():
+    # answers from the conversation alone, so each process behaves the same
+    return ReactAgent(
+        name="careful",
+        model=FunctionChatModel(mail_or_report),
+        tools=[send_email],
+        hooks=[HumanInTheLoopHook(approval_on={"send_email": "mail leaves the company"})],
+    )
+
+
+def send_many(to: str) -> str:
+    "Send an email."
+    return f"sent to {to}"
+
+
+calls = [
+    ToolCall(id="m1", name="send_many", arguments='{"to": "ann"}'),
+    ToolCall(id="m2", name="send_many", arguments='{"to": "ben"}'),
+]
+def make_bulk():
+    return ReactAgent(
+        name="bulk",
+        model=FakeChatModel([AssistantMessage(tool_calls=calls), "Both handled."]),
+        tools=[send_many],
+        hooks=[HumanInTheLoopHook(approval_on={"send_many": "bulk mail"})],
+        saver=MemorySaver(),
+    )
+
+
+bulk = make_bulk()
+
+
+def refund(amount: int) -> str:
+    "Refund an amount."
+    from graphagent.graph import interrupt
+
+    answer = interrupt(f"Refund {amount} EUR?")
+    return f"refund answer: {answer}"
+
+
+refund_call = ToolCall(id="r1", name="refund", arguments='{"amount": 40}')
+asks = ReactAgent(
+    name="asks",
+    model=FakeChatModel([AssistantMessage(tool_calls=[refund_call]), "Refund settled."]),
+    tools=[refund],
+    saver=MemorySaver(),
+)
+
+
+def flaky_answer(messages, tools):
+    from graphagent.errors import ModelHTTPError
+
+    said = [m.text for m in messages if m.role == "user"]
+    if said[-1] == "fail":
+        raise ModelHTTPError("http://llm.local answered HTTP 503: overloaded", status_code=503)
+    return f"ok: {said[-1]}"
+
+
+flaky = ReactAgent(name="flaky", model=FunctionChatModel(flaky_answer), saver=MemorySaver())
 
 graph = StateGraph().add_node("only", lambda s: None)
 graph = graph.add_edge(START, "only").add_edge("only", END).compile(name="tiny")
@@ -194,23 +260,130 @@ def test_chat_and_threads_on_postgresql(module: str, postgres_url: str, pg_schem
     assert code == 2
 
 
-def test_chat_asks_for_a_pending_answer_and_resumes_with_it(module: str) -> None:
-    """A human-in-the-loop pause is shown; the next line (JSON or text) resumes the run."""
-    code, text = run("chat", f"{module}:careful", "--thread", "h", "-m", "mail bob")
-    assert code == 0 and "(waiting for you)" in text and "mail leaves the company" in text
+def typed_lines(*lines: str) -> tuple[list[str], Callable[[str], str]]:
+    """A fake terminal: the prompts it was shown, and a reader answering with ``lines``."""
     prompts: list[str] = []
-    answers = iter(['[{"type": "approve"}]'])
+    answers = iter(lines)
 
-    def typed(prompt: str) -> str:
+    def read(prompt: str) -> str:
         prompts.append(prompt)
         line = next(answers, None)
         if line is None:
-            raise EOFError
+            raise EOFError  # Ctrl-D
         return line
 
-    code, text = run("chat", f"{module}:careful", "--thread", "h", read=typed)
-    assert prompts[0] == "answer> " and prompts[1] == "you> "
+    return prompts, read
+
+
+def test_chat_m_stops_at_a_pause_with_a_distinct_code_and_a_hint(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-m that leads to an approval pause: the question is shown readably, exit code 3,
+    and stderr says how to answer; -m approve on the paused thread resumes it."""
+    code, text = run("chat", f"{module}:careful", "--thread", "h", "-m", "mail bob")
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "waiting for your decision on 1 tool call:" in text
+    assert '1. send_email({"to": "bob"})' in text and "why: mail leaves the company" in text
+    assert "approve | reject <reason> | edit <json arguments>" in text
+    assert "thread 'h' is waiting for a human" in err
+    assert f"graphagent chat {module}:careful --thread h -m '<answer>'" in err
+    code, text = run("chat", f"{module}:careful", "--thread", "h", "-m", "approve")
+    assert code == 0, capsys.readouterr().err
     assert "[send_email] sent to bob" in text and "Done: mailed bob." in text
+
+
+def test_chat_again_on_a_paused_thread_repeats_the_question_and_takes_reject(
+    module: str,
+) -> None:
+    """A new session on a paused thread shows the question first; 'reject <reason>'
+    resumes with the reason (the tool does not run), then the prompt is 'you>' again."""
+    assert run("chat", f"{module}:careful", "--thread", "r", "-m", "mail bob")[0] == 3
+    prompts, read = typed_lines("reject not today", "")
+    code, text = run("chat", f"{module}:careful", "--thread", "r", read=read)
+    assert code == 0
+    question = text.index("waiting for your decision")
+    assert question < text.index("careful>")  # shown before anything is sent
+    assert prompts[:2] == ["answer> ", "you> "]
+    assert "[send_email] The user rejected this call: not today" in text
+    assert "sent to bob" not in text
+
+
+def test_chat_edit_and_answers_that_do_not_fit(module: str) -> None:
+    """'edit <json>' runs the call with new arguments; an answer that fits no form is
+    explained and asked again, not sent."""
+    assert run("chat", f"{module}:careful", "--thread", "e", "-m", "mail bob")[0] == 3
+    prompts, read = typed_lines("maybe", "edit {not json", 'edit ["x"]', 'edit {"to": "alice"}')
+    code, text = run("chat", f"{module}:careful", "--thread", "e", read=read)
+    assert code == 0
+    assert prompts[:4] == ["answer> "] * 4
+    assert "not an answer to a tool approval" in text
+    assert "edit takes the new arguments as JSON" in text
+    assert "edit takes a JSON object of arguments" in text
+    assert "[send_email] sent to alice" in text and "sent to bob" not in text
+
+
+def test_chat_several_calls_and_raw_json(module: str) -> None:
+    """Two calls waiting: 'approve' approves both; 'edit' asks for a JSON list; a JSON
+    list of decisions is taken as is."""
+    code, text = run("chat", f"{module}:bulk", "--thread", "b", "-m", "mail both")
+    assert code == 3 and "2 tool calls" in text and "2. send_many" in text
+    decisions = '[{"type": "approve"}, {"type": "reject", "reason": "ben left"}]'
+    _, read = typed_lines('edit {"to": "x"}', decisions)
+    code, text = run("chat", f"{module}:bulk", "--thread", "b", read=read)
+    assert code == 0 and "edit changes one call, and 2 are waiting" in text
+    assert "[send_many] sent to ann" in text and "rejected this call: ben left" in text
+    code, text = run("chat", f"{module}:make_bulk", "--thread", "b2", "-m", "go", "-m", "approve")
+    assert code == 0 and "sent to ann" in text and "sent to ben" in text
+
+
+def test_chat_plain_questions_take_text(module: str) -> None:
+    """A question that is not a tool approval (interrupt() in a tool) is shown as it is
+    and answered with plain text or JSON."""
+    code, text = run("chat", f"{module}:asks", "--thread", "q", "-m", "refund me")
+    assert code == 3 and "waiting for your answer (from tools): Refund 40 EUR?" in text
+    code, text = run("chat", f"{module}:asks", "--thread", "q", "-m", "yes, go ahead")
+    assert code == 0 and "[refund] refund answer: yes, go ahead" in text
+
+
+def test_chat_model_errors_print_on_their_own_line_and_the_session_goes_on(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failing model call: one error line (on stderr, after the partial line is
+    ended), and the next message is answered in the same session; with -m, exit 2."""
+    prompts, read = typed_lines("fail", "hello")
+    code, text = run("chat", f"{module}:flaky", "--thread", "f", read=read)
+    err = capsys.readouterr().err
+    assert code == 0 and prompts == ["you> ", "you> ", "you> "]
+    assert "flaky> ok: hello\n" in text and text.endswith("\n")
+    assert [line for line in text.splitlines() if line.startswith("flaky>")] == ["flaky> ok: hello"]
+    assert err == "graphagent: error: http://llm.local answered HTTP 503: overloaded\n"
+    code, text = run("chat", f"{module}:flaky", "--thread", "f2", "-m", "fail", "-m", "hi")
+    assert code == 2 and "ok: hi" not in text
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_chat_through_the_console_entry(module: str, tmp_path: Path) -> None:
+    """The real command: exit code 3 at a pause, 0 after the answer, one process each."""
+
+    def command(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "graphagent", "chat", *argv],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=False,
+        )
+
+    db = ["--db", str(tmp_path / "t.sqlite")]
+    paused = command(f"{module}:make_stateless_careful", "--thread", "x", *db, "-m", "mail bob")
+    assert paused.returncode == 3, paused.stderr
+    assert "why: mail leaves the company" in paused.stdout
+    assert "waiting for a human" in paused.stderr
+    done = command(f"{module}:make_stateless_careful", "--thread", "x", *db, "-m", "approve")
+    assert done.returncode == 0, done.stderr
+    assert "waiting for your decision" in done.stdout  # the question, repeated first
+    assert "sent to bob" in done.stdout
 
 
 def test_console_entry_point_runs(module: str, tmp_path: Path) -> None:
