@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from graphagent.errors import GraphAgentError
 from graphagent.graph import Command
 from graphagent.graph._command import Interrupt
+from graphagent.observability._progress import status_line
 
 __all__ = ["PAUSED", "Chat", "describe", "parse_answer"]
 
@@ -91,6 +92,13 @@ def parse_answer(text: str, question: Interrupt) -> Any:
         return text
 
 
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed or not a real stream
+        return False
+
+
 class Chat:
     """One chat session: the agent, its thread, and where text goes."""
 
@@ -123,27 +131,40 @@ class Chat:
 
     def turn(self, payload: Any) -> bool:
         """Send ``payload``, stream the answer; ``False`` if the turn failed (reported)."""
+        if not _is_tty(self.out):
+            return self._turn(payload, self.out.write, lambda hidden: None)
+        # on a terminal, a status line says which tool runs (and for how long) while
+        # the answer is not being written
+        with status_line(self.out) as status:
+            return self._turn(payload, status.write, status.hide)
+
+    def _turn(
+        self, payload: Any, write: Callable[[str], Any], hide: Callable[[bool], None]
+    ) -> bool:
         name, out = self.agent.name, self.out
         mid_line = False  # the agent's name is written with its first words, not before
         try:
             for chunk, _info in self.agent.stream(payload, thread_id=self.thread, mode="messages"):
                 if getattr(chunk, "role", None) == "tool":
-                    out.write(f"{chr(10) if mid_line else ''}  [{chunk.name}] {chunk.text}\n")
+                    write(f"{chr(10) if mid_line else ''}  [{chunk.name}] {chunk.text}\n")
                     mid_line = False
                 elif chunk.text:
-                    out.write(chunk.text if mid_line else f"{name}> {chunk.text}")
+                    write(chunk.text if mid_line else f"{name}> {chunk.text}")
                     mid_line = True
+                hide(mid_line)
                 out.flush()
         except GraphAgentError as exc:
+            hide(True)
             if mid_line:
-                out.write("\n")
+                write("\n")
             out.flush()
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             print(f"graphagent: error: {message}", file=self.err)
             self.err.flush()
             return False
+        hide(True)
         if mid_line:
-            out.write("\n")
+            write("\n")
         return True
 
     def answer(self, questions: Sequence[Interrupt], texts: Callable[[], str]) -> Command | None:

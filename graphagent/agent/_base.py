@@ -102,26 +102,50 @@ class BaseAgent:
     # -- running -------------------------------------------------------------------------
 
     def invoke(
-        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        progress: bool = False,
     ) -> dict[str, Any]:
-        """Run to the end (or an interrupt) and return the final state."""
-        return self.graph.invoke(self.prepare_input(input), self._config(config, thread_id))
+        """Run to the end (or an interrupt) and return the final state.
+
+        ``progress=True`` shows the current node, tool and elapsed time while it runs.
+        """
+        return self.graph.invoke(
+            self.prepare_input(input), self._config(config, thread_id), progress=progress
+        )
 
     async def ainvoke(
-        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        progress: bool = False,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`."""
-        return await self.graph.ainvoke(self.prepare_input(input), self._config(config, thread_id))
+        return await self.graph.ainvoke(
+            self.prepare_input(input), self._config(config, thread_id), progress=progress
+        )
 
     def call(
-        self, message: Any, *, thread_id: str | None = None, config: ConfigLike = None
+        self,
+        message: Any,
+        *,
+        thread_id: str | None = None,
+        config: ConfigLike = None,
+        progress: bool = False,
     ) -> AssistantMessage:
         """Send a message and return the agent's answer.
 
         With a saver and a ``thread_id`` the conversation continues where it left off
         (in any process); without one, each call starts fresh. If the run pauses for a
         human (an interrupt), the last assistant message is returned and
-        ``get_state(...).interrupts`` holds the question.
+        ``get_state(...).interrupts`` holds the question. ``progress=True`` shows the
+        current node, tool and elapsed time while it runs (in Jupyter, one output
+        updated in place; in a terminal, a status line).
 
         Example:
             >>> from graphagent.agent import ReactAgent
@@ -130,13 +154,19 @@ class BaseAgent:
             >>> agent.call("hi").text
             'Hello!'
         """
-        return last_answer(self.invoke(message, config, thread_id=thread_id))
+        return last_answer(self.invoke(message, config, thread_id=thread_id, progress=progress))
 
     async def acall(
-        self, message: Any, *, thread_id: str | None = None, config: ConfigLike = None
+        self,
+        message: Any,
+        *,
+        thread_id: str | None = None,
+        config: ConfigLike = None,
+        progress: bool = False,
     ) -> AssistantMessage:
         """Async :meth:`call`."""
-        return last_answer(await self.ainvoke(message, config, thread_id=thread_id))
+        reply = await self.ainvoke(message, config, thread_id=thread_id, progress=progress)
+        return last_answer(reply)
 
     def stream(
         self,

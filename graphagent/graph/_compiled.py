@@ -467,7 +467,12 @@ class CompiledGraph:
     # -- public run API --------------------------------------------------------------
 
     def invoke(
-        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        progress: bool = False,
     ) -> dict[str, Any]:
         """Run the graph to the end (or to an interrupt) and return the final state.
 
@@ -476,11 +481,18 @@ class CompiledGraph:
                 ``Command(resume=answer)`` to answer an ``interrupt()``.
             config: a :class:`RunnableConfig` or a dict with its keys.
             thread_id: shortcut for ``config={"thread_id": ...}``.
+            progress: show the current node, tool and elapsed time while it runs (in
+                Jupyter one output updated in place; in a terminal a status line).
 
         Example::
 
             app.invoke({"count": 0}, {"thread_id": "t1"})
         """
+        if progress:
+            from graphagent.observability import progress as show
+
+            with show():
+                return self.invoke(input, config, thread_id=thread_id)
         cfg = self._config(config, thread_id)
         if self._inside_run(cfg):
             return self.run_nested(input, cfg)[0]
@@ -491,9 +503,19 @@ class CompiledGraph:
         return result.value  # type: ignore[no-any-return]
 
     async def ainvoke(
-        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        progress: bool = False,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`; async nodes and async savers are awaited natively."""
+        if progress:
+            from graphagent.observability import progress as show
+
+            with show():
+                return await self.ainvoke(input, config, thread_id=thread_id)
         cfg = self._config(config, thread_id)
         if self._inside_run(cfg):
             return (await self.arun_nested(input, cfg))[0]

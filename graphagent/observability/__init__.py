@@ -28,8 +28,16 @@ from graphagent.observability._hooks import (
     content_captured,
     remove_observer,
 )
+from graphagent.observability._progress import progress
 
-__all__ = ["capture_content", "content_captured", "instrument", "instrumented", "uninstrument"]
+__all__ = [
+    "capture_content",
+    "content_captured",
+    "instrument",
+    "instrumented",
+    "progress",
+    "uninstrument",
+]
 
 _ACTIVE: list[Observer] = []
 assert _logs  # imported for its loggers' registration
