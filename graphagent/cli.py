@@ -218,7 +218,7 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
 
 def _chat_again(args: argparse.Namespace) -> str:
     """The command that continues this chat (URLs stay out: they may hold passwords)."""
-    parts = ["graphagent chat", args.target, "--thread", shlex.quote(args.thread)]
+    parts = ["graphagent chat", shlex.quote(args.target), "--thread", shlex.quote(args.thread)]
     if args.db:
         parts += ["--db", shlex.quote(args.db)]
     elif args.postgres:

@@ -114,6 +114,22 @@ def flaky_answer(messages, tools):
 
 flaky = ReactAgent(name="flaky", model=FunctionChatModel(flaky_answer), saver=MemorySaver())
 
+def slow_lookup(key: str) -> str:
+    "Look a key up, slowly."
+    import time
+
+    time.sleep(0.6)
+    return f"value of {key}"
+
+
+lookup_call = ToolCall(id="k1", name="slow_lookup", arguments='{"key": "a"}')
+looker = ReactAgent(
+    name="looker",
+    model=FakeChatModel([AssistantMessage(tool_calls=[lookup_call]), "The value is there."]),
+    tools=[slow_lookup],
+    saver=MemorySaver(),
+)
+
 graph = StateGraph().add_node("only", lambda s: None)
 graph = graph.add_edge(START, "only").add_edge("only", END).compile(name="tiny")
 not_a_graph = 42
@@ -361,6 +377,30 @@ def test_chat_model_errors_print_on_their_own_line_and_the_session_goes_on(
     code, text = run("chat", f"{module}:flaky", "--thread", "f2", "-m", "fail", "-m", "hi")
     assert code == 2 and "ok: hi" not in text
     assert capsys.readouterr().err.count("\n") == 1
+
+
+class Terminal(io.StringIO):
+    """Output that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_chat_on_a_terminal_shows_a_status_line_while_tools_run(module: str) -> None:
+    """On a TTY the chat draws '⏳ ... running slow_lookup (n s)' in place while the tool
+    runs, and erases it before the tool's result and the answer are written."""
+    out = Terminal()
+    code = main(["chat", f"{module}:looker", "--thread", "s", "-m", "look"], out=out)
+    text = out.getvalue()
+    assert code == 0
+    assert "\r\x1b[2K⏳ looker · running slow_lookup (" in text
+    erased = text.rindex("\r\x1b[2K")
+    assert "⏳" not in text[erased + 4 :]  # nothing drawn after the last erase
+    assert text[erased + 4 :].strip().endswith("looker> The value is there.")
+    assert "  [slow_lookup] value of a\n" in text
+    for segment in text.split("\r\x1b[2K"):
+        # what is drawn between two erasures: the status alone, or conversation alone
+        assert not ("⏳" in segment and ("looker>" in segment or "[slow_lookup]" in segment))
 
 
 def test_chat_through_the_console_entry(module: str, tmp_path: Path) -> None:

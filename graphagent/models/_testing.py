@@ -59,7 +59,7 @@ class _Double:
             type(self).__name__,
             call.messages,
             call.tools,
-            call.options or ChatOptions(),
+            call.options,
             stream=stream,
         )
         with watch:
