@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphagent.errors import UserError
-from graphagent.observability import _logs
+from graphagent.observability import _logs  # noqa: F401  (registers the DEBUG loggers)
 from graphagent.observability._hooks import (
     Observer,
     add_observer,
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 _ACTIVE: list[Observer] = []
-assert _logs  # imported for its loggers' registration
+_set_content = capture_content  # instrument()'s keyword of the same name hides it
 
 
 def instrument(tracer_provider: Any = None, *, capture_content: bool | None = None) -> None:
@@ -69,9 +69,6 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool | None = No
     tracing = Tracing(tracer_provider)
     _ACTIVE.append(tracing)
     add_observer(tracing)
-
-
-_set_content = capture_content
 
 
 def uninstrument() -> None:
