@@ -11,6 +11,7 @@ from graphagent.graph import (
     AppendStrategy,
     Command,
     CompiledGraph,
+    Drawing,
     ReplaceStrategy,
     StateHistory,
     StateSnapshot,
@@ -96,8 +97,20 @@ class BaseAgent:
         )
 
     @staticmethod
-    def _config(config: ConfigLike, thread_id: str | None) -> RunnableConfig:
-        return ensure_config(config, thread_id=thread_id)
+    def _config(
+        config: ConfigLike,
+        thread_id: str | None,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
+    ) -> RunnableConfig:
+        cfg = ensure_config(config, thread_id=thread_id)
+        if tools is None and tool_names is None:
+            return cfg
+        # per-request tools travel in configurable, where every node of the run sees them
+        extra: dict[str, Any] = {"tools": list(tools)} if tools is not None else {}
+        if tool_names is not None:
+            extra["tool_names"] = tool_names
+        return cfg.model_copy(update={"configurable": {**cfg.configurable, **extra}})
 
     # -- running -------------------------------------------------------------------------
 
@@ -107,15 +120,19 @@ class BaseAgent:
         config: ConfigLike = None,
         *,
         thread_id: str | None = None,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
         progress: bool = False,
     ) -> dict[str, Any]:
         """Run to the end (or an interrupt) and return the final state.
 
-        ``progress=True`` shows the current node, tool and elapsed time while it runs.
+        ``tools`` adds tools for this run only and ``tool_names`` narrows the tools
+        offered and run to those names (a ``ReactAgent``'s; also settable as
+        ``config["configurable"]["tools"]`` / ``["tool_names"]``). ``progress=True``
+        shows the current node, tool and elapsed time while it runs.
         """
-        return self.graph.invoke(
-            self.prepare_input(input), self._config(config, thread_id), progress=progress
-        )
+        cfg = self._config(config, thread_id, tools, tool_names)
+        return self.graph.invoke(self.prepare_input(input), cfg, progress=progress)
 
     async def ainvoke(
         self,
@@ -123,12 +140,13 @@ class BaseAgent:
         config: ConfigLike = None,
         *,
         thread_id: str | None = None,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
         progress: bool = False,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`."""
-        return await self.graph.ainvoke(
-            self.prepare_input(input), self._config(config, thread_id), progress=progress
-        )
+        cfg = self._config(config, thread_id, tools, tool_names)
+        return await self.graph.ainvoke(self.prepare_input(input), cfg, progress=progress)
 
     def call(
         self,
@@ -136,6 +154,8 @@ class BaseAgent:
         *,
         thread_id: str | None = None,
         config: ConfigLike = None,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
         progress: bool = False,
     ) -> AssistantMessage:
         """Send a message and return the agent's answer.
@@ -154,7 +174,15 @@ class BaseAgent:
             >>> agent.call("hi").text
             'Hello!'
         """
-        return last_answer(self.invoke(message, config, thread_id=thread_id, progress=progress))
+        values = self.invoke(
+            message,
+            config,
+            thread_id=thread_id,
+            tools=tools,
+            tool_names=tool_names,
+            progress=progress,
+        )
+        return last_answer(values)
 
     async def acall(
         self,
@@ -162,11 +190,20 @@ class BaseAgent:
         *,
         thread_id: str | None = None,
         config: ConfigLike = None,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
         progress: bool = False,
     ) -> AssistantMessage:
         """Async :meth:`call`."""
-        reply = await self.ainvoke(message, config, thread_id=thread_id, progress=progress)
-        return last_answer(reply)
+        values = await self.ainvoke(
+            message,
+            config,
+            thread_id=thread_id,
+            tools=tools,
+            tool_names=tool_names,
+            progress=progress,
+        )
+        return last_answer(values)
 
     def stream(
         self,
@@ -175,6 +212,8 @@ class BaseAgent:
         *,
         thread_id: str | None = None,
         mode: str | Sequence[str] = "updates",
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
     ) -> Iterator[Any]:
         """Run, yielding events: the graph's modes plus ``"messages"``.
 
@@ -182,9 +221,8 @@ class BaseAgent:
         (``AssistantChunk``) and each tool's ``ToolResponseMessage`` as soon as that tool
         finishes; ``info`` names the agent and node.
         """
-        yield from self.graph.stream(
-            self.prepare_input(input), self._config(config, thread_id), mode=mode
-        )
+        cfg = self._config(config, thread_id, tools, tool_names)
+        yield from self.graph.stream(self.prepare_input(input), cfg, mode=mode)
 
     async def astream(
         self,
@@ -193,11 +231,12 @@ class BaseAgent:
         *,
         thread_id: str | None = None,
         mode: str | Sequence[str] = "updates",
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
-        async for event in self.graph.astream(
-            self.prepare_input(input), self._config(config, thread_id), mode=mode
-        ):
+        cfg = self._config(config, thread_id, tools, tool_names)
+        async for event in self.graph.astream(self.prepare_input(input), cfg, mode=mode):
             yield event
 
     # -- threads -----------------------------------------------------------------------------
@@ -218,9 +257,14 @@ class BaseAgent:
         """Forget the thread."""
         self.graph.delete_thread(self._config(config, thread_id))
 
-    def draw(self, fmt: str = "mermaid") -> str:
-        """The agent's graph as ``mermaid``, ``dot``, ``ascii`` or ``svg``."""
-        return self.graph.draw(fmt)
+    def draw(
+        self, fmt: str = "svg", *, thread_id: str | None = None, config: ConfigLike = None
+    ) -> Drawing:
+        """The agent's graph as ``svg``, ``mermaid``, ``dot`` or ``ascii``; with a
+        ``thread_id``, the SVG shows that thread's run (see ``CompiledGraph.draw``)."""
+        if thread_id is None and config is None:
+            return self.graph.draw(fmt)
+        return self.graph.draw(fmt, config=self._config(config, thread_id))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return self.graph._repr_mimebundle_(include, exclude)
