@@ -31,6 +31,7 @@ from redis.exceptions import NoPermissionError, NoScriptError, RedisError
 from typing_extensions import Self
 
 from checkpoint import _layout as layout
+from checkpoint._redis_wire import Wire
 from checkpoint.base import (
     Checkpoint,
     CheckpointSaver,
@@ -129,12 +130,39 @@ return 0
 """
 
 _READ = """
+-- KEYS: head, cp, data, writes. ARGV[1]: a checkpoint id, or '' for the head.
+-- ARGV[2]: the id whose record the client already holds ('' if none); ARGV[3..]: that
+-- record's data fields. One round trip when the client's guess is right, which is the
+-- common case: it wrote (or read) the thread's head itself.
 local id = ARGV[1]
 if id == '' then
   id = redis.call('GET', KEYS[1])
   if not id then return nil end
 end
-return {id, redis.call('HGET', KEYS[2], id)}
+local writes = {}
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  local prefix = id .. '|'
+  local all = redis.call('HGETALL', KEYS[4])
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, #prefix) == prefix then
+      writes[#writes + 1] = string.sub(all[i], #prefix + 1)
+      writes[#writes + 1] = all[i + 1]
+    end
+  end
+end
+if id ~= ARGV[2] or redis.call('HEXISTS', KEYS[2], id) == 0 then
+  return {id, redis.call('HGET', KEYS[2], id), writes}
+end
+local values = {}
+local i = 3
+while i <= #ARGV do
+  local last = math.min(i + 255, #ARGV)
+  for _, v in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, i, last))) do
+    values[#values + 1] = v
+  end
+  i = last + 1
+end
+return {id, false, writes, values}
 """
 
 
@@ -249,6 +277,9 @@ class _RedisLogic:
         self.keep_last = keep_last
         self.serde = serde or default_serde
         self._records: dict[tuple[str, str], layout.Record] = {}
+        # thread -> the newest head this saver wrote or read: the guess that lets a
+        # read take one round trip (a wrong guess costs a second one, never a wrong state)
+        self._heads: dict[str, str] = {}
 
     def keys(self, thread_id: str) -> _Keys:
         return _Keys(self.prefix, thread_id)
@@ -280,6 +311,11 @@ class _RedisLogic:
             self._records.clear()
         self._records[(thread_id, record.id)] = record
         return record
+
+    def _seen_head(self, thread_id: str, checkpoint_id: str) -> None:
+        if len(self._heads) > 4096:
+            self._heads.clear()
+        self._heads[thread_id] = checkpoint_id
 
     def _not_found(self, thread_id: str, checkpoint_id: str) -> CheckpointNotFoundError:
         return CheckpointNotFoundError(f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}")
@@ -337,6 +373,7 @@ class _RedisLogic:
         for plan in plans:
             self._remember(thread_id, plan.record)
             layout.log_put(thread_id, plan)
+        self._seen_head(thread_id, writes[-1].id)
         if self.keep_last is not None and int(info) > self.keep_last:
             yield from self._prune(thread_id, self.keep_last)
 
@@ -368,6 +405,12 @@ class _RedisLogic:
         calls = [_Call("hdel", (k.cp, *drop)), _Call("zrem", (k.seq, *drop))]
         if fields:
             calls.append(_Call("hdel", (k.data, *fields)))
+        # pending writes are few (a paused or failed step's), so listing them is cheap
+        pending = yield _Call("hkeys", (k.writes,))
+        dropped = set(drop)
+        stale = [f for f in pending if _text(f).partition("|")[0] in dropped]
+        if stale:
+            calls.append(_Call("hdel", (k.writes, *stale)))
         yield _Pipeline(calls, transaction=True)
 
     def put_writes(
@@ -389,18 +432,39 @@ class _RedisLogic:
 
     def get(self, thread_id: str, checkpoint_id: str | None) -> _Program[Checkpoint | None]:
         k = self.keys(thread_id)
-        found = yield _Eval(_READ, [k.head, k.cp], [checkpoint_id or ""])
+        # guess the record: the named checkpoint's, or the last head this saver saw
+        guess = self._records.get((thread_id, checkpoint_id or self._heads.get(thread_id, "")))
+        fields = layout.read_fields(guess) if guess is not None else []
+        found = yield _Eval(
+            _READ,
+            [k.head, k.cp, k.data, k.writes],
+            [checkpoint_id or "", guess.id if guess is not None else "", *fields],
+        )
         if found is None:
             if checkpoint_id is not None:
                 raise self._not_found(thread_id, checkpoint_id)
             return None
-        cid, blob = found[0].decode(), found[1]
-        if blob is None:
-            raise self._not_found(thread_id, cid)
-        record = self._records.get((thread_id, cid)) or self._remember(
-            thread_id, layout.decode_record(blob, self.serde.loads)
+        cid = _text(found[0])
+        raw = found[2]
+        pending = layout.group_writes(
+            {_text(raw[i]): bytes(raw[i + 1]) for i in range(0, len(raw), 2)},
+            self.serde.loads,
         )
-        return (yield from self._load(thread_id, record))
+        if len(found) == 4:  # the guess was right: its values came along
+            assert guess is not None
+            record, blobs = guess, found[3]
+        else:
+            if found[1] is None:
+                raise self._not_found(thread_id, cid)
+            record = self._records.get((thread_id, cid)) or self._remember(
+                thread_id, layout.decode_record(bytes(found[1]), self.serde.loads)
+            )
+            fields = layout.read_fields(record)
+            blobs = (yield _Call("hmget", (k.data, fields))) if fields else []
+        if checkpoint_id is None:
+            self._seen_head(thread_id, cid)
+        values = layout.rebuild(record, blobs, self.serde.loads)
+        return layout.to_checkpoint(thread_id, record, values, pending)
 
     def _load(self, thread_id: str, record: layout.Record) -> _Program[Checkpoint]:
         k = self.keys(thread_id)
@@ -431,6 +495,7 @@ class _RedisLogic:
         return out
 
     def delete(self, thread_id: str) -> _Program[None]:
+        self._heads.pop(thread_id, None)
         yield _Call("delete", tuple(self.keys(thread_id).all()))
 
     def head(self, thread_id: str) -> _Program[str | None]:
@@ -655,17 +720,38 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
         except (RedisError, OSError) as exc:
             raise _storage_error(action, exc) from exc
 
+    _wire: Wire | None = None
+
+    def _fast(self) -> Wire | None:
+        """The lean path for scripts: a plain client only (a cluster client routes by slot,
+        and a single-connection client must keep its one connection)."""
+        wire = self._wire
+        if wire is None and type(self.client) is aredis.Redis and self.client.connection is None:
+            wire = self._wire = Wire(self.client)
+        return wire
+
     async def _perform(self, op: _Op) -> Any:
         client = self.client
         if type(op) is _Eval:
+            sha = _SHA[op.script]
+            wire = self._fast()
+            if wire is not None:
+                try:
+                    return await wire.call("EVALSHA", sha, len(op.keys), *op.keys, *op.args)
+                except NoScriptError:
+                    try:
+                        await wire.call("SCRIPT", "LOAD", op.script)
+                    except NoPermissionError:  # an ACL without SCRIPT: send the text
+                        return await wire.call("EVAL", op.script, len(op.keys), *op.keys, *op.args)
+                    return await wire.call("EVALSHA", sha, len(op.keys), *op.keys, *op.args)
             try:
-                return await client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
+                return await client.evalsha(sha, len(op.keys), *op.keys, *op.args)
             except NoScriptError:
                 try:
                     await client.script_load(op.script)
                 except NoPermissionError:
                     return await client.eval(op.script, len(op.keys), *op.keys, *op.args)
-                return await client.evalsha(_SHA[op.script], len(op.keys), *op.keys, *op.args)
+                return await client.evalsha(sha, len(op.keys), *op.keys, *op.args)
         if type(op) is _Call:
             return await getattr(client, op.name)(*op.args, **op.kwargs)
         if type(op) is _Scan:
@@ -735,6 +821,8 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
 
     async def aclose(self) -> None:
         """Close the async client's connections."""
+        if self._wire is not None:
+            await self._wire.aclose()
         await self.client.aclose()
 
     def _sync_only(self) -> TypeError:

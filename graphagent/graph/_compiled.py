@@ -28,7 +28,7 @@ import networkx as nx
 
 from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
-from graphagent._executor import run_all
+from graphagent._executor import in_thread, run_all
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
 from graphagent.errors import (
     GraphBubbleUp,
@@ -154,7 +154,7 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
     elif spec.is_async:
         fn = spec.fn
     else:
-        outcome = await asyncio.to_thread(_call_node, task, state, config, False)
+        outcome = await in_thread(functools.partial(_call_node, task, state, config, False))
         if type(outcome) is Done and inspect.isawaitable(outcome.value):
             return await _in_scope(task, outcome.value)
         return outcome

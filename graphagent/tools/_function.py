@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import re
@@ -13,6 +14,7 @@ from typing import Any, overload
 
 from pydantic import BaseModel, ValidationError
 
+from graphagent._executor import in_thread
 from graphagent.errors import ToolArgumentsError, ToolDefinitionError, UserError
 from graphagent.graph._nodes import is_async_callable
 from graphagent.tools._context import ToolContext
@@ -255,7 +257,7 @@ class FunctionToolCallback:
         if self.is_async:
             result = await self.fn(**kwargs)
         else:
-            result = await asyncio.to_thread(self.fn, **kwargs)
+            result = await in_thread(functools.partial(self.fn, **kwargs))
         return self.result_converter(result)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
