@@ -28,6 +28,7 @@ goes on reading, and may go on extending) are never overwritten.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ from checkpoint.errors import SerializationError
 __all__ = [
     "FREE_CLAIM",
     "PutPlan",
+    "log_put",
     "Record",
     "check_claim",
     "claimed",
@@ -236,6 +238,37 @@ class PutPlan:
     record: Record
     record_blob: bytes
     data: dict[str, bytes]
+
+    @property
+    def size(self) -> int:
+        """Bytes of values this write stores (record plus data fields; keys not counted)."""
+        return len(self.record_blob) + sum(len(v) for v in self.data.values())
+
+
+# under graphagent's logger tree, by name only: this package never imports graphagent
+_log = logging.getLogger("graphagent.checkpoint")
+
+
+def log_put(thread_id: str, plan: PutPlan) -> None:
+    """Log a stored checkpoint at DEBUG (thread, step, bytes); never its values."""
+    if _log.isEnabledFor(logging.DEBUG):
+        record = plan.record
+        _log.debug(
+            "checkpoint write thread=%s step=%d bytes=%d fields=%d",
+            thread_id,
+            record.step,
+            plan.size,
+            len(plan.data),
+            extra={
+                "graphagent": {
+                    "event": "checkpoint.write",
+                    "thread": thread_id,
+                    "step": record.step,
+                    "checkpoint_id": record.id,
+                    "bytes": plan.size,
+                }
+            },
+        )
 
 
 def plan_put(

@@ -345,6 +345,8 @@ class SqlLogic:
             yield self.many(
                 "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)", data
             )
+        for p in plans:
+            layout.log_put(thread_id, p)
         if first.parent_id is not None:
             yield self.stmt(
                 "DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?",
@@ -470,6 +472,7 @@ class SqlLogic:
         if rows:
             for w, p in zip(writes, plans, strict=True):
                 self._records[(thread_id, w.id)] = p.record
+                layout.log_put(thread_id, p)
             return
         current = yield self.stmt("SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid)
         self._refuse(thread_id, writes[-1], expected_head, str(current[0][0]) if current else None)

@@ -151,6 +151,8 @@ class MemorySaver(CheckpointSaver):
                 t.writes.pop(first.parent_id, None)
             t.head = writes[-1].id
             self._threads[thread_id] = t
+            for plan in plans:
+                layout.log_put(thread_id, plan)
             if self.keep_last is not None and len(t.order) > self.keep_last:
                 self._prune(thread_id, t, self.keep_last)
 

@@ -413,6 +413,7 @@ class _RedisLogic:
             )
         for plan in plans:
             self._remember(thread_id, plan.record)
+            layout.log_put(thread_id, plan)
         self._seen_head(thread_id, writes[-1].id)
         if self.keep_last is not None and int(info) > self.keep_last:
             yield from self._prune(thread_id, self.keep_last)
