@@ -581,7 +581,7 @@ class ReactAgent(BaseAgent):
         last, pending, runnable, record = self._split(state)
         if last is None or not pending:
             return {}
-        self._emit_answered(config, pending, answers)
+        self._emit_answered(config, pending, record.answers)
         result = self.manager.execute_tool_calls(
             [],
             last,
@@ -597,7 +597,7 @@ class ReactAgent(BaseAgent):
         last, pending, runnable, record = self._split(state)
         if last is None or not pending:
             return {}
-        self._emit_answered(config, pending, answers)
+        self._emit_answered(config, pending, record.answers)
         result = await self.manager.aexecute_tool_calls(
             [],
             last,
@@ -610,7 +610,7 @@ class ReactAgent(BaseAgent):
         return self._after_tools(record, pending, result)
 
     def _emit_answered(
-        self, config: RunnableConfig, pending: list[ToolCall], answers: dict[str, str]
+        self, config: RunnableConfig, pending: list[ToolCall], answers: Mapping[str, str]
     ) -> None:
         """Stream the results of calls answered without running (a human rejected them)."""
         if config.emit is not None:

@@ -78,7 +78,9 @@ class AgentRecord:
 
 
 _EMPTY = AgentRecord()
-serde.register(AgentRecord, name="graphagent.AgentRecord")
+# the base registry, as for messages: every Serde (not only the process-wide one) stores it
+if not serde.base_serde.is_registered(AgentRecord):
+    serde.base_serde.register(AgentRecord, name="graphagent.AgentRecord")
 
 
 def new_run() -> dict[str, Any]:
