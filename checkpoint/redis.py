@@ -30,6 +30,7 @@ from redis.exceptions import NoScriptError, RedisError
 from typing_extensions import Self
 
 from checkpoint import _layout as layout
+from checkpoint._history import History, needed_fields
 from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.errors import (
     CheckpointConflictError,
@@ -103,6 +104,7 @@ return {id, redis.call('HGET', KEYS[2], id)}
 
 
 _PREFIX_SEPARATORS = ":{}"
+_BATCH = 1000  # fields per HMGET: big replies stay under a few MB each
 
 
 def glob_escape(text: str) -> str:
@@ -118,6 +120,10 @@ def escape_thread_id(thread_id: str) -> str:
 def unescape_thread_id(escaped: str) -> str:
     """Reverse :func:`escape_thread_id`."""
     return escaped.replace("%7D", "}").replace("%7B", "{").replace("%25", "%")
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else raw
 
 
 def _storage_error(action: str, exc: Exception) -> CheckpointStorageError:
@@ -354,15 +360,45 @@ class _RedisLogic:
         pending = layout.group_writes(mine, self.serde.loads)
         return layout.to_checkpoint(thread_id, record, values, pending)
 
-    def list(
-        self, thread_id: str, limit: int | None, before: str | None
-    ) -> _Program[builtins.list[Checkpoint]]:
-        ids = self._history_ids((yield _Call("hkeys", (self.keys(thread_id).cp,))), limit, before)
-        out = []
-        for cid in ids:
-            record = yield from self.record(thread_id, cid)
-            out.append((yield from self._load(thread_id, record)))
-        return out
+    def history(self, thread_id: str, limit: int | None, before: str | None) -> _Program[History]:
+        """Newest first, in four round trips: ids, records, the fields they need, writes."""
+        k = self.keys(thread_id)
+        ids = self._history_ids((yield _Call("hkeys", (k.cp,))), limit, before)
+        records = yield from self._records_of(thread_id, ids)
+        fields = needed_fields(records)
+        calls = [
+            _Call("hmget", (k.data, fields[i : i + _BATCH])) for i in range(0, len(fields), _BATCH)
+        ]
+        calls.append(_Call("hgetall", (k.writes,)))
+        *found, writes = yield _Pipeline(calls, transaction=False)
+        blobs: dict[str, bytes | None] = dict(
+            zip(fields, [b for part in found for b in part], strict=True)
+        )
+        pending: dict[str, dict[str, bytes]] = {}
+        for raw, value in writes.items():
+            cid, _, task = _text(raw).partition("|")
+            pending.setdefault(cid, {})[task] = value
+        return History(thread_id, records, blobs, pending, self.serde.loads)
+
+    def _records_of(
+        self, thread_id: str, ids: builtins.list[str]
+    ) -> _Program[builtins.list[layout.Record]]:
+        """The records of ``ids`` (cached ones are not read again); ids pruned meanwhile
+        are left out."""
+        k = self.keys(thread_id)
+        cached = {i: self._records.get((thread_id, i)) for i in ids}
+        unread = [i for i, record in cached.items() if record is None]
+        if unread:
+            calls = [
+                _Call("hmget", (k.cp, unread[i : i + _BATCH]))
+                for i in range(0, len(unread), _BATCH)
+            ]
+            parts = yield _Pipeline(calls, transaction=False)
+            blobs = [blob for part in parts for blob in part]
+            for cid, blob in zip(unread, blobs, strict=True):
+                if blob is not None:
+                    cached[cid] = layout.decode_record(bytes(blob), self.serde.loads)
+        return [record for record in cached.values() if record is not None]
 
     def delete(self, thread_id: str) -> _Program[None]:
         yield _Call("delete", tuple(self.keys(thread_id).all()))
@@ -529,8 +565,14 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
+        return builtins.list(self.history(thread_id, limit=limit, before=before))
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> History:
+        """Checkpoints newest first, read in four round trips, states built on read."""
         action = f"listing thread {thread_id!r}"
-        return self._run(self.logic.list(thread_id, limit, before), action)
+        return self._run(self.logic.history(thread_id, limit, before), action)
 
     def delete_thread(self, thread_id: str) -> None:
         """Remove every key of the thread."""
@@ -624,8 +666,14 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
+        return builtins.list(await self.ahistory(thread_id, limit=limit, before=before))
+
+    async def ahistory(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> History:
+        """Checkpoints newest first, read in four round trips, states built on read."""
         action = f"listing thread {thread_id!r}"
-        return await self._run(self.logic.list(thread_id, limit, before), action)
+        return await self._run(self.logic.history(thread_id, limit, before), action)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Remove every key of the thread."""
@@ -676,6 +724,12 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Not available: use :meth:`alist`."""
+        raise self._sync_only()
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> History:
+        """Not available: use :meth:`ahistory`."""
         raise self._sync_only()
 
     def delete_thread(self, thread_id: str) -> None:

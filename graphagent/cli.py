@@ -40,7 +40,7 @@ from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
 from graphagent.graph import Command, CompiledGraph, StateSnapshot
 from graphagent.graph._draw import FORMATS
-from graphagent.graph._snapshot import conversation, written_by
+from graphagent.graph._snapshot import conversation, message_count, written_by
 from graphagent.tools import ToolCallback
 
 __all__ = ["CliError", "load_object", "main"]
@@ -243,8 +243,9 @@ def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) 
         saver.delete_thread(args.thread)
         print(f"deleted thread {args.thread!r}", file=out)
         return 0
-    cps = saver.list(args.thread, limit=args.limit if args.action == "history" else 1)
-    if not cps:
+    # a history: each row needs no state, so none is built (only "show" builds one)
+    history = saver.history(args.thread, limit=args.limit if args.action == "history" else 1)
+    if not len(history):
         where = (
             f"in {args.db!r}"
             if args.db
@@ -253,14 +254,15 @@ def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) 
             else f"under prefix {args.prefix!r}"
         )
         raise CliError(f"no thread {args.thread!r} {where}")
-    snaps = [StateSnapshot.from_checkpoint(cp, RunnableConfig(thread_id=args.thread)) for cp in cps]
+    config = RunnableConfig(thread_id=args.thread)
     if args.action == "show":
-        _print_snapshot(snaps[0], out)
+        _print_snapshot(StateSnapshot.from_checkpoint(history[0], config), out)
         return 0
-    for snap in snaps:
+    for i in range(len(history)):
+        snap = StateSnapshot.from_checkpoint(history.bare(i), config)
         nodes = written_by(snap)
         when = snap.created_at.isoformat(timespec="seconds") if snap.created_at else ""
-        count = len(snap.values.get("messages", ()) or ())
+        count = message_count(history, i)
         print(
             f"{snap.step:>4}  {nodes:<24} next={','.join(snap.next) or '-':<12} "
             f"messages={count:<4} {when}  {snap.checkpoint_id}",

@@ -616,8 +616,8 @@ class CompiledGraph:
         """
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
-            cps = saver.list(thread, limit=limit, before=before)
-        return StateHistory(StateSnapshot.from_checkpoint(cp, cfg) for cp in cps)
+            cps = saver.history(thread, limit=limit, before=before)
+            return StateHistory(StateSnapshot.from_checkpoint(cp, cfg) for cp in cps)
 
     async def aget_state_history(
         self,
@@ -630,8 +630,8 @@ class CompiledGraph:
         """Async :meth:`get_state_history`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
-            cps = await saver.alist(thread, limit=limit, before=before)
-        return StateHistory(StateSnapshot.from_checkpoint(cp, cfg) for cp in cps)
+            cps = await saver.ahistory(thread, limit=limit, before=before)
+            return StateHistory(StateSnapshot.from_checkpoint(cp, cfg) for cp in cps)
 
     def update_state(
         self,

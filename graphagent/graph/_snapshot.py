@@ -7,11 +7,11 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkpoint.base import Checkpoint
+from checkpoint.base import Checkpoint, CheckpointHistory
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt
 
-__all__ = ["StateHistory", "StateSnapshot", "conversation", "written_by"]
+__all__ = ["StateHistory", "StateSnapshot", "conversation", "message_count", "written_by"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,15 @@ def conversation(snap: StateSnapshot) -> list[tuple[str, str, list[str]]]:
             text = f"{getattr(message, 'name', '')}: {text}"
         rows.append((role, text, calls))
     return rows
+
+
+def message_count(history: CheckpointHistory, index: int) -> int:
+    """How many messages checkpoint ``index`` of ``history`` holds, building no state
+    when the saver knows the count (an appended ``messages`` key)."""
+    count = history.size(index, "messages")
+    if count is None:
+        count = len(history.values(index).get("messages", ()) or ())
+    return count
 
 
 def written_by(snap: StateSnapshot) -> str:

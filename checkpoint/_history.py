@@ -1,0 +1,177 @@
+"""Listing a thread's history in time linear in what is stored: pure, no I/O.
+
+Rebuilding each listed checkpoint on its own reads and decodes every item of its
+state, so listing ``n`` checkpoints of a growing conversation costs ``n²/2`` item
+reads. Consecutive checkpoints share almost all of their state (a checkpoint stores
+only its step's changes, see ``_layout``), so a listing reads the union of the
+fields its records need once (:func:`needed_fields`), and :class:`History` decodes
+each of them at most once, on first use, and builds a checkpoint's state only when
+that checkpoint is read. States built from one history share the decoded values
+and items they have in common (the lists and the dict around them are new).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from checkpoint import _layout as layout
+from checkpoint.base import Checkpoint, CheckpointHistory, PendingWrite
+from checkpoint.errors import SerializationError
+
+__all__ = ["History", "needed_fields"]
+
+Loads = Callable[[bytes], Any]
+_MISSING: Any = object()
+
+
+def needed_fields(records: Sequence[layout.Record]) -> list[str]:
+    """Every data field that any of ``records`` needs, each once.
+
+    Costs the records' number of ranges plus the distinct fields, not the sum of the
+    states' sizes: the spans of one log branch are merged before any name is made.
+    """
+    versions: dict[str, None] = {}
+    spans: dict[tuple[str, str], set[tuple[int, int]]] = {}
+    for record in records:
+        versions.update(dict.fromkeys(record.vals.values()))
+        for key, ranges in record.logs.items():
+            for branch, start, end in ranges:
+                spans.setdefault((key, branch), set()).add((start, end))
+    fields = [layout.val_field(version) for version in versions]
+    for (key, branch), found in spans.items():
+        reach = 0
+        for start, end in sorted(found):
+            for index in range(max(start, reach), end):
+                fields.append(layout.log_field(key, branch, index))
+            reach = max(reach, end)
+    return fields
+
+
+class History(CheckpointHistory):
+    """A thread's listed checkpoints, newest first, built from what one listing read.
+
+    Args:
+        thread_id: the thread.
+        records: the listed checkpoints' records, newest first.
+        blobs: every field of :func:`needed_fields` (``None``: not stored any more).
+        pending: checkpoint id -> task -> that task's encoded pending writes.
+        loads: the value decoder.
+    """
+
+    def __init__(
+        self,
+        thread_id: str,
+        records: Sequence[layout.Record],
+        blobs: dict[str, bytes | None],
+        pending: Mapping[str, Mapping[str, bytes]],
+        loads: Loads,
+    ) -> None:
+        self.thread_id = thread_id
+        self._records = list(records)
+        self._blobs = blobs
+        self._pending = pending
+        self._loads = loads
+        self._sets: dict[str, dict[str, Any]] = {}
+        # (key, branch) -> decoded items by index; every index below _whole[...] is decoded
+        self._items: dict[tuple[str, str], list[Any]] = {}
+        self._whole: dict[tuple[str, str], int] = {}
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @overload
+    def __getitem__(self, index: int) -> Checkpoint: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Checkpoint]: ...
+
+    def __getitem__(self, index: int | slice) -> Checkpoint | list[Checkpoint]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        record = self._records[index]
+        return layout.to_checkpoint(
+            self.thread_id, record, self._values(record), self._writes(record)
+        )
+
+    def __iter__(self) -> Iterator[Checkpoint]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def bare(self, index: int) -> Checkpoint:
+        """Checkpoint ``index`` without its state (``values`` is empty): no value is read."""
+        record = self._records[index]
+        return layout.to_checkpoint(self.thread_id, record, {}, self._writes(record))
+
+    def values(self, index: int) -> dict[str, Any]:
+        """The state at checkpoint ``index``, built now."""
+        return self._values(self._records[index])
+
+    def size(self, index: int, key: str) -> int | None:
+        """How many items the appended key ``key`` holds at checkpoint ``index``.
+
+        ``None`` when ``key`` is not an appended (list) key there; nothing is decoded.
+        """
+        ranges = self._records[index].logs.get(key)
+        return None if ranges is None else sum(end - start for _, start, end in ranges)
+
+    # -- building -----------------------------------------------------------------
+
+    def _writes(self, record: layout.Record) -> list[PendingWrite]:
+        return layout.group_writes(self._pending.get(record.id, {}), self._loads)
+
+    def _values(self, record: layout.Record) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for key, version in record.vals.items():
+            written = self._set(version, key)
+            if key not in written:
+                raise SerializationError(f"stored data for key {key!r} is missing")
+            values[key] = written[key]
+        for key, ranges in record.logs.items():
+            if len(ranges) == 1:
+                branch, start, end = ranges[0]
+                values[key] = self._segment(key, branch, start, end)[start:end]
+                continue
+            items: list[Any] = []
+            for branch, start, end in ranges:
+                items.extend(self._segment(key, branch, start, end)[start:end])
+            values[key] = items
+        return values
+
+    def _take(self, field: str, key: str) -> bytes:
+        # each blob is decoded once, so its bytes can go as soon as it is
+        blob = self._blobs.pop(field, None)
+        if blob is None:
+            raise SerializationError(
+                f"stored data for key {key!r} is missing (the thread was pruned or expired "
+                "while being read)"
+            )
+        return blob
+
+    def _set(self, version: str, key: str) -> dict[str, Any]:
+        written = self._sets.get(version)
+        if written is None:
+            written = self._loads(self._take(layout.val_field(version), key))
+            if not isinstance(written, dict):
+                raise SerializationError(f"stored values of checkpoint {version!r} are not a map")
+            self._sets[version] = written
+        return written
+
+    def _segment(self, key: str, branch: str, start: int, end: int) -> list[Any]:
+        """The decoded items of one log branch, holding at least ``start..end``."""
+        slot = (key, branch)
+        items = self._items.get(slot)
+        if items is None:
+            items = self._items[slot] = []
+        whole = self._whole.get(slot, 0)
+        if end <= whole:
+            return items
+        if len(items) < end:
+            items.extend([_MISSING] * (end - len(items)))
+        for index in range(max(start, whole), end):
+            if items[index] is _MISSING:
+                items[index] = self._loads(self._take(layout.log_field(key, branch, index), key))
+        while whole < len(items) and items[whole] is not _MISSING:
+            whole += 1
+        self._whole[slot] = whole
+        return items

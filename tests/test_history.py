@@ -1,0 +1,272 @@
+"""Listing a thread's history (issue 13 item 13), on every saver.
+
+Each listed checkpoint equals ``get`` at that checkpoint, forks and pending writes
+included, and listing ``n`` checkpoints reads each stored item once: store reads and
+decodes grow linearly with the thread, counted, never timed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from checkpoint import CheckpointWrite, MemorySaver, RedisSaver, new_checkpoint_id
+from checkpoint.base import CheckpointSaver, PendingWrite
+from checkpoint.postgres import PostgresSaver
+from checkpoint.sqlite import SqliteSaver
+from graphagent.graph import END, START, AppendStrategy, Command, StateGraph, interrupt
+from graphagent.messages import AssistantMessage, UserMessage
+
+
+def _put(saver: CheckpointSaver, parent: str | None, head: str | None, **changes: Any) -> str:
+    w = CheckpointWrite(
+        id=new_checkpoint_id(),
+        parent_id=parent,
+        step=0,
+        changes=changes,
+        next=("n",),
+        metadata={"at": parent},
+        created_at=time.time(),
+    )
+    saver.put("t", w, expected_head=head)
+    return w.id
+
+
+def _forked_thread(saver: CheckpointSaver) -> list[str]:
+    """A line of six, a fork from its second checkpoint that appends and resets, the
+    original line going on after the fork, and pending writes on two checkpoints."""
+    a = _put(saver, None, None, log=("append", ["a"]), n=("set", 0), cfg=("set", {"k": 1}))
+    b = _put(saver, a, a, log=("append", ["b", "c"]), n=("set", 1))
+    c = _put(saver, b, b, log=("append", ["d"]))
+    d = _put(saver, c, c, n=("set", 3), other=("append", [1]))
+    e = _put(saver, d, d, log=("append", ["e"]), other=("append", [2]))
+    f1 = _put(saver, b, e, n=("set", 10))  # fork: shares b's branch of 'log'
+    f2 = _put(saver, f1, f1, log=("append", ["X"]))
+    f3 = _put(saver, f2, f2, other=("reset", [9]), log=("append", ["Y"]))
+    g = _put(saver, e, f3, log=("append", ["f"]), cfg=("set", {"k": 2}))
+    saver.put_writes("t", g, [PendingWrite("n", "update", {"n": 7})])
+    saver.put_writes("t", f2, [PendingWrite("n", "interrupt", {"q": "?"})])
+    return [a, b, c, d, e, f1, f2, f3, g]
+
+
+def test_every_listed_checkpoint_equals_get(saver: CheckpointSaver) -> None:
+    """Each checkpoint of a forked thread's listing is what ``get`` gives for its id."""
+    ids = _forked_thread(saver)
+    listed = saver.list("t")
+    assert [cp.id for cp in listed] == ids[::-1]
+    for cp in listed:
+        assert cp == saver.get("t", cp.id)
+    assert listed[0].values["log"] == ["a", "b", "c", "d", "e", "f"]
+    fork = {"n": 10, "cfg": {"k": 1}, "log": ["a", "b", "c", "X", "Y"], "other": [9]}
+    assert listed[1].values == fork
+
+
+def test_history_builds_what_list_returns(saver: CheckpointSaver) -> None:
+    """history() is list() built on read: indexing, slicing, bare() and size() agree."""
+    _forked_thread(saver)
+    listed = saver.list("t")
+    history = saver.history("t")
+    assert len(history) == len(listed)
+    assert list(history) == listed and history[2:5] == listed[2:5]
+    for i, cp in enumerate(listed):
+        bare = history.bare(i)
+        assert bare.values == {} and bare.id == cp.id and bare.pending_writes == cp.pending_writes
+        assert history.values(i) == cp.values
+        assert history.size(i, "log") == len(cp.values["log"])
+        assert history.size(i, "n") is None
+
+
+@pytest.mark.parametrize(("limit", "before_at"), [(None, 0), (3, None), (2, 4), (0, None)])
+def test_limit_and_before_pick_a_slice_of_the_listing(
+    saver: CheckpointSaver, limit: int | None, before_at: int | None
+) -> None:
+    """limit= and before= give the matching slice of the full listing, states intact."""
+    _forked_thread(saver)
+    full = saver.list("t")
+    before = None if before_at is None else full[before_at].id
+    start = 0 if before_at is None else before_at + 1
+    expected = full[start:] if limit is None else full[start : start + limit]
+    assert saver.list("t", limit=limit, before=before) == expected
+    assert list(saver.history("t", limit=limit, before=before)) == expected
+
+
+def test_unknown_thread_lists_nothing(saver: CheckpointSaver) -> None:
+    """A thread never written has an empty history."""
+    assert saver.list("nobody") == [] and len(saver.history("nobody")) == 0
+
+
+def test_states_built_from_one_history_do_not_share_containers(saver: CheckpointSaver) -> None:
+    """Changing one built state's list or dict leaves the next build, and the store, alone."""
+    _forked_thread(saver)
+    history = saver.history("t")
+    first = history.values(0)
+    first["log"].append("mutated")
+    first["n"] = -1
+    assert history.values(0)["log"] == ["a", "b", "c", "d", "e", "f"]
+    assert history.values(0)["n"] == 3
+    again = saver.get("t")
+    assert again is not None and again.values["log"][-1] == "f"
+
+
+# -- counted, not timed: listing costs O(n) reads and decodes ----------------------------
+
+
+class _Counter:
+    """Counts what a saver reads from its store (data items) and what it decodes."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.decodes = 0
+
+
+def _count_decodes(saver: CheckpointSaver, counter: _Counter) -> None:
+    owner: Any = saver if isinstance(saver, MemorySaver) else saver.logic  # type: ignore[attr-defined]
+    serde = owner.serde
+
+    class Counting:
+        def dumps(self, value: Any) -> bytes:
+            return serde.dumps(value)  # type: ignore[no-any-return]
+
+        def loads(self, data: bytes) -> Any:
+            counter.decodes += 1
+            return serde.loads(data)
+
+    owner.serde = Counting()
+
+
+class _CountingDict(dict[str, bytes]):
+    def __init__(self, data: dict[str, bytes], counter: _Counter) -> None:
+        super().__init__(data)
+        self.counter = counter
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.counter.reads += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> bytes:
+        self.counter.reads += 1
+        return super().__getitem__(key)
+
+
+def _count_reads(saver: CheckpointSaver, counter: _Counter) -> None:
+    """Count data items fetched: memory's data dict, Redis replies, SQL data rows."""
+    if isinstance(saver, MemorySaver):
+        t = saver._threads["t"]
+        t.data = _CountingDict(t.data, counter)
+        return
+    if isinstance(saver, RedisSaver):
+        perform = saver._perform
+
+        def counted_perform(op: Any) -> Any:
+            reply = perform(op)
+            calls = getattr(op, "calls", [op])
+            replies = reply if hasattr(op, "calls") else [reply]
+            for call, answer in zip(calls, replies, strict=False):
+                if getattr(call, "args", ()) and str(call.args[0]).endswith(":data"):
+                    counter.reads += len(answer) if isinstance(answer, list | dict) else 1
+            return reply
+
+        saver._perform = counted_perform  # type: ignore[method-assign]
+        return
+    assert isinstance(saver, SqliteSaver | PostgresSaver)
+    run = saver._run
+
+    def counted_run(program: Any, **kwargs: Any) -> Any:
+        def watched() -> Iterator[Any]:
+            send: Any = None
+            while True:
+                try:
+                    op = program.send(send)
+                except StopIteration as stop:
+                    return stop.value
+                send = yield op
+                stmts = op if isinstance(op, tuple) else (op,)
+                answers = send if isinstance(op, tuple) else (send,)
+                for stmt, answer in zip(stmts, answers, strict=True):
+                    if "graphagent_data" in stmt.sql and stmt.sql.lstrip().startswith("SELECT"):
+                        counter.reads += len(answer)
+
+        return run(watched(), **kwargs)  # type: ignore[arg-type]
+
+    saver._run = counted_run  # type: ignore[method-assign]
+
+
+def _grow(saver: CheckpointSaver, steps: int, head: str | None) -> str:
+    """Append one item and set a counter per step: the state grows with the thread."""
+    for i in range(steps):
+        changes: dict[str, Any] = {"log": ("append", [f"item {i}"]), "n": ("set", i)}
+        head = _put(saver, head, head, **changes)
+    assert head is not None
+    return head
+
+
+def _listing_cost(saver: CheckpointSaver, head: str | None, steps: int) -> tuple[int, int, str]:
+    head = _grow(saver, steps, head)
+    counter = _Counter()
+    _count_reads(saver, counter)
+    _count_decodes(saver, counter)
+    listed = saver.list("t")
+    assert listed[0].values["log"][-1] == listed[0].values["log"][listed[0].values["n"]]
+    return counter.reads, counter.decodes, head
+
+
+def test_listing_reads_each_stored_item_once(saver: CheckpointSaver) -> None:
+    """Listing n steps reads about 2n data items (one per append, one per set) and decodes
+    about 3n blobs (records too), where rebuilding each checkpoint read n²/2; doubling
+    the thread doubles the cost."""
+    reads, decodes, head = _listing_cost(saver, None, 120)
+    assert 240 <= reads <= 2 * 120 + 5
+    assert decodes <= 3 * 120 + 5  # records, values, items: each once
+    reads2, decodes2, _ = _listing_cost(saver, head, 120)  # now 240 steps
+    assert reads2 <= 2 * reads + 5 and decodes2 <= 2 * decodes + 5
+
+
+def _fork_graph(saver: CheckpointSaver) -> Any:
+    def ask(state: dict[str, Any]) -> dict[str, Any]:
+        answer = interrupt({"question": "go on?", "seen": len(state["messages"])})
+        return {"messages": [AssistantMessage(f"you said {answer}")], "asked": True}
+
+    def reply(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [AssistantMessage(f"echo: {state['messages'][-1].text}")]}
+
+    g = StateGraph({"messages": AppendStrategy()}).add_node("reply", reply).add_node("ask", ask)
+    g.add_edge(START, "reply").add_edge("reply", "ask").add_edge("ask", END)
+    return g.compile(saver=saver)
+
+
+def test_get_state_history_equals_get_state_with_forks_and_interrupts(
+    saver: CheckpointSaver,
+) -> None:
+    """Every snapshot of a graph's history (a fork, a pending interrupt) equals get_state."""
+    app = _fork_graph(saver)
+    cfg = {"thread_id": "g"}
+    app.invoke({"messages": [UserMessage("a")]}, cfg)
+    app.invoke(Command(resume="yes"), cfg)
+    app.invoke({"messages": [UserMessage("b")]}, cfg)  # paused at 'ask' again
+    old = [s for s in app.get_state_history(cfg) if s.next == ("ask",)][-1]
+    forked = app.update_state(old.config, {"messages": [UserMessage("edited")]})
+    app.invoke(None, forked)  # the fork pauses at 'ask' too
+    app.invoke(Command(resume="no"), cfg)
+    history = app.get_state_history(cfg)
+    assert len(history) == 7 and history[0].values["messages"][-1].text == "you said no"
+    assert any(s.interrupts for s in history)
+    for snap in history:
+        assert snap == app.get_state(snap.config)
+    assert history[2:4] == [app.get_state(s.config) for s in history[2:4]]
+
+
+async def test_aget_state_history_equals_get_state(saver: CheckpointSaver) -> None:
+    """The async listing builds the same snapshots."""
+    app = _fork_graph(saver)
+    cfg = {"thread_id": "g"}
+    app.invoke({"messages": [UserMessage("a")]}, cfg)
+    app.invoke(Command(resume="yes"), cfg)
+    history = await app.aget_state_history(cfg)
+    assert [s.checkpoint_id for s in history] == [
+        s.checkpoint_id for s in app.get_state_history(cfg)
+    ]
+    for snap in history:
+        assert snap == await app.aget_state(snap.config)
