@@ -58,6 +58,7 @@ test-live: $(LIVE_STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py
 	$(BIN)/python bench/checkpoint_growth.py
+	$(BIN)/python bench/history.py
 	$(BIN)/python bench/agent_loop.py
 	$(BIN)/python bench/load.py
 

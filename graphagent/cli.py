@@ -40,7 +40,12 @@ from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
 from graphagent.graph import Command, CompiledGraph, StateSnapshot
 from graphagent.graph._draw import FORMATS
-from graphagent.graph._snapshot import conversation, message_count, written_by
+from graphagent.graph._snapshot import (
+    conversation,
+    listed_snapshots,
+    message_count,
+    written_by,
+)
 from graphagent.tools import ToolCallback
 
 __all__ = ["CliError", "load_object", "main"]
@@ -254,15 +259,14 @@ def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) 
             else f"under prefix {args.prefix!r}"
         )
         raise CliError(f"no thread {args.thread!r} {where}")
-    config = RunnableConfig(thread_id=args.thread)
+    snaps = listed_snapshots(history, RunnableConfig(thread_id=args.thread))
     if args.action == "show":
-        _print_snapshot(StateSnapshot.from_checkpoint(history[0], config), out)
+        _print_snapshot(snaps[0], out)
         return 0
-    for i in range(len(history)):
-        snap = StateSnapshot.from_checkpoint(history.bare(i), config)
+    for snap in snaps:
         nodes = written_by(snap)
         when = snap.created_at.isoformat(timespec="seconds") if snap.created_at else ""
-        count = message_count(history, i)
+        count = message_count(snap)
         print(
             f"{snap.step:>4}  {nodes:<24} next={','.join(snap.next) or '-':<12} "
             f"messages={count:<4} {when}  {snap.checkpoint_id}",

@@ -7,6 +7,9 @@ decodes grow linearly with the thread, counted, never timed.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -17,7 +20,16 @@ from checkpoint import CheckpointWrite, MemorySaver, RedisSaver, new_checkpoint_
 from checkpoint.base import CheckpointSaver, PendingWrite
 from checkpoint.postgres import PostgresSaver
 from checkpoint.sqlite import SqliteSaver
-from graphagent.graph import END, START, AppendStrategy, Command, StateGraph, interrupt
+from graphagent.graph import (
+    END,
+    START,
+    AppendStrategy,
+    Command,
+    StateGraph,
+    StateSnapshot,
+    interrupt,
+)
+from graphagent.graph._snapshot import message_count
 from graphagent.messages import AssistantMessage, UserMessage
 
 
@@ -270,3 +282,43 @@ async def test_aget_state_history_equals_get_state(saver: CheckpointSaver) -> No
     ]
     for snap in history:
         assert snap == await app.aget_state(snap.config)
+
+
+def test_listed_snapshots_build_their_state_on_read_and_copy_to_plain_ones(
+    saver: CheckpointSaver,
+) -> None:
+    """A history holds no state: each read of values builds it; copies, pickles and
+    replace() give plain snapshots equal to it; the timeline and message counts build none."""
+    app = _fork_graph(saver)
+    cfg = {"thread_id": "g"}
+    app.invoke({"messages": [UserMessage("a")]}, cfg)
+    app.invoke(Command(resume="yes"), cfg)
+    history = app.get_state_history(cfg)
+    snap = history[0]
+    assert "values" not in vars(snap) and snap.values == snap.values
+    assert snap.values is not snap.values  # built anew, never kept
+    assert repr(snap).startswith("StateSnapshot(values={")
+    for copied in (copy.copy(snap), copy.deepcopy(snap), pickle.loads(pickle.dumps(snap))):
+        assert type(copied) is StateSnapshot and copied == snap and snap == copied
+    replaced = dataclasses.replace(snap, next=("x",))
+    assert replaced.values == snap.values and replaced.next == ("x",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.values = {}  # type: ignore[misc]
+    assert [message_count(s) for s in history] == [len(s.values["messages"]) for s in history]
+
+
+def test_timeline_and_message_counts_build_no_state(saver: CheckpointSaver) -> None:
+    """The Jupyter timeline and message counts of a history read no state at all."""
+    app = _fork_graph(saver)
+    cfg = {"thread_id": "g"}
+    app.invoke({"messages": [UserMessage("a")]}, cfg)
+    history = app.get_state_history(cfg)
+    listing = vars(history[0])["_history"]
+
+    def refuse(index: int) -> dict[str, Any]:
+        raise AssertionError(f"state {index} was built")
+
+    listing.values = refuse
+    page = history._repr_html_()
+    assert f"{len(history)} checkpoints" in page
+    assert [message_count(s) for s in history] == [2, 1]

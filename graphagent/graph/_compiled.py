@@ -53,7 +53,7 @@ from graphagent.graph._effects import (
 )
 from graphagent.graph._loop import update_program
 from graphagent.graph._run import run_program
-from graphagent.graph._snapshot import StateHistory, StateSnapshot
+from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._strategies import Change, ReplaceStrategy
 from graphagent.graph._validate import Topology
 
@@ -616,8 +616,8 @@ class CompiledGraph:
         """
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
-            cps = saver.history(thread, limit=limit, before=before)
-            return StateHistory(StateSnapshot.from_checkpoint(cp, cfg) for cp in cps)
+            listed = saver.history(thread, limit=limit, before=before)
+        return StateHistory(listed_snapshots(listed, cfg))
 
     async def aget_state_history(
         self,
@@ -630,8 +630,8 @@ class CompiledGraph:
         """Async :meth:`get_state_history`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
-            cps = await saver.ahistory(thread, limit=limit, before=before)
-            return StateHistory(StateSnapshot.from_checkpoint(cp, cfg) for cp in cps)
+            listed = await saver.ahistory(thread, limit=limit, before=before)
+        return StateHistory(listed_snapshots(listed, cfg))
 
     def update_state(
         self,

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from checkpoint.base import Checkpoint, CheckpointHistory
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt
 
-__all__ = ["StateHistory", "StateSnapshot", "conversation", "message_count", "written_by"]
+__all__ = [
+    "StateHistory",
+    "StateSnapshot",
+    "conversation",
+    "listed_snapshots",
+    "message_count",
+    "written_by",
+]
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,69 @@ class StateSnapshot:
         )
 
 
+class _ListedSnapshot(StateSnapshot):
+    """A snapshot from a history listing: its state is built from the listing each time
+    ``values`` is read, never kept, so a history of ``n`` snapshots holds ``O(n)``."""
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The whole state, built anew on each read (bind it once to reuse it)."""
+        fixed = self.__dict__.get("_fixed")
+        if fixed is not None:
+            return fixed  # type: ignore[no-any-return]
+        history: CheckpointHistory = self.__dict__["_history"]
+        return history.values(self.__dict__["_index"])
+
+    @values.setter
+    def values(self, value: dict[str, Any]) -> None:
+        # reached only from the dataclass __init__ (dataclasses.replace): a fixed state
+        self.__dict__["_fixed"] = value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StateSnapshot):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
+        return f"StateSnapshot({shown})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a copy or a pickle is a plain snapshot: it must not drag the listing along
+        return (StateSnapshot, tuple(getattr(self, f.name) for f in fields(self)))
+
+    def message_count(self) -> int:
+        """Messages in the state, counted without building it when the saver can."""
+        history: CheckpointHistory = self.__dict__["_history"]
+        count = history.size(self.__dict__["_index"], "messages")
+        return _count(self.values) if count is None else count
+
+
+def listed_snapshots(history: CheckpointHistory, config: RunnableConfig) -> list[StateSnapshot]:
+    """Snapshots of every checkpoint of ``history``, their states built only when read."""
+    out: list[StateSnapshot] = []
+    for index in range(len(history)):
+        bare = StateSnapshot.from_checkpoint(history.bare(index), config)
+        snap = object.__new__(_ListedSnapshot)
+        state = snap.__dict__
+        state.update(vars(bare))
+        del state["values"]
+        state["_history"], state["_index"] = history, index
+        out.append(snap)
+    return out
+
+
+def _count(values: dict[str, Any]) -> int:
+    return len(values.get("messages", ()) or ())
+
+
+def message_count(snap: StateSnapshot) -> int:
+    """How many messages the snapshot's state holds (a listed one: without building it)."""
+    return snap.message_count() if isinstance(snap, _ListedSnapshot) else _count(snap.values)
+
+
 def conversation(snap: StateSnapshot) -> list[tuple[str, str, list[str]]]:
     """The snapshot's messages as (role, text, tool calls as ``name(arguments)``) rows.
 
@@ -83,15 +153,6 @@ def conversation(snap: StateSnapshot) -> list[tuple[str, str, list[str]]]:
             text = f"{getattr(message, 'name', '')}: {text}"
         rows.append((role, text, calls))
     return rows
-
-
-def message_count(history: CheckpointHistory, index: int) -> int:
-    """How many messages checkpoint ``index`` of ``history`` holds, building no state
-    when the saver knows the count (an appended ``messages`` key)."""
-    count = history.size(index, "messages")
-    if count is None:
-        count = len(history.values(index).get("messages", ()) or ())
-    return count
 
 
 def written_by(snap: StateSnapshot) -> str:
@@ -156,7 +217,7 @@ class StateHistory(list[StateSnapshot]):
             nodes = written_by(snap)
             colour = {"input": "#43a047", "update": "#8e24aa"}.get(source, "#1e88e5")
             when = snap.created_at.strftime("%H:%M:%S.%f")[:-3] if snap.created_at else ""
-            count = len(snap.values.get("messages", ()) or ())
+            count = message_count(snap)
             waiting = " &#9208; waiting for an answer" if snap.interrupts else ""
             rows.append(
                 f'<tr><td style="text-align:right"><b>{snap.step}</b></td>'
