@@ -16,10 +16,18 @@ from typing import Any
 
 import pytest
 
-from checkpoint import CheckpointWrite, MemorySaver, RedisSaver, new_checkpoint_id
+from checkpoint import (
+    AsyncPostgresSaver,
+    AsyncRedisSaver,
+    AsyncSqliteSaver,
+    CheckpointWrite,
+    MemorySaver,
+    PostgresSaver,
+    RedisSaver,
+    SqliteSaver,
+    new_checkpoint_id,
+)
 from checkpoint.base import CheckpointSaver, PendingWrite
-from checkpoint.postgres import PostgresSaver
-from checkpoint.sqlite import SqliteSaver
 from graphagent.graph import (
     END,
     START,
@@ -322,3 +330,33 @@ def test_timeline_and_message_counts_build_no_state(saver: CheckpointSaver) -> N
     page = history._repr_html_()
     assert f"{len(history)} checkpoints" in page
     assert [message_count(s) for s in history] == [2, 1]
+
+
+@pytest.mark.parametrize("kind", ["redis", "sqlite", "postgres"])
+async def test_async_savers_list_what_the_sync_ones_do(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    """ahistory/alist of the async savers give what the sync saver lists, forks included."""
+    if kind == "redis":
+        url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
+        sync: Any = RedisSaver.from_url(url, prefix=prefix)
+        asaver: Any = AsyncRedisSaver.from_url(url, prefix=prefix)
+    elif kind == "sqlite":
+        sync = SqliteSaver(tmp_path / "t.sqlite")
+        asaver = AsyncSqliteSaver(tmp_path / "t.sqlite")
+    else:
+        url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("pg_schema")
+        sync = PostgresSaver.from_url(url, schema=schema)
+        sync.setup()
+        asaver = AsyncPostgresSaver.from_url(url, schema=schema)
+    try:
+        _forked_thread(sync)
+        expected = sync.list("t")
+        history = await asaver.ahistory("t", limit=5, before=expected[1].id)
+        assert list(history) == expected[2:7]
+        assert await asaver.alist("t") == expected
+        for cp in expected:
+            assert cp == await asaver.aget("t", cp.id)
+    finally:
+        sync.close()
+        await asaver.aclose()
