@@ -310,6 +310,7 @@ def test_listed_snapshots_build_their_state_on_read_and_copy_to_plain_ones(
         assert type(copied) is StateSnapshot and copied == snap and snap == copied
     replaced = dataclasses.replace(snap, next=("x",))
     assert replaced.values == snap.values and replaced.next == ("x",)
+    assert message_count(replaced) == message_count(snap) == 3
     with pytest.raises(dataclasses.FrozenInstanceError):
         snap.values = {}  # type: ignore[misc]
     assert [message_count(s) for s in history] == [len(s.values["messages"]) for s in history]

@@ -58,22 +58,28 @@ class StateSnapshot:
         """Build a snapshot (an empty one for an unknown thread)."""
         if cp is None:
             return StateSnapshot({}, (), None, None, {}, None, (), config, -1)
-        interrupts = tuple(
-            Interrupt.load(w.value) for w in cp.pending_writes if w.kind == "interrupt"
-        )
-        # nodes whose work in the paused step is already kept are not "next" any more
-        finished = {w.task for w in cp.pending_writes if w.kind == "update"}
         return StateSnapshot(
             values=cp.values,
-            next=tuple(n for n in cp.next if n not in finished) if finished else cp.next,
-            checkpoint_id=cp.id,
-            parent_id=cp.parent_id,
-            metadata=cp.metadata,
-            created_at=_dt.datetime.fromtimestamp(cp.created_at, tz=_dt.timezone.utc),
-            interrupts=interrupts,
             config=config.model_copy(update={"checkpoint_id": cp.id}),
-            step=cp.step,
+            **_fields_of(cp),
         )
+
+
+def _fields_of(cp: Checkpoint) -> dict[str, Any]:
+    """A snapshot's fields from its checkpoint, all but ``values`` and ``config``."""
+    # nodes whose work in the paused step is already kept are not "next" any more
+    finished = {w.task for w in cp.pending_writes if w.kind == "update"}
+    return {
+        "next": tuple(n for n in cp.next if n not in finished) if finished else cp.next,
+        "checkpoint_id": cp.id,
+        "parent_id": cp.parent_id,
+        "metadata": cp.metadata,
+        "created_at": _dt.datetime.fromtimestamp(cp.created_at, tz=_dt.timezone.utc),
+        "interrupts": tuple(
+            Interrupt.load(w.value) for w in cp.pending_writes if w.kind == "interrupt"
+        ),
+        "step": cp.step,
+    }
 
 
 class _ListedSnapshot(StateSnapshot):
@@ -94,6 +100,21 @@ class _ListedSnapshot(StateSnapshot):
         # reached only from the dataclass __init__ (dataclasses.replace): a fixed state
         self.__dict__["_fixed"] = value
 
+    @property
+    def config(self) -> RunnableConfig:
+        """A config that points at this checkpoint (made on first read: a pydantic copy
+        per row would be most of the cost of listing a long thread)."""
+        made = self.__dict__.get("_config")
+        if made is None:
+            base: RunnableConfig = self.__dict__["_base_config"]
+            made = base.model_copy(update={"checkpoint_id": self.checkpoint_id})
+            self.__dict__["_config"] = made
+        return made
+
+    @config.setter
+    def config(self, value: RunnableConfig) -> None:
+        self.__dict__["_config"] = value
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, StateSnapshot):
             return NotImplemented
@@ -111,8 +132,8 @@ class _ListedSnapshot(StateSnapshot):
 
     def message_count(self) -> int:
         """Messages in the state, counted without building it when the saver can."""
-        history: CheckpointHistory = self.__dict__["_history"]
-        count = history.size(self.__dict__["_index"], "messages")
+        history: CheckpointHistory | None = self.__dict__.get("_history")
+        count = None if history is None else history.size(self.__dict__["_index"], "messages")
         return _count(self.values) if count is None else count
 
 
@@ -120,12 +141,10 @@ def listed_snapshots(history: CheckpointHistory, config: RunnableConfig) -> list
     """Snapshots of every checkpoint of ``history``, their states built only when read."""
     out: list[StateSnapshot] = []
     for index in range(len(history)):
-        bare = StateSnapshot.from_checkpoint(history.bare(index), config)
         snap = object.__new__(_ListedSnapshot)
         state = snap.__dict__
-        state.update(vars(bare))
-        del state["values"]
-        state["_history"], state["_index"] = history, index
+        state.update(_fields_of(history.bare(index)))
+        state["_history"], state["_index"], state["_base_config"] = history, index, config
         out.append(snap)
     return out
 
