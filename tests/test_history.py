@@ -361,3 +361,33 @@ async def test_async_savers_list_what_the_sync_ones_do(
     finally:
         sync.close()
         await asaver.aclose()
+
+
+def _looping(saver: CheckpointSaver, steps: int) -> Any:
+    def reply(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [AssistantMessage(f"reply {len(state['messages'])}")]}
+
+    g = StateGraph({"messages": AppendStrategy()}).add_node("reply", reply)
+    g.add_edge(START, "reply")
+    g.add_conditional_edges(
+        "reply", lambda s: "reply" if len(s["messages"]) <= steps else END, ["reply", END]
+    )
+    return g.compile(saver=saver)
+
+
+def test_reading_a_whole_graph_history_decodes_linearly(saver: CheckpointSaver) -> None:
+    """get_state_history with every snapshot's values read decodes each stored item once:
+    twice the steps, twice the decodes (rebuilding each checkpoint made it four times)."""
+    counter = _Counter()
+    _count_decodes(saver, counter)
+    costs = []
+    for steps in (60, 120):
+        cfg = {"thread_id": f"loop{steps}", "recursion_limit": steps + 10}
+        _looping(saver, steps).invoke({"messages": [UserMessage("go")]}, cfg)
+        app = _looping(saver, steps)
+        counter.decodes = 0
+        history = app.get_state_history(cfg)
+        seen = [len(snap.values["messages"]) for snap in history]
+        assert seen == list(range(steps + 1, 0, -1))
+        costs.append(counter.decodes)
+    assert costs[0] <= 3 * 60 + 10 and costs[1] <= 2 * costs[0] + 10
