@@ -42,9 +42,10 @@ def needed_fields(records: Sequence[layout.Record]) -> list[str]:
     for (key, branch), found in spans.items():
         reach = 0
         for start, end in sorted(found):
-            for index in range(max(start, reach), end):
-                fields.append(layout.log_field(key, branch, index))
-            reach = max(reach, end)
+            if end > reach:
+                stem = layout.log_field(key, branch, 0)[:-1]
+                fields.extend([f"{stem}{i}" for i in range(max(start, reach), end)])
+                reach = end
     return fields
 
 

@@ -391,3 +391,22 @@ def test_reading_a_whole_graph_history_decodes_linearly(saver: CheckpointSaver) 
         assert seen == list(range(steps + 1, 0, -1))
         costs.append(counter.decodes)
     assert costs[0] <= 3 * 60 + 10 and costs[1] <= 2 * costs[0] + 10
+
+
+def test_needed_fields_is_the_union_of_what_each_record_reads() -> None:
+    """Overlapping, nested and disjoint spans of one branch are each named once."""
+    from checkpoint import _layout as layout
+    from checkpoint._history import needed_fields
+
+    def record(vals: dict[str, str], logs: dict[str, list[tuple[str, int, int]]]) -> Any:
+        return layout.Record("id", None, 0, 0.0, (), {}, {}, vals, logs)
+
+    records = [
+        record({"x": "v1"}, {"m": [("b", 0, 3)], "n": [("c", 0, 1), ("d", 0, 2)]}),
+        record({"x": "v2", "y": "v1"}, {"m": [("b", 0, 5)]}),
+        record({}, {"m": [("b", 1, 2), ("e", 4, 6)], "n": [("d", 3, 4)]}),
+        record({}, {"m": [("b", 7, 9)]}),
+    ]
+    fields = needed_fields(records)
+    assert len(fields) == len(set(fields))
+    assert set(fields) == {f for r in records for f in layout.read_fields(r)}
