@@ -172,6 +172,13 @@ def _with(make: Callable[[], AbstractContextManager[Any]], steps: int) -> Measur
         return ours(saver, steps)
 
 
+def _cell(got: Measure | None) -> str:
+    if got is None:
+        return f"{'-':>24}"
+    peak = "    -" if got[2] != got[2] else f"{got[2]:>5.1f}"  # NaN: not traced
+    return f"{got[1]:>10.3f} s ({peak} MB)"
+
+
 def main() -> None:
     steps = tuple(int(a) for a in sys.argv[1:] if a.isdigit()) or STEPS
     assert len(steps) >= 2, "give at least two sizes"
@@ -200,10 +207,7 @@ def main() -> None:
     growth_head = "".join(f"{f'{b}/{a}':>11}" for a, b in pairs)
     print(f"{'saver':<26}{cells}{growth_head}   write {'/'.join(map(str, steps))}")
     for name, got in rows:
-        text = "".join(
-            f"{got[n][1]:>10.3f} s ({got[n][2]:>6.1f} MB)" if n in got else f"{'-':>24}"
-            for n in steps
-        )
+        text = "".join(_cell(got.get(n)) for n in steps)
         growth = "".join(
             f"{got[b][1] / got[a][1]:>10.1f}x" if a in got and b in got else f"{'-':>11}"
             for a, b in pairs
