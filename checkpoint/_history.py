@@ -81,6 +81,11 @@ class History(CheckpointHistory):
     def __len__(self) -> int:
         return len(self._records)
 
+    @property
+    def complete(self) -> bool:
+        """Whether every field the listing needs was found (before any was decoded)."""
+        return None not in self._blobs.values()
+
     @overload
     def __getitem__(self, index: int) -> Checkpoint: ...
 

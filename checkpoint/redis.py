@@ -361,7 +361,19 @@ class _RedisLogic:
         return layout.to_checkpoint(thread_id, record, values, pending)
 
     def history(self, thread_id: str, limit: int | None, before: str | None) -> _Program[History]:
-        """Newest first, in four round trips: ids, records, the fields they need, writes."""
+        """Newest first, in four round trips: ids, records, the fields they need, writes.
+
+        The reads are not one transaction: when a field is gone, a ``keep_last`` prune
+        ran in between, and the listing is read once more (the pruned ids are gone too).
+        """
+        history = yield from self._read_history(thread_id, limit, before)
+        if history.complete:
+            return history
+        return (yield from self._read_history(thread_id, limit, before))
+
+    def _read_history(
+        self, thread_id: str, limit: int | None, before: str | None
+    ) -> _Program[History]:
         k = self.keys(thread_id)
         ids = self._history_ids((yield _Call("hkeys", (k.cp,))), limit, before)
         records = yield from self._records_of(thread_id, ids)

@@ -410,3 +410,43 @@ def test_needed_fields_is_the_union_of_what_each_record_reads() -> None:
     fields = needed_fields(records)
     assert len(fields) == len(set(fields))
     assert set(fields) == {f for r in records for f in layout.read_fields(r)}
+
+
+@pytest.mark.parametrize("kind", ["redis", "cluster"])
+def test_redis_listing_read_across_a_prune_reads_again(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """A keep_last prune landing between a Redis listing's reads does not break it: the
+    listing sees data gone and reads once more, getting the pruned thread whole."""
+    import redis as redis_py
+
+    from checkpoint.redis import _Pipeline
+
+    def open_saver(**options: Any) -> RedisSaver:
+        if kind == "cluster":
+            url = request.getfixturevalue("redis_cluster_url")
+            prefix = request.getfixturevalue("cluster_prefix")
+            return RedisSaver(redis_py.RedisCluster.from_url(url), prefix=prefix, **options)
+        url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
+        return RedisSaver.from_url(url, prefix=prefix, **options)
+
+    reader, pruner = open_saver(), open_saver(keep_last=3)
+    try:
+        head = _grow(reader, 6, None)
+        perform, pruned = reader._perform, []
+
+        def prune_before_the_fields_are_read(op: Any) -> Any:
+            reads_fields = isinstance(op, _Pipeline) and str(op.calls[0].args[0]).endswith(":data")
+            if reads_fields and not pruned:
+                pruned.append(_put(pruner, head, head, n=("set", 99)))
+            return perform(op)
+
+        reader._perform = prune_before_the_fields_are_read  # type: ignore[method-assign]
+        listed = reader.list("t")
+        assert pruned and [cp.id for cp in listed] == [cp.id for cp in pruner.list("t")]
+        assert len(listed) == 3 and listed[0].values["n"] == 99
+        for cp in listed:
+            assert cp == pruner.get("t", cp.id)
+    finally:
+        reader.close()
+        pruner.close()
