@@ -217,6 +217,10 @@ def _snapshot_html(snap: StateSnapshot) -> str:
 class StateHistory(list[StateSnapshot]):
     """A thread's checkpoints, newest first: a plain list that Jupyter shows as a timeline.
 
+    From ``get_state_history``, each snapshot builds its ``values`` when they are read
+    (from items the listing decoded once) and does not keep them, so the list holds
+    ``O(n)`` however long the thread; drawing the timeline builds no state.
+
     Example:
         >>> history = StateHistory([])
         >>> history == [] and "no checkpoints" in history._repr_html_()
