@@ -12,6 +12,7 @@ and items they have in common (the lists and the dict around them are new).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -77,6 +78,9 @@ class History(CheckpointHistory):
         # (key, branch) -> decoded items by index; every index below _whole[...] is decoded
         self._items: dict[tuple[str, str], list[Any]] = {}
         self._whole: dict[tuple[str, str], int] = {}
+        # a blob is dropped once decoded: two threads building at once must not both
+        # see an item as undecoded and the second find its bytes gone
+        self._decoding = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._records)
@@ -127,6 +131,10 @@ class History(CheckpointHistory):
         return layout.group_writes(self._pending.get(record.id, {}), self._loads)
 
     def _values(self, record: layout.Record) -> dict[str, Any]:
+        with self._decoding:
+            return self._build(record)
+
+    def _build(self, record: layout.Record) -> dict[str, Any]:
         values: dict[str, Any] = {}
         for key, version in record.vals.items():
             written = self._set(version, key)

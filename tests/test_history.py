@@ -450,3 +450,28 @@ def test_redis_listing_read_across_a_prune_reads_again(
     finally:
         reader.close()
         pruner.close()
+
+
+def test_one_history_built_from_many_threads_at_once(saver: CheckpointSaver) -> None:
+    """Threads reading the states of one listing at once each get them whole."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _grow(saver, 40, None)
+    expected = [saver.get("t", cp.id) for cp in saver.list("t")]
+    owner: Any = saver if isinstance(saver, MemorySaver) else saver.logic  # type: ignore[attr-defined]
+    serde = owner.serde
+
+    class Slow:  # decoding gives the other threads time to reach the same item
+        def dumps(self, value: Any) -> bytes:
+            return serde.dumps(value)  # type: ignore[no-any-return]
+
+        def loads(self, data: bytes) -> Any:
+            time.sleep(0.0005)
+            return serde.loads(data)
+
+    owner.serde = Slow()
+    for _ in range(3):
+        history = saver.history("t")
+        with ThreadPoolExecutor(8) as pool:
+            built = list(pool.map(history.__getitem__, range(len(history) - 1, -1, -1)))
+        assert built[::-1] == expected
