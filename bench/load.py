@@ -73,7 +73,10 @@ def note(turn: int) -> str:
 
 def agent(saver: CheckpointSaver) -> ReactAgent:
     """The benchmark's agent."""
-    return ReactAgent(name="load", model=FunctionChatModel(script), tools=[note], saver=saver)
+    # keep_calls=False: a real model client keeps no log of its requests, and the test
+    # double's log would hold every conversation, so later full GCs would cost more
+    model = FunctionChatModel(script, keep_calls=False)
+    return ReactAgent(name="load", model=model, tools=[note], saver=saver)
 
 
 def percentile(values: list[float], p: float) -> float:

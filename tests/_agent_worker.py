@@ -46,9 +46,10 @@ def main(argv: list[str]) -> int:
     queue_url, queue, worker = argv[:3]
     store = Store(*argv[3:6])
     client: Any = (
-        redis.RedisCluster.from_url(store.target)
+        # no socket timeout: redis-py 8 defaults to 5 s, which cuts the blocking pops short
+        redis.RedisCluster.from_url(store.target, socket_timeout=None)
         if store.kind == "cluster"
-        else redis.Redis.from_url(queue_url)
+        else redis.Redis.from_url(queue_url, socket_timeout=None)
     )
     agent = build(store.open())
     while True:

@@ -10,6 +10,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+from checkpoint import MemorySaver
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
     EmptyInputError,
@@ -25,6 +26,7 @@ from graphagent.graph import (
     Command,
     MergeStrategy,
     OverAllState,
+    ReplaceStrategy,
     StateGraph,
 )
 
@@ -252,6 +254,57 @@ async def test_async_nodes_gathered() -> None:
     out = await g.compile().ainvoke({"log": []})
     assert out["log"] == ["a", "b"]
     assert time.perf_counter() - start < 0.35
+
+
+async def test_async_runs_take_turns_step_by_step() -> None:
+    """Runs served by one event loop interleave per super-step: a run whose steps never
+    suspend (async nodes with nothing to await, an in-memory saver) still hands the loop
+    to the others between its steps, so no conversation waits for another's whole turn."""
+    order: list[str] = []
+
+    def make(tag: str) -> Any:
+        async def step(state: OverAllState) -> dict[str, Any]:
+            order.append(tag)
+            return {"n": state["n"] + 1}
+
+        return step
+
+    def graph(tag: str) -> Any:
+        g = StateGraph({"n": ReplaceStrategy()}).add_node("step", make(tag))
+        g.add_edge(START, "step")
+        g.add_conditional_edges("step", lambda s: "step" if s["n"] < 5 else END)
+        return g.compile(saver=MemorySaver())
+
+    a, b = graph("a"), graph("b")
+    await asyncio.gather(a.ainvoke({"n": 0}, thread_id="a"), b.ainvoke({"n": 0}, thread_id="b"))
+    assert order == ["a", "b"] * 5
+
+
+async def test_a_long_async_run_keeps_the_event_loop_responsive() -> None:
+    """Between two super-steps the loop runs other work, however quick the steps are."""
+    ticks = 0
+    done = False
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async def step(state: OverAllState) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    g = StateGraph({"n": ReplaceStrategy()}).add_node("step", step)
+    g.add_edge(START, "step")
+    g.add_conditional_edges("step", lambda s: "step" if s["n"] < 40 else END)
+    app = g.compile()
+    tick = asyncio.ensure_future(ticker())
+    await asyncio.sleep(0)
+    out = await app.ainvoke({"n": 0}, {"recursion_limit": 100})
+    done = True
+    await tick
+    assert out["n"] == 40
+    assert ticks >= 40
 
 
 def test_async_node_from_sync_invoke() -> None:

@@ -269,6 +269,18 @@ def test_fake_chat_model_replays_streams_and_records() -> None:
         fake.generate([UserMessage("more")])
 
 
+async def test_test_doubles_can_keep_no_request_log() -> None:
+    """keep_calls=False: a long run with a test double holds no conversation in memory."""
+    fake = FakeChatModel(["a", "b"], keep_calls=False)
+    assert fake.generate([UserMessage("hi")]).text == "a"
+    assert (await fake.agenerate([UserMessage("hi")])).text == "b"
+    echo = FunctionChatModel(lambda messages, tools: messages[-1].text, keep_calls=False)
+    assert echo.generate([UserMessage("x")]).text == "x"
+    assert "".join([c.text async for c in echo.astream([UserMessage("y")])]) == "y"
+    assert fake.calls == [] and echo.calls == []
+    assert len(FunctionChatModel(lambda m, t: "z").calls) == 0
+
+
 async def test_function_chat_model() -> None:
     """FunctionChatModel answers with the function, sync and async, with options if asked."""
     model = FunctionChatModel(

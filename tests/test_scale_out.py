@@ -41,7 +41,8 @@ def _serve(client: Any, queue_url: str, store: Store) -> dict[str, list[tuple[in
             random.shuffle(threads)
             client.rpush(queue, *(f"{t}|{turn}" for t in threads))
             for _ in threads:
-                item = client.blpop([f"{queue}:done"], timeout=60)
+                # generous: on a loaded 2-core CI machine the workers' first turns are slow
+                item = client.blpop([f"{queue}:done"], timeout=300)
                 assert item is not None, "a worker stopped answering"
                 thread, got_turn, worker, answer = item[1].decode().split("|", 3)
                 done.setdefault(thread, []).append((int(got_turn), f"{worker}|{answer}"))
@@ -52,6 +53,7 @@ def _serve(client: Any, queue_url: str, store: Store) -> dict[str, list[tuple[in
         for w in workers:
             if w.poll() is None:
                 w.kill()
+            w.wait()  # reap here, not in a later test's garbage collection
         client.delete(queue, f"{queue}:done")
     return done
 
@@ -92,7 +94,10 @@ def test_many_workers_share_threads_through_one_store(store: Store, redis_url: s
     """
     cluster = store.kind == "cluster"
     client: Any = (
-        redis.RedisCluster.from_url(store.target) if cluster else redis.Redis.from_url(redis_url)
+        # no socket timeout: redis-py 8 defaults to 5 s, which cuts the blocking pops short
+        redis.RedisCluster.from_url(store.target, socket_timeout=None)
+        if cluster
+        else redis.Redis.from_url(redis_url, socket_timeout=None)
     )
     done = _serve(client, redis_url, store)
     saver = store.open()

@@ -308,6 +308,11 @@ class CompiledGraph:
                 send = None
                 kind = type(effect)
                 if kind is Execute:
+                    # hand the loop to the other runs once per super-step: a run whose
+                    # steps never suspend (in-memory saver, async nodes) would otherwise
+                    # hold the loop for its whole turn, and a run waiting on a worker
+                    # thread would wait behind every other run's turn (the p99 step)
+                    await asyncio.sleep(0)
                     if live is None:
                         send = await self._aexecute(effect)
                         continue

@@ -39,8 +39,9 @@ def _as_message(value: AssistantMessage | str) -> AssistantMessage:
 class _Double:
     supports_response_format = False
 
-    def __init__(self, chunk_size: int) -> None:
+    def __init__(self, chunk_size: int, keep_calls: bool) -> None:
         self.chunk_size = chunk_size
+        self.keep_calls = keep_calls
         self.calls: list[ModelCall] = []
 
     def _answer(self, call: ModelCall) -> AssistantMessage:
@@ -50,7 +51,8 @@ class _Double:
         self, messages: Sequence[Message], tools: Iterable[Any], options: OptionsLike
     ) -> AssistantMessage:
         call = ModelCall(messages_list(messages), tool_specs(tools), as_options(options))
-        self.calls.append(call)
+        if self.keep_calls:
+            self.calls.append(call)
         return self._answer(call)
 
     def generate(
@@ -85,6 +87,8 @@ class FakeChatModel(_Double):
     Args:
         responses: assistant messages (or strings) to answer with, one per request.
         chunk_size: characters per chunk when streamed.
+        keep_calls: record every request in ``calls``; ``False`` for long runs (soak
+            tests, benchmarks), where the log would hold every conversation in memory.
 
     Example:
         >>> from graphagent.messages import UserMessage
@@ -97,8 +101,14 @@ class FakeChatModel(_Double):
         'hi'
     """
 
-    def __init__(self, responses: Sequence[AssistantMessage | str], *, chunk_size: int = 4) -> None:
-        super().__init__(chunk_size)
+    def __init__(
+        self,
+        responses: Sequence[AssistantMessage | str],
+        *,
+        chunk_size: int = 4,
+        keep_calls: bool = True,
+    ) -> None:
+        super().__init__(chunk_size, keep_calls)
         self.responses = [_as_message(r) for r in responses]
         self._next = 0
 
@@ -116,6 +126,14 @@ class FakeChatModel(_Double):
 class FunctionChatModel(_Double):
     """Answers with ``fn(messages, tools)`` (or ``fn(messages, tools, options)``).
 
+    Records every request in ``calls``, like :class:`FakeChatModel`.
+
+    Args:
+        fn: the answer for a request, as a message or a string.
+        chunk_size: characters per chunk when streamed.
+        keep_calls: record every request in ``calls``; ``False`` for long runs (soak
+            tests, benchmarks), where the log would hold every conversation in memory.
+
     Example:
         >>> from graphagent.messages import UserMessage
         >>> echo = FunctionChatModel(lambda messages, tools: f"you said {messages[-1].text}")
@@ -128,8 +146,9 @@ class FunctionChatModel(_Double):
         fn: Callable[..., AssistantMessage | str],
         *,
         chunk_size: int = 4,
+        keep_calls: bool = True,
     ) -> None:
-        super().__init__(chunk_size)
+        super().__init__(chunk_size, keep_calls)
         self.fn = fn
         self._with_options = len(inspect.signature(fn).parameters) >= 3
 
