@@ -475,3 +475,39 @@ def test_one_history_built_from_many_threads_at_once(saver: CheckpointSaver) -> 
         with ThreadPoolExecutor(8) as pool:
             built = list(pool.map(history.__getitem__, range(len(history) - 1, -1, -1)))
         assert built[::-1] == expected
+
+
+class _ListOnly(CheckpointSaver):
+    """A third-party saver that implements list() only (no history())."""
+
+    def __init__(self) -> None:
+        self.inner = MemorySaver()
+
+    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
+        self.inner.put(thread_id, write, expected_head=expected_head)
+
+    def put_writes(self, thread_id: str, checkpoint_id: str, writes: Any) -> None:
+        self.inner.put_writes(thread_id, checkpoint_id, writes)
+
+    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Any:
+        return self.inner.get(thread_id, checkpoint_id)
+
+    def list(self, thread_id: str, *, limit: int | None = None, before: str | None = None) -> Any:
+        return self.inner.list(thread_id, limit=limit, before=before)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.inner.delete_thread(thread_id)
+
+
+async def test_a_saver_with_only_list_still_serves_history() -> None:
+    """history() and ahistory() fall back to list(): snapshots, counts and the timeline work."""
+    saver = _ListOnly()
+    app = _fork_graph(saver)
+    cfg = {"thread_id": "g"}
+    app.invoke({"messages": [UserMessage("a")]}, cfg)
+    for history in (app.get_state_history(cfg), await app.aget_state_history(cfg)):
+        assert [s == app.get_state(s.config) for s in history] == [True, True]
+        assert [message_count(s) for s in history] == [2, 1]
+        assert "2 checkpoints" in history._repr_html_()
+    listed = saver.history("g")
+    assert listed.bare(0).values == {} and listed.size(0, "messages") is None
