@@ -26,11 +26,19 @@ Loads = Callable[[bytes], Any]
 _MISSING: Any = object()
 
 
-def needed_fields(records: Sequence[layout.Record]) -> list[str]:
+def needed_fields(records: Sequence[layout.Record], stored: int | None = None) -> list[str]:
     """Every data field that any of ``records`` needs, each once.
 
     Costs the records' number of ranges plus the distinct fields, not the sum of the
     states' sizes: the spans of one log branch are merged before any name is made.
+
+    Args:
+        records: the listed records.
+        stored: how many data fields the thread stores: a record claiming more items
+            than that is damaged, and is refused before anything is allocated for it.
+
+    Raises:
+        SerializationError: the records need more fields than ``stored``.
     """
     versions: dict[str, None] = {}
     spans: dict[tuple[str, str], set[tuple[int, int]]] = {}
@@ -44,8 +52,15 @@ def needed_fields(records: Sequence[layout.Record]) -> list[str]:
         reach = 0
         for start, end in sorted(found):
             if end > reach:
+                first = max(start, reach)
+                if stored is not None and len(fields) + end - first > stored:
+                    raise SerializationError(
+                        f"a stored checkpoint record claims items {first}..{end} of key "
+                        f"{key!r}, more than the {stored} values the thread stores: the "
+                        "record is damaged (restore the thread from a backup, or delete it)"
+                    )
                 stem = layout.log_field(key, branch, 0)[:-1]
-                fields.extend([f"{stem}{i}" for i in range(max(start, reach), end)])
+                fields.extend([f"{stem}{i}" for i in range(first, end)])
                 reach = end
     return fields
 

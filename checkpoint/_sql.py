@@ -240,9 +240,12 @@ class SqlLogic:
         )
         if limit is not None:
             query, params = query + " LIMIT ?", [*params, max(limit, 0)]
-        rows = yield self.stmt(query, *params)
+        rows, count = yield (
+            self.stmt(query, *params),
+            self.stmt("SELECT count(*) FROM {t}graphagent_data WHERE thread_id = ?", tid),
+        )
         records = [self._listed(thread_id, str(cid), blob) for cid, blob in rows]
-        fields = needed_fields(records)
+        fields = needed_fields(records, int(count[0][0]))
         batch = [self._data(tid, fields[i : i + _CHUNK]) for i in range(0, len(fields), _CHUNK)]
         batch.append(
             self.stmt(

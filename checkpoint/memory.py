@@ -202,7 +202,7 @@ class MemorySaver(CheckpointSaver):
             if limit is not None:
                 ids = ids[: max(limit, 0)]
             records = [self._record(thread_id, t, i) for i in ids]
-            blobs = {f: t.data.get(f) for f in needed_fields(records)}
+            blobs = {f: t.data.get(f) for f in needed_fields(records, len(t.data))}
             pending = {i: dict(t.writes[i]) for i in ids if i in t.writes}
         return History(thread_id, records, blobs, pending, self.serde.loads)
 

@@ -361,7 +361,8 @@ class _RedisLogic:
         return layout.to_checkpoint(thread_id, record, values, pending)
 
     def history(self, thread_id: str, limit: int | None, before: str | None) -> _Program[History]:
-        """Newest first, in four round trips: ids, records, the fields they need, writes.
+        """Newest first, in four round trips: ids (and the number of data fields),
+        records, the fields they need, writes.
 
         The reads are not one transaction: when a field is gone, a ``keep_last`` prune
         ran in between, and the listing is read once more (the pruned ids are gone too).
@@ -375,9 +376,12 @@ class _RedisLogic:
         self, thread_id: str, limit: int | None, before: str | None
     ) -> _Program[History]:
         k = self.keys(thread_id)
-        ids = self._history_ids((yield _Call("hkeys", (k.cp,))), limit, before)
+        raw, stored = yield _Pipeline(
+            [_Call("hkeys", (k.cp,)), _Call("hlen", (k.data,))], transaction=False
+        )
+        ids = self._history_ids(raw, limit, before)
         records = yield from self._records_of(thread_id, ids)
-        fields = needed_fields(records)
+        fields = needed_fields(records, int(stored))
         calls = [
             _Call("hmget", (k.data, fields[i : i + _BATCH])) for i in range(0, len(fields), _BATCH)
         ]

@@ -511,3 +511,52 @@ async def test_a_saver_with_only_list_still_serves_history() -> None:
         assert "2 checkpoints" in history._repr_html_()
     listed = saver.history("g")
     assert listed.bare(0).values == {} and listed.size(0, "messages") is None
+
+
+def _tamper(saver: CheckpointSaver, checkpoint_id: str, blob: bytes) -> None:
+    """Overwrite one stored record with ``blob``, in the saver's own store."""
+    if isinstance(saver, MemorySaver):
+        saver._threads["t"].records[checkpoint_id] = blob
+        saver._record_cache.clear()
+    elif isinstance(saver, RedisSaver):
+        saver.client.hset(saver.logic.keys("t").cp, checkpoint_id, blob)
+        saver.logic._records.clear()
+    else:
+        assert isinstance(saver, SqliteSaver | PostgresSaver)
+        saver.logic._records.clear()
+        sql = "UPDATE {t}graphagent_checkpoints SET record = ? WHERE id = ?"
+        saver._run(_one(saver.logic.stmt(sql, blob, checkpoint_id)), write=True, action="tamper")
+
+
+def _one(stmt: Any) -> Iterator[Any]:
+    yield stmt
+
+
+def test_a_record_claiming_more_items_than_stored_is_refused_before_allocating(
+    saver: CheckpointSaver,
+) -> None:
+    """A damaged record whose range claims a million items of a thread that stores a few
+    fails the listing with SerializationError, without building a million field names."""
+    from checkpoint import SerializationError
+    from checkpoint import _layout as layout
+
+    head = _grow(saver, 3, None)
+    listed = saver.list("t")
+    branch = listed[-1].id  # the first checkpoint started the log's only branch
+    cp = listed[0]
+    claim = layout.Record(
+        cp.id,
+        cp.parent_id,
+        cp.step,
+        cp.created_at,
+        cp.next,
+        cp.metadata,
+        cp.extra,
+        {"n": cp.id},
+        {"log": [(branch, 0, 10**6)]},
+        (branch,),
+    )
+    serde = saver.serde if isinstance(saver, MemorySaver) else saver.logic.serde  # type: ignore[attr-defined]
+    _tamper(saver, head, serde.dumps(claim.to_plain()))
+    with pytest.raises(SerializationError, match="damaged"):
+        saver.list("t")
