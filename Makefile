@@ -7,20 +7,25 @@ STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
 # the reference MCP servers the tests run (npm packages, cached under .venv/)
 MCP_NODE := $(VENV)/mcp-node/installed.json
+# mermaid's own parser, which the drawing tests run in headless Chromium
+MERMAID_NODE := $(VENV)/mermaid-node/installed.json
 
-.PHONY: demo test lint typecheck pytest bench clean test-live
+.PHONY: demo test lint typecheck pytest bench clean test-live notebooks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,postgres]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,postgres,fast]'
 	touch $(STAMP)
 
 $(MCP_NODE): $(STAMP) tests/_mcp_servers.py
 	$(BIN)/python tests/_mcp_servers.py
 
+$(MERMAID_NODE): $(STAMP) tests/_mermaid.py
+	$(BIN)/python tests/_mermaid.py
+
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,postgres,bench]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,postgres,fast,bench]'
 	touch $(BENCH_STAMP)
 
 demo: $(STAMP)
@@ -33,7 +38,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) $(MCP_NODE)
+pytest: $(STAMP) $(MCP_NODE) $(MERMAID_NODE)
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
@@ -54,6 +59,10 @@ $(LIVE_STAMP): pyproject.toml
 
 test-live: $(LIVE_STAMP)
 	$(LIVE_VENV)/bin/pytest -q -p no:cacheprovider -o addopts= live/
+
+# run the notebooks and save them with their outputs (what the repository shows)
+notebooks: $(STAMP) $(MCP_NODE)
+	$(BIN)/python notebooks/execute.py
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py

@@ -349,6 +349,47 @@ def processes() -> tuple[float, float, float]:
     )
 
 
+async def step_vs_ping(rounds: int = 400) -> tuple[float, float]:
+    """Median seconds of one async Redis step write (one message appended to a thread of
+    10) and of one PING on the same client, taken in turns in one run."""
+    from checkpoint.base import CheckpointWrite, new_checkpoint_id
+    from graphagent.messages import UserMessage
+
+    saver = AsyncRedisSaver.from_url(REDIS_URL, prefix=f"bench-load-{uuid.uuid4().hex[:8]}")
+    head: str | None = None
+
+    async def step(i: int) -> None:
+        nonlocal head
+        w = CheckpointWrite(
+            id=new_checkpoint_id(),
+            parent_id=head,
+            step=i,
+            changes={"messages": ("append", [UserMessage(f"message {i}")])},
+            next=("model",),
+            metadata={"source": "loop", "step": i},
+            created_at=time.time(),
+        )
+        await saver.aput("ping", w, expected_head=head)
+        head = w.id
+
+    puts: list[float] = []
+    pings: list[float] = []
+    try:
+        for i in range(10):
+            await step(i)
+        for i in range(rounds):
+            start = time.perf_counter()
+            await saver.client.ping()
+            pings.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            await step(10 + i)
+            puts.append(time.perf_counter() - start)
+    finally:
+        await saver.adelete_thread("ping")
+        await saver.aclose()
+    return percentile(puts, 50), percentile(pings, 50)
+
+
 async def main() -> None:
     """Print the table."""
     print(f"# load: {machine()}; scripted ReactAgent, 1 tool, {TURNS_PER_THREAD} turns/thread")
@@ -361,6 +402,14 @@ async def main() -> None:
     row("MemorySaver, 1 thread, sync", sync_single(MemorySaver()))
     for threads in (1, 4, 16):
         row(f"MemorySaver, {threads} concurrent threads", await concurrent(MemorySaver(), threads))
+    try:
+        from langgraph.checkpoint.memory import InMemorySaver
+    except ImportError:
+        print("(LangGraph not installed: pip install -e '.[bench]')")
+    else:
+        for threads in (1, 4, 16):
+            figures = await lg_concurrent(lg_agent(InMemorySaver()), threads)
+            row(f"LangGraph InMemorySaver, {threads} conc. threads", figures)
     sync_saver = RedisSaver.from_url(REDIS_URL, prefix=f"bench-load-{uuid.uuid4().hex[:8]}")
     try:
         row("Redis, 1 thread, sync", sync_single(sync_saver))
@@ -377,7 +426,17 @@ async def main() -> None:
             await saver.aclose()
     await sql_rows(row)
     row(f"Redis, {WORKERS} processes x {WORKER_THREADS} threads", processes())
-    print(f"(redis-server {redis.Redis.from_url(REDIS_URL).info()['redis_version']} on loopback)")
+    put, ping = await step_vs_ping()
+    print(
+        f"async Redis step write {put * 1e6:.0f} us vs PING {ping * 1e6:.0f} us on the same "
+        f"client: {put / ping:.2f}x"
+    )
+    from redis.utils import HIREDIS_AVAILABLE
+
+    print(
+        f"(redis-server {redis.Redis.from_url(REDIS_URL).info()['redis_version']} on loopback; "
+        f"hiredis {'on' if HIREDIS_AVAILABLE else 'off: pip install graphagent[fast]'})"
+    )
 
 
 if __name__ == "__main__":

@@ -140,6 +140,42 @@ class History(CheckpointHistory):
         ranges = self._records[index].logs.get(key)
         return None if ranges is None else sum(end - start for _, start, end in ranges)
 
+    def keys(self, index: int) -> list[str]:
+        """The state keys of checkpoint ``index`` (nothing is decoded)."""
+        record = self._records[index]
+        return [*record.vals, *record.logs]
+
+    def changed(self, index: int, other: int | None) -> list[str]:
+        """The keys whose value differs between checkpoints ``index`` and ``other``
+        (``None``: every key of ``index``).
+
+        Keys stored alike (the same value version, the same log ranges) are equal
+        without a look; the others compare their one value, or their lengths, so no
+        state is built.
+        """
+        if other is None:
+            return self.keys(index)
+        a, b = self._records[index], self._records[other]
+        out = []
+        with self._decoding:
+            for key in dict.fromkeys([*a.vals, *a.logs, *b.vals, *b.logs]):
+                if key in a.vals and key in b.vals:
+                    if a.vals[key] == b.vals[key]:
+                        continue
+                    mine = self._set(a.vals[key], key).get(key, _MISSING)
+                    theirs = self._set(b.vals[key], key).get(key, _MISSING)
+                    if mine is theirs or _equal(mine, theirs):
+                        continue
+                elif key in a.logs and key in b.logs:
+                    if a.logs[key] == b.logs[key]:
+                        continue
+                    if self.size(index, key) == self.size(other, key) and _equal(
+                        self._log(key, a.logs[key]), self._log(key, b.logs[key])
+                    ):
+                        continue
+                out.append(key)
+        return out
+
     # -- building -----------------------------------------------------------------
 
     def _writes(self, record: layout.Record) -> list[PendingWrite]:
@@ -157,15 +193,17 @@ class History(CheckpointHistory):
                 raise SerializationError(f"stored data for key {key!r} is missing")
             values[key] = written[key]
         for key, ranges in record.logs.items():
-            if len(ranges) == 1:
-                branch, start, end = ranges[0]
-                values[key] = self._segment(key, branch, start, end)[start:end]
-                continue
-            items: list[Any] = []
-            for branch, start, end in ranges:
-                items.extend(self._segment(key, branch, start, end)[start:end])
-            values[key] = items
+            values[key] = self._log(key, ranges)
         return values
+
+    def _log(self, key: str, ranges: Sequence[tuple[str, int, int]]) -> list[Any]:
+        if len(ranges) == 1:
+            branch, start, end = ranges[0]
+            return self._segment(key, branch, start, end)[start:end]
+        items: list[Any] = []
+        for branch, start, end in ranges:
+            items.extend(self._segment(key, branch, start, end)[start:end])
+        return items
 
     def _take(self, field: str, key: str) -> bytes:
         # each blob is decoded once, so its bytes can go as soon as it is
@@ -204,3 +242,10 @@ class History(CheckpointHistory):
             whole += 1
         self._whole[slot] = whole
         return items
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # a value whose == raises or is not a bool (arrays)
+        return False

@@ -41,6 +41,7 @@ __all__ = [
     "decode_record",
     "decode_writes",
     "encode_writes",
+    "older_than",
     "plan_put",
     "plan_prune",
     "read_fields",
@@ -285,6 +286,20 @@ def plan_prune(dropped: Sequence[Record], kept: Sequence[Record]) -> tuple[list[
                 keep_until = used_logs.get((key, branch), 0)
                 fields.update(log_field(key, branch, i) for i in range(max(start, keep_until), end))
     return [r.id for r in dropped], sorted(fields)
+
+
+def older_than(order: Sequence[str], before: str | None) -> list[str]:
+    """The ids of ``order`` (a thread's ids, oldest first) written before ``before``.
+
+    ``None``: all of them. An id the thread does not hold falls back to the ids' time
+    order, the best a caller's foreign id allows.
+    """
+    if before is None:
+        return list(order)
+    for position, cid in enumerate(order):
+        if cid == before:
+            return list(order[:position])
+    return [cid for cid in order if cid < before]
 
 
 def group_writes(blobs: Mapping[str, bytes], loads: Loads) -> list[PendingWrite]:

@@ -31,7 +31,7 @@ from checkpoint._sqlschema import (
     result_kind,
     storable_id,
 )
-from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
+from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite, chain_of
 from checkpoint.errors import (
     CheckpointConflictError,
     CheckpointError,
@@ -338,72 +338,97 @@ class SqlLogic:
     # -- writing --------------------------------------------------------------------
 
     def put(
-        self, thread_id: str, write: CheckpointWrite, expected_head: str | None
+        self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
     ) -> Program[None]:
-        """Check the head and store the step, in the caller's one transaction."""
-        for cid in (write.id, write.parent_id, expected_head):
-            if cid is not None and not storable_id(cid):
-                raise CheckpointError(f"checkpoint id {cid!r} is not storable text")
+        """Check the head and store the chain of writes, in the caller's one transaction."""
+        first = self._checked(writes, expected_head)
         tid = encode_text(thread_id)
-        moved = yield from self._move_head(thread_id, write, expected_head)
+        moved = yield from self._move_head(thread_id, writes, expected_head)
         if moved is None:
             return  # a retry of this very write, which already landed
         parent = None
-        if write.parent_id is not None:
+        if first.parent_id is not None:
             # the head check just proved that the expected head exists; a fork's parent
             # may have been pruned or deleted by another process since we cached it
-            verify = write.parent_id != expected_head
-            parent = yield from self._parent(thread_id, write.parent_id, verify=verify)
-        plan = layout.plan_put(
-            parent, write, on_head=write.parent_id == expected_head, dumps=self.serde.dumps
-        )
-        yield self.stmt(
+            verify = first.parent_id != expected_head
+            parent = yield from self._parent(thread_id, first.parent_id, verify=verify)
+        plans = self._plan(parent, writes, expected_head)
+        base = moved - len(writes)
+        yield self.many(
             "INSERT INTO {t}graphagent_checkpoints (thread_id, id, seq, record) "
             "VALUES (?, ?, ?, ?)",
-            tid,
-            write.id,
-            moved,
-            plan.record_blob,
+            [
+                (tid, w.id, base + n, p.record_blob)
+                for n, (w, p) in enumerate(zip(writes, plans, strict=True), 1)
+            ],
         )
-        if plan.data:
+        data = [(tid, encode_text(f), v) for p in plans for f, v in p.data.items()]
+        if data:
             yield self.many(
-                "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)",
-                [(tid, encode_text(f), v) for f, v in plan.data.items()],
+                "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)", data
             )
-        if write.parent_id is not None:
+        if first.parent_id is not None:
             yield self.stmt(
                 "DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?",
                 tid,
-                write.parent_id,
+                first.parent_id,
             )
-        self._records[(thread_id, write.id)] = plan.record
+        for w, p in zip(writes, plans, strict=True):
+            self._records[(thread_id, w.id)] = p.record
         if self.keep_last is not None and moved > self.keep_last:
             yield from self._prune(thread_id, self.keep_last)
 
-    def _move_head(
-        self, thread_id: str, write: CheckpointWrite, expected_head: str | None
-    ) -> Program[int | None]:
-        """Move the head from ``expected_head`` to the write; its sequence number.
+    @staticmethod
+    def _checked(writes: Sequence[CheckpointWrite], expected_head: str | None) -> CheckpointWrite:
+        """The chain's first write, once every id in it is known to be storable."""
+        first = chain_of(writes)[0]
+        for cid in (*(w.id for w in writes), first.parent_id, expected_head):
+            if cid is not None and not storable_id(cid):
+                raise CheckpointError(f"checkpoint id {cid!r} is not storable text")
+        return first
 
-        ``None``: the head already is this write. Conflicts raise, having written nothing.
+    def _plan(
+        self,
+        parent: layout.Record | None,
+        writes: Sequence[CheckpointWrite],
+        expected_head: str | None,
+    ) -> builtins.list[layout.PutPlan]:
+        """Every write's plan, each on top of the one before (the first on ``parent``)."""
+        plans = []
+        on_head = writes[0].parent_id == expected_head
+        for write in writes:
+            plan = layout.plan_put(parent, write, on_head=on_head, dumps=self.serde.dumps)
+            plans.append(plan)
+            parent, on_head = plan.record, True
+        return plans
+
+    def _move_head(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
+    ) -> Program[int | None]:
+        """Move the head from ``expected_head`` to the chain's last write, taking one
+        sequence number per write; the last one taken.
+
+        ``None``: the head already is that write. Conflicts raise, having written nothing.
         """
-        tid = encode_text(thread_id)
+        tid, last, count = encode_text(thread_id), writes[-1], len(writes)
         if self.ttl is not None:
             yield from self._drop_if_expired(tid)
         if expected_head is None:
             moved = yield self.changing(
                 "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
-                "VALUES (?, ?, 1, {now}) ON CONFLICT (thread_id) DO NOTHING",
+                "VALUES (?, ?, ?, {now}) ON CONFLICT (thread_id) DO NOTHING",
                 "seq",
                 tid,
-                write.id,
+                last.id,
+                count,
             )
         else:
             moved = yield self.changing(
-                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + 1, touched_at = {now} "
+                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + ?, touched_at = {now} "
                 "WHERE thread_id = ? AND head = ?",
                 "seq",
-                write.id,
+                last.id,
+                count,
                 tid,
                 expected_head,
             )
@@ -414,7 +439,7 @@ class SqlLogic:
         )
         if moved == 1:  # counted, without RETURNING
             return int(rows[0][1])
-        self._refuse(thread_id, write, expected_head, str(rows[0][0]) if rows else None)
+        self._refuse(thread_id, last, expected_head, str(rows[0][0]) if rows else None)
         return None
 
     @staticmethod
@@ -437,7 +462,7 @@ class SqlLogic:
         )
 
     def put_one_statement(
-        self, thread_id: str, write: CheckpointWrite, expected_head: str | None
+        self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
     ) -> Program[None]:
         """:meth:`put` as one statement that needs no transaction around it (PostgreSQL).
 
@@ -445,15 +470,13 @@ class SqlLogic:
         statement: they land together, or, when the head moved, none of them does. Only
         for savers without ttl and keep_last (see :attr:`one_statement_put`).
         """
-        for cid in (write.id, write.parent_id, expected_head):
-            if cid is not None and not storable_id(cid):
-                raise CheckpointError(f"checkpoint id {cid!r} is not storable text")
+        first = self._checked(writes, expected_head)
         tid = encode_text(thread_id)
         parent = None
-        if write.parent_id is not None:
-            verify = write.parent_id != expected_head
+        if first.parent_id is not None:
+            verify = first.parent_id != expected_head
             try:
-                parent = yield from self._parent(thread_id, write.parent_id, verify=verify)
+                parent = yield from self._parent(thread_id, first.parent_id, verify=verify)
             except CheckpointNotFoundError:
                 if verify:
                     raise
@@ -461,39 +484,46 @@ class SqlLogic:
                 rows = yield self.stmt(
                     "SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid
                 )
-                self._refuse(thread_id, write, expected_head, str(rows[0][0]) if rows else None)
+                current = str(rows[0][0]) if rows else None
+                self._refuse(thread_id, writes[-1], expected_head, current)
                 return
-        plan = layout.plan_put(
-            parent, write, on_head=write.parent_id == expected_head, dumps=self.serde.dumps
-        )
-        rows = yield self._one_statement(tid, write, expected_head, plan)
+        plans = self._plan(parent, writes, expected_head)
+        rows = yield self._one_statement(tid, writes, expected_head, plans)
         if rows:
-            self._records[(thread_id, write.id)] = plan.record
+            for w, p in zip(writes, plans, strict=True):
+                self._records[(thread_id, w.id)] = p.record
             return
         current = yield self.stmt("SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid)
-        self._refuse(thread_id, write, expected_head, str(current[0][0]) if current else None)
+        self._refuse(thread_id, writes[-1], expected_head, str(current[0][0]) if current else None)
 
     def _one_statement(
-        self, tid: bytes, write: CheckpointWrite, expected_head: str | None, plan: layout.PutPlan
+        self,
+        tid: bytes,
+        writes: Sequence[CheckpointWrite],
+        expected_head: str | None,
+        plans: Sequence[layout.PutPlan],
     ) -> Stmt:
         """The step's whole write; it returns the new sequence number, or no row when the
         head had moved (then none of its parts wrote anything)."""
+        count, last = len(writes), writes[-1].id
         if expected_head is None:
             head = (
                 "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
-                "VALUES (?, ?, 1, {now}) ON CONFLICT (thread_id) DO NOTHING RETURNING seq"
+                "VALUES (?, ?, ?, {now}) ON CONFLICT (thread_id) DO NOTHING RETURNING seq"
             )
-            head_params: tuple[Any, ...] = (tid, write.id)
+            head_params: tuple[Any, ...] = (tid, last, count)
         else:
             head = (
-                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + 1, touched_at = {now} "
+                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + ?, touched_at = {now} "
                 "WHERE thread_id = ? AND head = ? RETURNING seq"
             )
-            head_params = (write.id, tid, expected_head)
+            head_params = (last, count, tid, expected_head)
+        data = {f: v for p in plans for f, v in p.data.items()}
         return self.stmt(
             f"WITH moved AS ({head}), "
             "cp AS (INSERT INTO {t}graphagent_checkpoints (thread_id, id, seq, record) "
-            "SELECT ?, ?, seq, ? FROM moved), "
+            "SELECT ?, i, seq - ? + n, r FROM moved, "
+            "unnest(?::text[], ?::bytea[]) WITH ORDINALITY AS x(i, r, n)), "
             "d AS (INSERT INTO {t}graphagent_data (thread_id, field, value) "
             "SELECT ?, f, v FROM moved, unnest(?::bytea[], ?::bytea[]) AS x(f, v)), "
             "w AS (DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ? "
@@ -501,13 +531,14 @@ class SqlLogic:
             "SELECT seq FROM moved",
             *head_params,
             tid,
-            write.id,
-            plan.record_blob,
+            count,
+            [w.id for w in writes],
+            [p.record_blob for p in plans],
             tid,
-            [encode_text(f) for f in plan.data],
-            list(plan.data.values()),
+            [encode_text(f) for f in data],
+            list(data.values()),
             tid,
-            write.parent_id,
+            writes[0].parent_id,
         )
 
     @property
@@ -571,10 +602,13 @@ class SqlLogic:
         cond, extra = self._alive()
         found: Any = []
         if storable_id(checkpoint_id):
+            # the rows stay locked until the writes commit: a delete_thread in flight is
+            # waited for (then the checkpoint is gone), never left with orphan writes
             found = yield self.stmt(
                 "SELECT 1 FROM {t}graphagent_checkpoints c JOIN {t}graphagent_threads t "
                 "ON t.thread_id = c.thread_id WHERE c.thread_id = ? AND c.id = ?"
-                + cond.replace("touched_at", "t.touched_at"),
+                + cond.replace("touched_at", "t.touched_at")
+                + self.dialect.share_rows,
                 tid,
                 checkpoint_id,
                 *extra,

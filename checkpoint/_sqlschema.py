@@ -82,6 +82,9 @@ class Dialect:
         returning: the database knows ``RETURNING`` (else changes are counted).
         cte_put: the database runs a step's whole write as one ``WITH`` statement (data-
             modifying common table expressions, ``unnest`` of arrays).
+        share_rows: what ends a query that must lock the rows it reads against a
+            concurrent delete until the transaction ends (nothing where a write
+            transaction already locks the whole database).
     """
 
     name: str
@@ -98,6 +101,7 @@ class Dialect:
     extra_ddl: str = ""
     returning: bool = True
     cte_put: bool = False
+    share_rows: str = ""
 
 
 # Numbered migrations: entry N-1 takes the schema from version N-1 to N. Never edit a

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import itertools
 import random
 import threading
 import time
@@ -34,6 +35,7 @@ __all__ = [
     "CheckpointWrite",
     "ListedHistory",
     "PendingWrite",
+    "chain_of",
     "new_checkpoint_id",
 ]
 
@@ -63,7 +65,8 @@ class Checkpoint:
 
     Attributes:
         thread_id: the thread.
-        id: time-ordered id; later checkpoints sort after earlier ones.
+        id: unique id, roughly time-ordered (history order is the thread's write order,
+            not the ids' order: hosts' clocks differ).
         parent_id: the checkpoint this one grew from (``None`` for the first).
         step: the super-step number (-1 for the input checkpoint).
         values: the whole state at this checkpoint.
@@ -146,6 +149,17 @@ class CheckpointHistory(Sequence[Checkpoint]):
         """How many items list key ``key`` holds at checkpoint ``index``, when known
         without building the state (``None``: unknown, or not a list)."""
 
+    def keys(self, index: int) -> builtins.list[str] | None:
+        """The state keys of checkpoint ``index``, found without building the state
+        (``None``: not known that way)."""
+        return None
+
+    def changed(self, index: int, other: int | None) -> builtins.list[str] | None:
+        """The keys whose value differs between checkpoints ``index`` and ``other``
+        (``None``: every key of ``index``), found without building either state
+        (``None``: not known that way)."""
+        return None
+
 
 class ListedHistory(CheckpointHistory):
     """A :class:`CheckpointHistory` over checkpoints already built (any saver's ``list``).
@@ -190,20 +204,35 @@ _id_lock = threading.Lock()
 # Not for secrecy: the suffix only separates ids minted in the same nanosecond by
 # different processes. The module-level generator is re-seeded in forked children.
 _rand = random.getrandbits
+_clock = time.time_ns
 _last_ns = 0
 
 
 def new_checkpoint_id() -> str:
     """A new checkpoint id: 16 hex digits of time (strictly rising here) + 8 random.
 
-    Ids sort in creation order, across processes up to clock skew.
+    Ids minted by one process sort in creation order; across hosts they only roughly do
+    (clocks drift), so savers order a thread's history by its own write order, never by id.
     """
     global _last_ns
     with _id_lock:
-        now = time.time_ns()
+        now = _clock()
         _last_ns = now if now > _last_ns else _last_ns + 1
         stamp = _last_ns
     return f"{stamp:016x}{_rand(32):08x}"
+
+
+def chain_of(writes: Sequence[CheckpointWrite]) -> Sequence[CheckpointWrite]:
+    """``writes``, checked to be a non-empty chain: each the parent of the next."""
+    if not writes:
+        raise ValueError("put_many needs at least one write")
+    for parent, child in itertools.pairwise(writes):
+        if child.parent_id != parent.id:
+            raise ValueError(
+                f"put_many takes a chain: write {child.id!r} grows from {child.parent_id!r}, "
+                f"not from the write before it ({parent.id!r})"
+            )
+    return writes
 
 
 @asynccontextmanager
@@ -255,11 +284,35 @@ class CheckpointSaver(ABC):
             CheckpointConflictError: the head is not ``expected_head``; nothing written.
         """
 
+    def put_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        """Store a chain of writes (each the parent of the next) as one step: the last
+        becomes the head, and either all of them land or none does.
+
+        A run stores its input checkpoint this way together with its first step, so a
+        run that loses a race leaves nothing behind. This default stores them one by
+        one; a saver that can make them atomic overrides it (every saver here does).
+
+        Raises:
+            CheckpointConflictError: the head is not ``expected_head``; nothing written.
+            ValueError: the writes are not a chain growing from one another.
+        """
+        head = expected_head
+        for write in chain_of(writes):
+            self.put(thread_id, write, expected_head=head)
+            head = write.id
+
     @abstractmethod
     def put_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
     ) -> None:
-        """Keep finished work of the step after ``checkpoint_id`` until that step commits."""
+        """Keep finished work of the step after ``checkpoint_id`` until that step commits.
+
+        Raises:
+            CheckpointNotFoundError: the thread has no such checkpoint (it was deleted,
+                expired or pruned meanwhile); nothing written.
+        """
 
     @abstractmethod
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
@@ -300,6 +353,12 @@ class CheckpointSaver(ABC):
     ) -> None:
         """Async :meth:`put`."""
         await asyncio.to_thread(self.put, thread_id, write, expected_head=expected_head)
+
+    async def aput_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        """Async :meth:`put_many`."""
+        await asyncio.to_thread(self.put_many, thread_id, writes, expected_head=expected_head)
 
     async def aput_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]

@@ -9,7 +9,9 @@ lost anyway (a process paused longer than the lease), the head check still refus
 stale writer, so the lock is a courtesy for throughput, never the guard of correctness.
 
 The backend is three callables (try to take, renew, release), so Redis and memory share
-the waiting, the backoff and the renewal.
+the waiting, the backoff and the renewal. A take must count the lock as taken when it
+already holds the taker's token (a retried take whose first reply was lost), and a take
+that raises is followed by a release of that token (it may have landed).
 """
 
 from __future__ import annotations
@@ -67,6 +69,30 @@ def _delays(policy: LockPolicy, thread_id: str) -> Iterator[float]:
         delay = min(delay * 2, 0.1)
 
 
+def _took(take: Callable[[str], bool], release: Callable[[str], None], token: str) -> bool:
+    """One try at the lock. A take that fails may still have landed (its reply lost on
+    the way back), so the lock is given back before the error goes up: it must not stay
+    taken for a whole lease by a run that is not running."""
+    try:
+        return take(token)
+    except BaseException:
+        with suppress(Exception):
+            release(token)
+        raise
+
+
+async def _atook(
+    take: Callable[[str], Awaitable[bool]], release: Callable[[str], Awaitable[None]], token: str
+) -> bool:
+    """Async :func:`_took`."""
+    try:
+        return await take(token)
+    except BaseException:
+        with suppress(Exception):
+            await release(token)
+        raise
+
+
 @contextmanager
 def hold(
     policy: LockPolicy,
@@ -78,7 +104,7 @@ def hold(
     """Hold the thread's lock for the ``with`` block (sync backends)."""
     token = secrets.token_hex(12)
     delays = _delays(policy, thread_id)
-    while not take(token):
+    while not _took(take, release, token):
         time.sleep(next(delays))
     stop = threading.Event()
 
@@ -112,7 +138,7 @@ async def ahold(
     """Hold the thread's lock for the ``async with`` block (async backends)."""
     token = secrets.token_hex(12)
     delays = _delays(policy, thread_id)
-    while not await take(token):
+    while not await _atook(take, release, token):
         await asyncio.sleep(next(delays))
 
     async def keep_alive() -> None:

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 
 from checkpoint import _layout as layout
 from checkpoint._history import History, needed_fields
-from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
+from checkpoint.base import (
+    Checkpoint,
+    CheckpointSaver,
+    CheckpointWrite,
+    PendingWrite,
+    chain_of,
+)
 from checkpoint.errors import CheckpointConflictError, CheckpointNotFoundError
 from checkpoint.locks import LockPolicy, hold
 from checkpoint.serde import Serde, default_serde
@@ -111,6 +117,13 @@ class MemorySaver(CheckpointSaver):
 
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
         """Store ``write`` as the new head (see :meth:`CheckpointSaver.put`)."""
+        self.put_many(thread_id, (write,), expected_head=expected_head)
+
+    def put_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        """Store a chain of writes as one step (see :meth:`CheckpointSaver.put_many`)."""
+        chain_of(writes)
         with self._lock:
             t = self._threads.get(thread_id) or _Thread()
             if t.head != expected_head:
@@ -118,19 +131,26 @@ class MemorySaver(CheckpointSaver):
                     f"thread {thread_id!r} moved to checkpoint {t.head!r} while this run "
                     f"expected {expected_head!r}; reload the thread and run again"
                 )
+            first = writes[0]
             parent = (
-                self._record(thread_id, t, write.parent_id) if write.parent_id is not None else None
+                self._record(thread_id, t, first.parent_id) if first.parent_id is not None else None
             )
-            plan = layout.plan_put(
-                parent, write, on_head=write.parent_id == t.head, dumps=self.serde.dumps
-            )
-            t.data.update(plan.data)
-            t.records[write.id] = plan.record_blob
-            self._record_cache[(thread_id, write.id)] = plan.record
-            t.order.append(write.id)
-            if write.parent_id is not None:
-                t.writes.pop(write.parent_id, None)
-            t.head = write.id
+            # plan (encode) every write before storing any: a value that cannot be
+            # encoded fails the whole step with nothing stored
+            plans = []
+            on_head = first.parent_id == t.head
+            for write in writes:
+                plan = layout.plan_put(parent, write, on_head=on_head, dumps=self.serde.dumps)
+                plans.append(plan)
+                parent, on_head = plan.record, True
+            for write, plan in zip(writes, plans, strict=True):
+                t.data.update(plan.data)
+                t.records[write.id] = plan.record_blob
+                self._record_cache[(thread_id, write.id)] = plan.record
+                t.order.append(write.id)
+            if first.parent_id is not None:
+                t.writes.pop(first.parent_id, None)
+            t.head = writes[-1].id
             self._threads[thread_id] = t
             if self.keep_last is not None and len(t.order) > self.keep_last:
                 self._prune(thread_id, t, self.keep_last)
@@ -198,7 +218,7 @@ class MemorySaver(CheckpointSaver):
             t = self._threads.get(thread_id)
             if t is None:
                 return History(thread_id, [], {}, {}, self.serde.loads)
-            ids = [i for i in reversed(t.order) if before is None or i < before]
+            ids = layout.older_than(t.order, before)[::-1]
             if limit is not None:
                 ids = ids[: max(limit, 0)]
             records = [self._record(thread_id, t, i) for i in ids]
@@ -230,6 +250,12 @@ class MemorySaver(CheckpointSaver):
     ) -> None:
         """Async :meth:`put` (no I/O: runs inline)."""
         self.put(thread_id, write, expected_head=expected_head)
+
+    async def aput_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        """Async :meth:`put_many` (runs inline)."""
+        self.put_many(thread_id, writes, expected_head=expected_head)
 
     async def aput_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]

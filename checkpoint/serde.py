@@ -6,6 +6,11 @@ UUID, and the classes registered by name: pydantic models, enums and dataclasses
 Loading looks a type up in the registry by its registered name and never imports
 a module or runs code named by the stored bytes.
 
+Values nest at most :data:`MAX_DEPTH` containers deep: ``dumps`` refuses deeper ones, and
+``loads`` refuses stored bytes that claim more (each stored tuple, set or object is decoded
+by a nested msgpack call, so unbounded nesting in tampered bytes would overflow the C stack
+and kill the process instead of raising).
+
 Example:
     >>> from pydantic import BaseModel
     >>> from checkpoint import serde
@@ -24,18 +29,40 @@ import datetime as _dt
 import enum
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import msgpack
 
 from checkpoint.errors import SerializationError
 
-__all__ = ["Serde", "default_serde", "dumps", "loads", "register"]
+__all__ = ["MAX_DEPTH", "Serde", "default_serde", "dumps", "loads", "register"]
 
 T = TypeVar("T", bound=type)
 
 _TUPLE, _SET, _FROZENSET, _DATETIME, _DATE, _TIMEDELTA, _UUID = 1, 2, 3, 4, 5, 6, 7
 _MODEL, _ENUM, _DATACLASS = 8, 9, 10
+
+MAX_DEPTH = 100
+"""How deeply a value may nest: lists, dicts, tuples, sets and registered objects inside one
+another. ``dumps`` stores any value within it and refuses deeper values that hold more than
+a few levels of tuples, sets or objects (lists and dicts alone are stored up to msgpack's own
+limit, 511 levels); ``loads`` refuses bytes whose tuples, sets and objects nest deeper. Far
+above what agent state needs, and low enough that decoding fits a 512 KiB thread stack."""
+
+# Nested frames this deep are decoded with a heap-allocated Unpacker (~1 KB of C stack per
+# level instead of ~25 KB for unpackb); shallower ones keep unpackb, which is faster.
+_HEAP_FRAMES_FROM = 4
+# Frames encoded without measuring the value first: each may hold lists 511 deep
+# (msgpack's limit), so this bounds the C stack an unmeasured value can take.
+_FAST_FRAMES = 4
+# scalars: no nested frame (a timedelta is stored as one, so it counts as a container)
+_ATOMS = frozenset({str, int, float, bool, bytes, type(None), _dt.datetime, _dt.date, uuid.UUID})
+_SEQUENCES = (list, tuple, set, frozenset)
+
+
+class _Deeper(Exception):
+    """Raised inside the fast path of ``dumps``: measure the value before encoding it."""
 
 
 def _qualname(cls: type) -> str:
@@ -52,6 +79,9 @@ class Serde:
         self._names: dict[type, str] = {}
         self._types: dict[str, type] = {}
         self._shallow: set[type] = set()
+        # made once: the fast path's encoders by frames left, the decoders by depth
+        self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
+        self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
 
     def register(self, cls: T, name: str | None = None, *, shallow: bool = False) -> T:
         """Let instances of ``cls`` (pydantic model, enum or dataclass) be stored and loaded.
@@ -99,24 +129,83 @@ class Serde:
         """Encode ``value``.
 
         Raises:
-            SerializationError: naming the unsupported type and how to register it.
+            SerializationError: naming the unsupported type and how to register it, or
+                the value nests deeper than :data:`MAX_DEPTH`.
         """
         try:
-            return msgpack.packb(value, default=self._default, use_bin_type=True, strict_types=True)  # type: ignore[no-any-return]
+            try:
+                # fast path: no walk; a value whose tuples, sets and objects nest more than
+                # a few deep, or whose lists nest past msgpack's limit, is measured first
+                return self._pack(value, self._fast[_FAST_FRAMES])
+            except _Deeper:
+                pass
+            except ValueError as exc:
+                if "recursion limit" not in str(exc):
+                    raise
+            dumped: dict[int, Any] = {}
+            if not self._fits(value, dumped):
+                raise SerializationError(
+                    f"cannot store a value nested more than {MAX_DEPTH} levels deep (lists, "
+                    "dicts, tuples, sets and objects inside one another), or one that "
+                    "contains itself: flatten it, or store the deep part as text or bytes"
+                )
+            return self._pack(value, partial(self._default, dumped, MAX_DEPTH))
         except SerializationError:
             raise
-        except (TypeError, ValueError, OverflowError) as exc:
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             raise SerializationError(f"cannot serialize value: {exc}") from exc
+
+    def _fits(self, value: Any, dumped: dict[int, Any]) -> bool:
+        """Whether ``value`` nests at most :data:`MAX_DEPTH` containers deep, as stored.
+
+        Walks one level at a time (no recursion, and the leaves of each level are dropped
+        by one comprehension), so measuring costs a small part of encoding.
+        """
+        level = [value]
+        for _ in range(MAX_DEPTH):
+            inner: list[Any] = []
+            for item in level:
+                cls = type(item)
+                if cls is dict:
+                    inner.extend(item)
+                    inner.extend(item.values())
+                elif cls is list or cls is tuple:
+                    inner.extend(item)
+                else:
+                    inner.extend(self._parts(item, dumped))
+            level = [item for item in inner if type(item) not in _ATOMS]
+            if not level:
+                return True
+        return False
+
+    def _parts(self, value: Any, dumped: dict[int, Any]) -> Any:
+        """What ``value`` holds as stored (nothing for a scalar or a refused type)."""
+        cls = type(value)
+        if cls in self._names:
+            if issubclass(cls, enum.Enum):
+                return (value.value,)
+            if dataclasses.is_dataclass(value):
+                return [getattr(value, f.name) for f in dataclasses.fields(value)]
+            if cls in self._shallow:
+                return value.__dict__.values()
+            dumped[id(value)] = fields = value.model_dump(mode="python")
+            return fields.values()
+        if isinstance(value, dict):
+            return [*value, *value.values()]
+        if isinstance(value, _SEQUENCES):
+            return value
+        return ()
 
     def loads(self, data: bytes) -> Any:
         """Decode bytes made by :meth:`dumps`.
 
         Raises:
-            SerializationError: corrupt bytes, or a stored type not registered here.
+            SerializationError: corrupt bytes, a stored type not registered here, or
+                nesting deeper than :data:`MAX_DEPTH` (which :meth:`dumps` never writes).
         """
         try:
             return msgpack.unpackb(
-                data, ext_hook=self._ext_hook, raw=False, strict_map_key=False, use_list=True
+                data, ext_hook=self._hooks[1], raw=False, strict_map_key=False, use_list=True
             )
         except SerializationError:
             raise
@@ -125,40 +214,75 @@ class Serde:
                 f"cannot decode stored checkpoint data ({type(exc).__name__}: {exc})"
             ) from exc
 
-    def _pack(self, value: Any) -> bytes:
-        return msgpack.packb(value, default=self._default, use_bin_type=True, strict_types=True)  # type: ignore[no-any-return]
+    def _unpack(self, data: bytes, depth: int) -> Any:
+        """Decode one frame; ``depth`` frames enclose it."""
+        hook = self._hooks[depth + 1]
+        if depth < _HEAP_FRAMES_FROM:
+            return msgpack.unpackb(
+                data, ext_hook=hook, raw=False, strict_map_key=False, use_list=True
+            )
+        unpacker = msgpack.Unpacker(
+            ext_hook=hook,
+            raw=False,
+            strict_map_key=False,
+            use_list=True,
+            max_buffer_size=max(len(data), 1),
+        )
+        unpacker.feed(data)
+        value = unpacker.unpack()
+        if unpacker.tell() != len(data):
+            raise SerializationError("cannot decode stored checkpoint data: extra bytes")
+        return value
 
-    def _default(self, obj: Any) -> Any:
+    @staticmethod
+    def _pack(value: Any, default: Callable[[Any], Any]) -> bytes:
+        return msgpack.packb(value, default=default, use_bin_type=True, strict_types=True)  # type: ignore[no-any-return]
+
+    def _frame(
+        self, code: int, value: Any, dumped: dict[int, Any] | None, room: int
+    ) -> msgpack.ExtType:
+        """``value`` packed as a nested frame of extension type ``code``; ``room``: how
+        many frames may still nest here."""
+        if room <= 0:
+            raise _Deeper
+        if dumped is None:
+            default = self._fast[room - 1]
+        else:
+            default = partial(self._default, dumped, room - 1)
+        return msgpack.ExtType(code, self._pack(value, default))
+
+    def _default(self, dumped: dict[int, Any] | None, room: int, obj: Any) -> Any:
         cls = type(obj)
         name = self._names.get(cls)
         if name is not None:
             if issubclass(cls, enum.Enum):
-                return msgpack.ExtType(_ENUM, self._pack([name, obj.value]))
+                return self._frame(_ENUM, [name, obj.value], dumped, room)
             if dataclasses.is_dataclass(obj):
                 fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-                return msgpack.ExtType(_DATACLASS, self._pack([name, fields]))
-            fields = obj.__dict__ if cls in self._shallow else obj.model_dump(mode="python")
-            return msgpack.ExtType(_MODEL, self._pack([name, fields]))
+                return self._frame(_DATACLASS, [name, fields], dumped, room)
+            if cls in self._shallow:
+                return self._frame(_MODEL, [name, obj.__dict__], dumped, room)
+            known = dumped.get(id(obj)) if dumped else None
+            model = known if known is not None else obj.model_dump(mode="python")
+            return self._frame(_MODEL, [name, model], dumped, room)
         if isinstance(obj, enum.Enum):
             return self._refuse(cls)
         if isinstance(obj, tuple):
-            return msgpack.ExtType(_TUPLE, self._pack(list(obj)))
+            return self._frame(_TUPLE, list(obj), dumped, room)
         if isinstance(obj, list):
             return list(obj)
         if isinstance(obj, dict):
             return dict(obj)
         if isinstance(obj, frozenset):
-            return msgpack.ExtType(_FROZENSET, self._pack(list(obj)))
+            return self._frame(_FROZENSET, list(obj), dumped, room)
         if isinstance(obj, set):
-            return msgpack.ExtType(_SET, self._pack(list(obj)))
+            return self._frame(_SET, list(obj), dumped, room)
         if isinstance(obj, _dt.datetime):
             return msgpack.ExtType(_DATETIME, obj.isoformat().encode())
         if isinstance(obj, _dt.date):
             return msgpack.ExtType(_DATE, obj.isoformat().encode())
         if isinstance(obj, _dt.timedelta):
-            return msgpack.ExtType(
-                _TIMEDELTA, self._pack([obj.days, obj.seconds, obj.microseconds])
-            )
+            return self._frame(_TIMEDELTA, [obj.days, obj.seconds, obj.microseconds], dumped, room)
         if isinstance(obj, uuid.UUID):
             return msgpack.ExtType(_UUID, obj.bytes)
         if isinstance(obj, str):
@@ -179,24 +303,30 @@ class Serde:
             "or store plain data (dict, list, str, numbers)"
         )
 
-    def _ext_hook(self, code: int, data: bytes) -> Any:
+    def _ext_hook(self, depth: int, code: int, data: bytes) -> Any:
+        if depth > MAX_DEPTH:
+            raise SerializationError(
+                f"stored data nests more than {MAX_DEPTH} levels deep, which this library "
+                "never writes: the bytes were damaged or tampered with. Delete the thread, "
+                "or restore it from a backup"
+            )
         if code == _TUPLE:
-            return tuple(self.loads(data))
+            return tuple(self._unpack(data, depth))
         if code == _SET:
-            return set(self.loads(data))
+            return set(self._unpack(data, depth))
         if code == _FROZENSET:
-            return frozenset(self.loads(data))
+            return frozenset(self._unpack(data, depth))
         if code == _DATETIME:
             return _dt.datetime.fromisoformat(data.decode())
         if code == _DATE:
             return _dt.date.fromisoformat(data.decode())
         if code == _TIMEDELTA:
-            days, seconds, micros = self.loads(data)
+            days, seconds, micros = self._unpack(data, depth)
             return _dt.timedelta(days=days, seconds=seconds, microseconds=micros)
         if code == _UUID:
             return uuid.UUID(bytes=data)
         if code in (_MODEL, _ENUM, _DATACLASS):
-            name, payload = self.loads(data)
+            name, payload = self._unpack(data, depth)
             cls = self._types.get(name)
             if cls is None:
                 raise SerializationError(

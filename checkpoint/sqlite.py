@@ -166,8 +166,15 @@ class SqliteSaver(CheckpointSaver):
 
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
         """Store ``write`` as the new head in one transaction (see ``CheckpointSaver.put``)."""
-        action = f"writing checkpoint {write.id} of thread {thread_id!r}"
-        self._run(self.logic.put(thread_id, write, expected_head), write=True, action=action)
+        self.put_many(thread_id, (write,), expected_head=expected_head)
+
+    def put_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        """Store a chain of writes as one step, in one transaction (see
+        ``CheckpointSaver.put_many``)."""
+        action = f"writing checkpoint {writes[-1].id if writes else ''} of thread {thread_id!r}"
+        self._run(self.logic.put(thread_id, writes, expected_head), write=True, action=action)
         if self.logic.purge_due():
             self.purge_expired()
 
@@ -287,6 +294,12 @@ class AsyncSqliteSaver(SqliteSaver):
     ) -> None:
         """Async :meth:`put`."""
         await self._off(self.put, thread_id, write, expected_head=expected_head)
+
+    async def aput_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        """Async :meth:`put_many`."""
+        await self._off(self.put_many, thread_id, writes, expected_head=expected_head)
 
     async def aput_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]

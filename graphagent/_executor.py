@@ -6,6 +6,9 @@
   agents) never waits for a pool slot: however deep the nesting, nothing deadlocks.
 - :func:`call_with_timeout` runs one call in a thread of its own, started at once, so
   the timeout counts from the call's own start, never from a wait in a queue.
+- :func:`in_thread` awaits one blocking call (a sync node or tool under ``ainvoke``) on
+  the same pool, not on asyncio's default executor, which is sized from the core count
+  (6 workers on 2 cores): sixteen conversations blocked in sync calls run at once.
 
 Every call runs in a copy of the caller's context (``contextvars``), so the running
 node's scope (what ``interrupt()`` reads) and tracing context follow it.
@@ -13,13 +16,14 @@ node's scope (what ``interrupt()`` reads) and tracing context follow it.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextvars
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_WORKERS", "call_with_timeout", "run_all"]
+__all__ = ["DEFAULT_WORKERS", "call_with_timeout", "in_thread", "run_all"]
 
 T = TypeVar("T")
 
@@ -67,6 +71,12 @@ def run_all(calls: Sequence[Callable[[], T]], max_workers: int | None = None) ->
         # and waiting for it would wait for a free worker)
         running = [f for f in futures if not f.cancel()]
         concurrent.futures.wait(running)
+
+
+async def in_thread(call: Callable[[], T]) -> T:
+    """Await ``call`` run on the shared pool, in a copy of the caller's context."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_pool(DEFAULT_WORKERS), contextvars.copy_context().run, call)
 
 
 def call_with_timeout(call: Callable[[], T], timeout: float | None) -> T:

@@ -63,7 +63,7 @@ def test_demo_runs_and_resumes(
     assert "The weather in Paris is sunny, 21 C." in out
     assert 'you asked: ["What\'s the weather in Paris?"]' in out
     assert "holds 6 messages after 3 model calls" in out
-    assert "flowchart TD" in out and "[tools]" in out
+    assert "flowchart TD" in out and "[tools: get_weather" in out
 
 
 def test_running_the_demo_twice_continues_the_conversation(

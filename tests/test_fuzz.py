@@ -4,6 +4,7 @@ streams, and thread ids or key prefixes that try to leave their keyspace."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import httpx
@@ -154,13 +155,13 @@ thread_ids = st.text(min_size=1, max_size=40).filter(lambda s: "\x00" not in s) 
 def test_odd_thread_ids_stay_in_their_keyspace(redis_url: str, thread_id: str) -> None:
     """Any thread id maps to keys inside one hash tag under the prefix, and back."""
     client = redis.Redis.from_url(redis_url)
-    prefix = "gafuzz-keyspace"
+    prefix = f"gafuzz-keyspace-{os.getpid()}"  # test runs in other checkouts share Redis
     saver = RedisSaver(client, prefix=prefix)
     app = _counter(saver)
     try:
         app.invoke({"n": 1}, {"thread_id": thread_id})
         keys = [k.decode() for k in client.scan_iter(match=f"{{{prefix}:*", count=1000)]
-        assert len(keys) == 3  # head, cp, data: nothing else, nothing outside the prefix
+        assert len(keys) == 4  # head, cp, seq, data: nothing else, nothing outside the prefix
         assert len({k[: k.rindex("}") + 1] for k in keys}) == 1
         assert len({_slot(k) for k in keys}) == 1
         assert saver.threads() == [thread_id]

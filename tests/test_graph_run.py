@@ -280,6 +280,34 @@ async def test_async_runs_take_turns_step_by_step() -> None:
     assert order == ["a", "b"] * 5
 
 
+async def test_sync_nodes_and_tools_of_sixteen_async_runs_run_at_once() -> None:
+    """Under ainvoke, sync nodes and sync tools go to graphagent's own pool (16 workers),
+    not asyncio's default executor (sized from the core count: 6 on 2 cores), so sixteen
+    conversations blocked in a sync call all make progress together. A barrier of 16
+    breaks (after 10 s) unless all sixteen calls wait at it at the same time."""
+    from graphagent.tools import tool
+
+    nodes, tools = threading.Barrier(16, timeout=10), threading.Barrier(16, timeout=10)
+
+    @tool
+    def blocking(x: int) -> str:
+        """Wait for the fifteen others."""
+        tools.wait()
+        return str(x)
+
+    def node(state: OverAllState) -> dict[str, Any]:
+        nodes.wait()
+        return {"n": state["n"] + 1}
+
+    g = StateGraph({"n": ReplaceStrategy()}).add_node("node", node)
+    g.add_edge(START, "node").add_edge("node", END)
+    app = g.compile()
+    outs = await asyncio.gather(*(app.ainvoke({"n": i}) for i in range(16)))
+    assert [o["n"] for o in outs] == list(range(1, 17))
+    answers = await asyncio.gather(*(blocking.acall({"x": i}) for i in range(16)))
+    assert answers == [str(i) for i in range(16)]
+
+
 async def test_a_long_async_run_keeps_the_event_loop_responsive() -> None:
     """Between two super-steps the loop runs other work, however quick the steps are."""
     ticks = 0

@@ -68,7 +68,7 @@ def _forked_thread(saver: CheckpointSaver) -> list[str]:
     f3 = _put(saver, f2, f2, other=("reset", [9]), log=("append", ["Y"]))
     g = _put(saver, e, f3, log=("append", ["f"]), cfg=("set", {"k": 2}))
     saver.put_writes("t", g, [PendingWrite("n", "update", {"n": 7})])
-    saver.put_writes("t", f2, [PendingWrite("n", "interrupt", {"q": "?"})])
+    saver.put_writes("t", f2, [PendingWrite("n", "interrupt", [{"q": "?"}, "i1", "n"])])
     return [a, b, c, d, e, f1, f2, f3, g]
 
 
@@ -560,3 +560,25 @@ def test_a_record_claiming_more_items_than_stored_is_refused_before_allocating(
     _tamper(saver, head, serde.dumps(claim.to_plain()))
     with pytest.raises(SerializationError, match="damaged"):
         saver.list("t")
+
+
+def test_timeline_changed_keys_from_records_match_the_values(saver: CheckpointSaver) -> None:
+    """The timeline's "changed" column, found from the stored records, names the keys
+    whose values differ from the parent's, as comparing the built states does (a key set
+    again to an equal value is unchanged; a reset to another list of equal length is not)."""
+    from graphagent.graph._snapshot import changed_keys
+    from graphagent.graph._views import _changed
+
+    head = _forked_thread(saver)[-1]
+    head = _put(saver, head, head, n=("set", 3), cfg=("set", {"k": 2}))  # equal values
+    _put(saver, head, head, other=("reset", [7, 8]), log=("append", []))
+    app = _fork_graph(saver)
+    history = app.get_state_history({"thread_id": "t"})
+    by_id = {s.checkpoint_id: s for s in history}
+    for snap in history:
+        parent = by_id.get(snap.parent_id)
+        fast = changed_keys(snap, parent)
+        slow = _changed(copy.copy(snap), None if parent is None else copy.copy(parent))
+        assert fast == slow, snap.checkpoint_id
+    assert changed_keys(history[0], history[1]) == ["other"]
+    assert changed_keys(history[1], history[2]) == []

@@ -30,3 +30,24 @@ def test_notebook_runs(
 def test_there_are_notebooks() -> None:
     """The notebooks folder is not empty (a glob that finds nothing must not pass silently)."""
     assert NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_committed_with_its_outputs(path: Path) -> None:
+    """The repository shows what each notebook draws: every code cell ran, in order, with no
+    error, no timings to churn, and SVG (never Mermaid) for the graphs.
+
+    Refresh them with `make notebooks` after changing a notebook or what it shows.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), (
+        f"{path.name} is saved without its outputs: run `make notebooks`"
+    )
+    outputs = [o for c in code for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert not [c for c in code if "execution" in c.metadata]
+    bundles = [o.get("data", {}) for o in outputs]
+    assert not [b for b in bundles if "text/vnd.mermaid" in b]
+    if path.name in ("graphs.ipynb", "quickstart.ipynb"):
+        assert len([b for b in bundles if "image/svg+xml" in b]) >= 2

@@ -214,6 +214,39 @@ def rsaver(redis_url: str, redis_prefix: str) -> Any:
         s.close()
 
 
+def test_redis_read_of_its_own_head_is_one_round_trip(rsaver: Any) -> None:
+    """A thread this saver wrote reads back in one round trip; a thread another process
+    moved since reads right in two, pending writes of the head included."""
+    mine, other = rsaver(), rsaver()
+    ids = chain(mine, "t", 3)
+    mine.put_writes("t", ids[-1], [PendingWrite("a", "update", {"x": 1})])
+    trips: list[str] = []
+    perform = mine._perform
+
+    def counted(op: Any) -> Any:
+        trips.append(type(op).__name__)
+        return perform(op)
+
+    mine._perform = counted  # type: ignore[method-assign]
+    cp = mine.get("t")
+    assert cp is not None and cp.id == ids[-1] and cp.values["last"] == 2
+    assert [(w.task, w.value) for w in cp.pending_writes] == [("a", {"x": 1})]
+    assert trips == ["_Eval"]
+    head = other.get("t")
+    assert head is not None
+    w = write(ids[-1], {"log": ("append", [3]), "last": ("set", 3)}, 3)
+    other.put("t", w, expected_head=ids[-1])
+    trips.clear()
+    cp = mine.get("t")
+    assert cp is not None and cp.id == w.id and cp.values == {"log": [0, 1, 2, 3], "last": 3}
+    assert not cp.pending_writes
+    assert len(trips) == 2
+    trips.clear()
+    older = mine.get("t", ids[1])
+    assert older is not None and older.values == {"log": [0, 1], "last": 1}
+    assert trips == ["_Eval"]  # its record was cached: the named checkpoint's guess
+
+
 def test_redis_ttl_covers_every_key(
     redis_client: redis.Redis, redis_prefix: str, rsaver: Any
 ) -> None:
@@ -223,7 +256,7 @@ def test_redis_ttl_covers_every_key(
     ids = chain(s, "t", 2)
     s.put_writes("t", ids[-1], [PendingWrite("a", "update", 1)])
     keys = list(client.scan_iter(match=f"{{{redis_prefix}:*"))
-    assert len(keys) == 4
+    assert len(keys) == 5  # head, cp, seq, data, writes
     for key in keys:
         assert 0 < client.ttl(key) <= 60, key
 
@@ -240,7 +273,7 @@ def test_redis_keys_share_one_hash_slot_and_odd_ids_stay_inside(
     chain(s, "a", 1)
     keys = [k.decode() for k in client.scan_iter(match=f"{{{redis_prefix}:*")]
     odd_keys = [k for k in keys if "%7D" in k]
-    assert len(odd_keys) == 4
+    assert len(odd_keys) == 5
     tags = {k[k.index("{") + 1 : k.index("}")] for k in odd_keys}
     assert len(tags) == 1
     assert s.threads() == sorted([odd, "a"])

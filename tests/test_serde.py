@@ -6,6 +6,8 @@ import contextlib
 import dataclasses
 import datetime as dt
 import enum
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from checkpoint.errors import SerializationError
-from checkpoint.serde import Serde, dumps, loads
+from checkpoint.serde import MAX_DEPTH, Serde, dumps, loads
 from graphagent.messages import AssistantMessage, ToolCall, ToolResponseMessage
 
 
@@ -138,3 +140,106 @@ values = st.recursive(
 def test_supported_values_round_trip(value: Any) -> None:
     """Arbitrary supported values survive dumps/loads unchanged."""
     assert loads(dumps(value)) == value
+
+
+def nested(depth: int, wrap: Any = tuple) -> Any:
+    """``depth`` containers inside one another (the innermost an empty tuple)."""
+    value: Any = ()
+    for _ in range(depth - 1):
+        value = wrap([value]) if wrap is not list else [value]
+    return value
+
+
+@dataclasses.dataclass
+class Node:
+    child: Any
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        nested(MAX_DEPTH + 1),
+        nested(2_000),
+        nested(2_000, list),
+        nested(MAX_DEPTH + 1, frozenset),
+    ],
+    ids=["tuples-101", "tuples-2000", "lists-2000", "frozensets-101"],
+)
+def test_dumps_refuses_values_nested_past_the_limit(value: Any) -> None:
+    """Too deep a value is a SerializationError naming the limit, never a RecursionError."""
+    with pytest.raises(SerializationError, match=rf"more than {MAX_DEPTH} levels deep.*flatten"):
+        dumps(value)
+
+
+def test_dumps_refuses_deep_objects_and_values_that_contain_themselves() -> None:
+    """Registered objects count as levels; a list holding itself is refused, not looped on."""
+    s = Serde()
+    s.register(Node)
+    chain: Any = None
+    for _ in range(MAX_DEPTH + 1):
+        chain = Node(chain)
+    with pytest.raises(SerializationError, match=f"{MAX_DEPTH} levels"):
+        s.dumps(chain)
+    loop: list[Any] = []
+    loop.append((loop,))
+    with pytest.raises(SerializationError, match="contains itself"):
+        dumps(loop)
+
+
+def test_values_up_to_the_limit_round_trip() -> None:
+    """Exactly MAX_DEPTH levels, of any mix of containers, store and load."""
+    value = nested(MAX_DEPTH)
+    assert loads(dumps(value)) == value
+    mixed: Any = "leaf"
+    for i in range(MAX_DEPTH):
+        mixed = ([mixed], (mixed,), {"k": mixed})[i % 3]
+    assert loads(dumps(mixed)) == mixed
+    s = Serde()
+    s.register(Node)
+    chain: Any = None
+    for _ in range(MAX_DEPTH):
+        chain = Node(chain)
+    assert s.loads(s.dumps(chain)) == chain
+
+
+_DEEP_READER = """
+import sys, threading
+import msgpack
+from checkpoint.errors import SerializationError
+from checkpoint.serde import loads
+
+def blob(depth, code):
+    data = msgpack.packb([])
+    for _ in range(depth):
+        inner = [f"graphagent.Node", msgpack.ExtType(code, data)] if code == 8 else None
+        data = msgpack.packb(inner) if inner else data
+        data = msgpack.packb(msgpack.ExtType(code, data))
+    return data
+
+outcomes = []
+def read_all():
+    for depth in (250, 5_000):
+        for code in (1, 2, 8):
+            try:
+                loads(blob(depth, code))
+                outcomes.append("loaded")
+            except SerializationError as exc:
+                outcomes.append("refused" if "100 levels deep" in str(exc) else str(exc))
+
+read_all()
+threading.stack_size(512 * 1024)  # a small thread stack: the nesting must not need more
+worker = threading.Thread(target=read_all)
+worker.start()
+worker.join()
+print(" ".join(outcomes))
+"""
+
+
+def test_loading_deeply_nested_bytes_raises_instead_of_crashing() -> None:
+    """Tampered bytes nesting 250 or 5,000 frames are refused, in a thread with a 512 KiB
+    stack too. Runs in a child process: the bug was a SIGSEGV, which would kill pytest."""
+    done = subprocess.run(
+        [sys.executable, "-c", _DEEP_READER], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.split() == ["refused"] * 12, done.stdout

@@ -182,13 +182,15 @@ def test_signature_problems_collected_in_one_error() -> None:
 
 
 def test_missing_description_and_unsupported_types() -> None:
-    """No docstring or description, or a type with no schema, is refused clearly."""
+    """No docstring: a description from the name, with a warning; no schema: refused."""
 
     def nodoc(x: int) -> int:
         return x
 
-    with pytest.raises(ToolDefinitionError, match="no description"):
-        tool(nodoc)
+    with pytest.warns(UserWarning, match="'nodoc' has no description") as caught:
+        made = tool(nodoc)
+    assert made.definition.description == "nodoc"
+    assert caught[0].filename == __file__  # the warning points at the caller's line
     assert tool(description="Echo.")(nodoc).call('{"x": 1}') == "1"
 
     class Opaque:

@@ -144,8 +144,10 @@ def test_rethrow_listed_types_and_stop_signals() -> None:
     manager = ToolCallingManager(
         exception_processor=DefaultToolExecutionExceptionProcessor(rethrow=(AuthError,))
     )
-    with pytest.raises(ToolExecutionError, match="expired"):
+    # the tool's own exception, not a wrapper (Spring AI DefaultToolExecutionExceptionProcessor)
+    with pytest.raises(AuthError, match="expired") as info:
         manager.execute_tool_calls([], ask(("1", "guarded", "{}")), tools=[guarded])
+    assert type(info.value) is AuthError
     with pytest.raises(KeyboardInterrupt):
         manager.execute_tool_calls([], ask(("1", "interrupted", "{}")), tools=[interrupted])
 

@@ -31,6 +31,7 @@ def dialect(schema: str) -> Dialect:
         begin_write="BEGIN",
         table_exists="SELECT to_regclass(%s)",
         cte_put=True,
+        share_rows=" FOR SHARE",
         setup_prelude=(
             f"SELECT pg_advisory_xact_lock({_SETUP_LOCK})",
             f"CREATE SCHEMA IF NOT EXISTS {quoted}",

@@ -140,12 +140,18 @@ class AsyncPostgresSaver(CheckpointSaver):
         self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
     ) -> None:
         """Store ``write`` as the new head in one transaction."""
-        action = f"writing checkpoint {write.id} of thread {thread_id!r}"
+        await self.aput_many(thread_id, (write,), expected_head=expected_head)
+
+    async def aput_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        """Store a chain of writes as one step, in one transaction."""
+        action = f"writing checkpoint {writes[-1].id if writes else ''} of thread {thread_id!r}"
         if self.logic.one_statement_put:
-            program = self.logic.put_one_statement(thread_id, write, expected_head)
+            program = self.logic.put_one_statement(thread_id, writes, expected_head)
             await self._run(program, write=None, action=action)
         else:
-            program = self.logic.put(thread_id, write, expected_head)
+            program = self.logic.put(thread_id, writes, expected_head)
             await self._run(program, write=True, action=action)
         if self.logic.purge_due():
             await self.apurge_expired()

@@ -11,6 +11,7 @@ from graphagent.graph import (
     AppendStrategy,
     Command,
     CompiledGraph,
+    Drawing,
     ReplaceStrategy,
     StateHistory,
     StateSnapshot,
@@ -86,25 +87,62 @@ class BaseAgent:
         )
 
     @staticmethod
-    def _config(config: ConfigLike, thread_id: str | None) -> RunnableConfig:
-        return ensure_config(config, thread_id=thread_id)
+    def _config(
+        config: ConfigLike,
+        thread_id: str | None,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
+    ) -> RunnableConfig:
+        cfg = ensure_config(config, thread_id=thread_id)
+        if tools is None and tool_names is None:
+            return cfg
+        # per-request tools travel in configurable, where every node of the run sees them
+        extra: dict[str, Any] = {"tools": list(tools)} if tools is not None else {}
+        if tool_names is not None:
+            extra["tool_names"] = tool_names
+        return cfg.model_copy(update={"configurable": {**cfg.configurable, **extra}})
 
     # -- running -------------------------------------------------------------------------
 
     def invoke(
-        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        """Run to the end (or an interrupt) and return the final state."""
-        return self.graph.invoke(self.prepare_input(input), self._config(config, thread_id))
+        """Run to the end (or an interrupt) and return the final state.
+
+        ``tools`` adds tools for this run only and ``tool_names`` narrows the tools
+        offered and run to those names (a ``ReactAgent``'s; also settable as
+        ``config["configurable"]["tools"]`` / ``["tool_names"]``).
+        """
+        cfg = self._config(config, thread_id, tools, tool_names)
+        return self.graph.invoke(self.prepare_input(input), cfg)
 
     async def ainvoke(
-        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`."""
-        return await self.graph.ainvoke(self.prepare_input(input), self._config(config, thread_id))
+        cfg = self._config(config, thread_id, tools, tool_names)
+        return await self.graph.ainvoke(self.prepare_input(input), cfg)
 
     def call(
-        self, message: Any, *, thread_id: str | None = None, config: ConfigLike = None
+        self,
+        message: Any,
+        *,
+        thread_id: str | None = None,
+        config: ConfigLike = None,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
     ) -> AssistantMessage:
         """Send a message and return the agent's answer.
 
@@ -120,13 +158,25 @@ class BaseAgent:
             >>> agent.call("hi").text
             'Hello!'
         """
-        return last_answer(self.invoke(message, config, thread_id=thread_id))
+        values = self.invoke(
+            message, config, thread_id=thread_id, tools=tools, tool_names=tool_names
+        )
+        return last_answer(values)
 
     async def acall(
-        self, message: Any, *, thread_id: str | None = None, config: ConfigLike = None
+        self,
+        message: Any,
+        *,
+        thread_id: str | None = None,
+        config: ConfigLike = None,
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
     ) -> AssistantMessage:
         """Async :meth:`call`."""
-        return last_answer(await self.ainvoke(message, config, thread_id=thread_id))
+        values = await self.ainvoke(
+            message, config, thread_id=thread_id, tools=tools, tool_names=tool_names
+        )
+        return last_answer(values)
 
     def stream(
         self,
@@ -135,6 +185,8 @@ class BaseAgent:
         *,
         thread_id: str | None = None,
         mode: str | Sequence[str] = "updates",
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
     ) -> Iterator[Any]:
         """Run, yielding events: the graph's modes plus ``"messages"``.
 
@@ -142,9 +194,8 @@ class BaseAgent:
         (``AssistantChunk``) and each tool's ``ToolResponseMessage`` as soon as that tool
         finishes; ``info`` names the agent and node.
         """
-        yield from self.graph.stream(
-            self.prepare_input(input), self._config(config, thread_id), mode=mode
-        )
+        cfg = self._config(config, thread_id, tools, tool_names)
+        yield from self.graph.stream(self.prepare_input(input), cfg, mode=mode)
 
     async def astream(
         self,
@@ -153,11 +204,12 @@ class BaseAgent:
         *,
         thread_id: str | None = None,
         mode: str | Sequence[str] = "updates",
+        tools: Sequence[Any] | None = None,
+        tool_names: Sequence[str] | None = None,
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
-        async for event in self.graph.astream(
-            self.prepare_input(input), self._config(config, thread_id), mode=mode
-        ):
+        cfg = self._config(config, thread_id, tools, tool_names)
+        async for event in self.graph.astream(self.prepare_input(input), cfg, mode=mode):
             yield event
 
     # -- threads -----------------------------------------------------------------------------
@@ -178,9 +230,14 @@ class BaseAgent:
         """Forget the thread."""
         self.graph.delete_thread(self._config(config, thread_id))
 
-    def draw(self, fmt: str = "mermaid") -> str:
-        """The agent's graph as ``mermaid``, ``dot``, ``ascii`` or ``svg``."""
-        return self.graph.draw(fmt)
+    def draw(
+        self, fmt: str = "svg", *, thread_id: str | None = None, config: ConfigLike = None
+    ) -> Drawing:
+        """The agent's graph as ``svg``, ``mermaid``, ``dot`` or ``ascii``; with a
+        ``thread_id``, the SVG shows that thread's run (see ``CompiledGraph.draw``)."""
+        if thread_id is None and config is None:
+            return self.graph.draw(fmt)
+        return self.graph.draw(fmt, config=self._config(config, thread_id))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return self.graph._repr_mimebundle_(include, exclude)

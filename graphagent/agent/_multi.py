@@ -29,12 +29,43 @@ def _sub_thread(agent: BaseAgent, ctx: ToolContext | None) -> str | None:
     return f"{thread}/{agent.name}" if thread and agent.graph.saver is not None else None
 
 
+def _sub_config(agent: BaseAgent, ctx: ToolContext | None) -> RunnableConfig:
+    """The sub-agent's run config: its own thread, the caller's metadata and tool context.
+
+    Tools inside the sub-agent need the caller's user id and tenant as much as the
+    caller's own tools do. The sub-agent's own ``tool_context`` wins over the caller's;
+    nothing else of the caller's run (per-request tools, limits) is passed on.
+    """
+    if ctx is None:
+        return RunnableConfig()
+    own: Mapping[str, Any] = getattr(agent, "tool_context", None) or {}
+    inherited = {**ctx.context, **own}
+    return RunnableConfig(
+        thread_id=_sub_thread(agent, ctx),
+        metadata=dict(ctx.config.metadata),
+        configurable={"tool_context": inherited} if inherited else {},
+    )
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    else:  # Python 3.10: no add_note, but __notes__ is still where tools look
+        exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class AgentTool:
     """An agent as a tool of another agent, on its own sub-thread.
 
     The model calls it with ``{"input": "the task"}``; the sub-agent answers on thread
     ``"<caller thread>/<agent name>"`` (so it remembers earlier tasks of that caller's
-    conversation when it has a saver), and its answer is the tool's result.
+    conversation when it has a saver), and its answer is the tool's result. The
+    sub-agent's tools see the caller's ``config.metadata`` (user id, tenant) and
+    ``tool_context``; the sub-agent's own ``tool_context`` wins over the caller's.
 
     Args:
         agent: the agent to call.
@@ -84,19 +115,39 @@ class AgentTool:
             raise ToolArgumentsError(f'tool {self.definition.name!r} takes {{"input": "the task"}}')
         return str(raw["input"])
 
+    def _annotate(self, exc: Exception, task: str, context: ToolContext | None) -> None:
+        # the sub-agent's own error keeps its type; the note says which call it was
+        thread = context.config.thread_id if context is not None else None
+        _add_note(
+            exc,
+            f"(in agent tool {self.definition.name!r}: sub-agent {self.agent.name!r}, "
+            f"caller thread {thread!r}, task {_clip(task)!r})",
+        )
+
     def call(self, tool_input: str | Mapping[str, Any], context: ToolContext | None = None) -> str:
-        """Run the sub-agent on the task; its answer's text."""
-        return self.agent.call(
-            self._task(tool_input), thread_id=_sub_thread(self.agent, context)
-        ).text
+        """Run the sub-agent on the task; its answer's text.
+
+        The sub-agent sees the caller's ``config.metadata`` and ``tool_context`` (its own
+        ``tool_context`` wins). A failure is raised as the sub-agent raised it, with a
+        note naming the sub-agent, the caller's thread and the task.
+        """
+        task = self._task(tool_input)
+        try:
+            return self.agent.call(task, config=_sub_config(self.agent, context)).text
+        except Exception as exc:
+            self._annotate(exc, task, context)
+            raise
 
     async def acall(
         self, tool_input: str | Mapping[str, Any], context: ToolContext | None = None
     ) -> str:
         """Async :meth:`call`."""
-        answer = await self.agent.acall(
-            self._task(tool_input), thread_id=_sub_thread(self.agent, context)
-        )
+        task = self._task(tool_input)
+        try:
+            answer = await self.agent.acall(task, config=_sub_config(self.agent, context))
+        except Exception as exc:
+            self._annotate(exc, task, context)
+            raise
         return answer.text
 
 

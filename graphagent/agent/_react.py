@@ -56,11 +56,18 @@ from graphagent.tools import (
     ToolExecutionExceptionProcessor,
     collect_tools,
 )
+from graphagent.tools._calls import unique_call_ids
+from graphagent.tools._convert import as_text
+from graphagent.tools._definition import acall_tool, call_tool
 from graphagent.tools._function import readable
+from graphagent.tools._resolve import resolve_with
 
 __all__ = ["ReactAgent", "pending_tool_calls"]
 
 MODEL, TOOLS = "model", "tools"
+# the ways out of the model and tools nodes, named for the edges they label in drawings
+ANSWER, AGAIN, TOOL_CALLS = "answer", "again", "tool calls"
+RETURN_DIRECT, RESULTS = "return direct", "results"
 
 
 def pending_tool_calls(
@@ -102,7 +109,9 @@ class ReactAgent(BaseAgent):
         tool_callback_providers: providers of more tools, asked again on every model call
             (so an MCP server's changed tool list counts).
         tool_names: tools referred to by name, found through ``resolver``.
-        resolver: a :class:`ToolCallbackResolver`.
+        resolver: a :class:`ToolCallbackResolver` (or a function ``name -> tool``). Alone,
+            it provides all its tools when it can list them; the tools step also falls
+            back to it for a called name the agent does not have.
         output_type: a pydantic model: the final answer is validated into it and stored
             in ``state["structured_response"]``.
         tool_context: a mapping every tool sees as ``ToolContext.context``.
@@ -180,6 +189,7 @@ class ReactAgent(BaseAgent):
         )
         provided = {t.definition.name for p in self._providers for t in p.tool_callbacks()}
         self._fixed_tools = {n: t for n, t in self.toolset.items() if n not in provided}
+        self.resolver = resolver
         self.manager = ToolCallingManager(
             exception_processor=exception_processor, timeout=tool_timeout
         )
@@ -231,7 +241,7 @@ class ReactAgent(BaseAgent):
             [n for n, _ in hooks[p]]
             for p in ("before_agent", "before_model", "after_model", "after_agent")
         )
-        has_tools = bool(self.toolset)
+        has_tools = self._has_tools = bool(self.toolset) or self.resolver is not None
         model_entry = bm[0] if bm else MODEL
         end_entry = aa[0] if aa else END
         jumps = {"end": end_entry, "model": model_entry, "tools": TOOLS if has_tools else None}
@@ -248,7 +258,13 @@ class ReactAgent(BaseAgent):
                 )
         g.add_node(MODEL, self._model_node, kind="model", afn=self._amodel_node)
         if has_tools:
-            g.add_node(TOOLS, self._tools_node, kind="tools", afn=self._atools_node)
+            g.add_node(
+                TOOLS,
+                self._tools_node,
+                kind="tools",
+                afn=self._atools_node,
+                metadata={"tools": tuple(self.toolset)},  # listed in the drawing
+            )
 
         def chain(nodes: list[str], then: str) -> None:
             for a, b in zip(nodes, [*nodes[1:], then][: len(nodes)], strict=True):
@@ -261,34 +277,35 @@ class ReactAgent(BaseAgent):
         if am:
             g.add_edge(MODEL, am[0])
             chain(am[:-1], am[-1])
-        route_targets = [end_entry, model_entry] + ([TOOLS] if has_tools else [])
+        # keyed by what each way means, so drawings label the edges with it
+        routes = {ANSWER: end_entry, AGAIN: model_entry}
+        if has_tools:
+            routes[TOOL_CALLS] = TOOLS
         g.add_conditional_edges(
             after_model_exit,
-            lambda s: self._route_after_model(s, has_tools, model_entry, end_entry),
-            list(dict.fromkeys(route_targets)),
+            lambda s: self._route_after_model(s, has_tools),
+            routes,
         )
         if has_tools:
             g.add_conditional_edges(
                 TOOLS,
-                lambda s: end_entry if s.get("run_finished") else model_entry,
-                list(dict.fromkeys([end_entry, model_entry])),
+                lambda s: RETURN_DIRECT if s.get("run_finished") else RESULTS,
+                {RETURN_DIRECT: end_entry, RESULTS: model_entry},
             )
         chain(aa, END)
         return g
 
     @staticmethod
-    def _route_after_model(
-        state: OverAllState, has_tools: bool, model_entry: str, end_entry: str
-    ) -> str:
+    def _route_after_model(state: OverAllState, has_tools: bool) -> str:
         if state.get("run_finished"):
-            return end_entry
+            return ANSWER
         messages = state.get("messages", [])
         _, pending = pending_tool_calls(messages)
         if pending and has_tools:
-            return TOOLS
+            return TOOL_CALLS
         if messages and not isinstance(messages[-1], AssistantMessage):
-            return model_entry  # feedback or answered calls: ask the model again
-        return end_entry
+            return AGAIN  # feedback or answered calls: ask the model again
+        return ANSWER
 
     def _hook_fn(
         self, hook: Hook, point: str, jumps: Mapping[str, str | None]
@@ -333,7 +350,7 @@ class ReactAgent(BaseAgent):
         messages: list[Message] = list(state.get("messages", []))
         if self._system is not None:
             messages.insert(0, self._system)
-        tools: list[Any] = [t.definition for t in self._tools_now().values()]
+        tools: list[Any] = [t.definition for t in self._tools_now(config).values()]
         if self._output_tool is not None:
             tools.append(self._output_tool)
         options = self.options
@@ -386,6 +403,8 @@ class ReactAgent(BaseAgent):
     def _after_model_response(
         self, state: OverAllState, response: AssistantMessage
     ) -> dict[str, Any]:
+        # answers are matched to calls by id, and some servers reuse ids in one answer
+        response = unique_call_ids(response)
         update: dict[str, Any] = {
             "messages": [response],
             "run_model_calls": (state.get("run_model_calls", 0) or 0) + 1,
@@ -457,12 +476,60 @@ class ReactAgent(BaseAgent):
             )
         return {"messages": [response, *feedback], "structured_retries": retries + 1}
 
-    def _tools_now(self) -> dict[str, ToolCallback]:
+    def _tools_now(self, config: RunnableConfig) -> dict[str, ToolCallback]:
         # providers are asked again on every model call (as Spring AI does), so tools a
         # provider gained or lost since the agent was built (MCP tools/list_changed) count
-        if not self._providers:
-            return self.toolset
-        return collect_tools(tools=self._fixed_tools, providers=self._providers)
+        toolset = self.toolset
+        if self._providers:
+            toolset = collect_tools(tools=self._fixed_tools, providers=self._providers)
+        added = config.configurable.get("tools")
+        names = config.configurable.get("tool_names")
+        if not added and names is None:
+            return toolset
+        return self._per_request(toolset, added or (), names)
+
+    def _executable(self, config: RunnableConfig, calls: list[ToolCall]) -> dict[str, ToolCallback]:
+        """The tools the tools step may run: those offered, plus what the resolver knows
+        of the called names (as Spring AI Alibaba's tool node does), unless this run
+        narrowed the tools to ``tool_names``."""
+        tools = self._tools_now(config)
+        if self.resolver is None or config.configurable.get("tool_names") is not None:
+            return tools
+        found = {}
+        for call in calls:
+            if call.name not in tools:
+                resolved = resolve_with(self.resolver, call.name)
+                if resolved is not None:
+                    found[call.name] = resolved
+        return {**tools, **found} if found else tools
+
+    def _per_request(
+        self, toolset: dict[str, ToolCallback], added: Iterable[Any], names: Iterable[str] | None
+    ) -> dict[str, ToolCallback]:
+        """The agent's tools plus this run's ``tools``, narrowed to ``tool_names``."""
+        if not self._has_tools:
+            raise UserError(
+                f"agent {self.name!r} was built without tools, so it has no tools step and "
+                "cannot take tools per request; give it tools=[...] (or resolver=...) "
+                "when you build it"
+            )
+        if isinstance(names, str):
+            raise UserError(f"tool_names takes a list of names, got the string {names!r}")
+        merged = collect_tools(tools=[*toolset.values(), *added]) if added else toolset
+        if names is None:
+            return merged
+        narrowed: dict[str, ToolCallback] = {}
+        for name in names:
+            found = merged.get(name)
+            if found is None and self.resolver is not None:
+                found = resolve_with(self.resolver, name)
+            if found is None:
+                raise UserError(
+                    f"tool_names names {name!r}, which agent {self.name!r} does not have; "
+                    f"it has {sorted(merged)}"
+                )
+            narrowed[name] = found
+        return narrowed
 
     # -- the tools node ----------------------------------------------------------------------
 
@@ -476,7 +543,7 @@ class ReactAgent(BaseAgent):
     def _invoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
         def base(request: ToolRequest) -> ToolResponseMessage:
             assert request.tool is not None
-            text = request.tool.call(request.tool_call.arguments, request.context)
+            text = as_text(call_tool(request.tool, request.tool_call.arguments, request.context))
             return ToolResponseMessage(
                 text, tool_call_id=request.tool_call.id, name=request.tool_call.name
             )
@@ -486,7 +553,9 @@ class ReactAgent(BaseAgent):
     async def _ainvoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
         async def base(request: ToolRequest) -> ToolResponseMessage:
             assert request.tool is not None
-            text = await request.tool.acall(request.tool_call.arguments, request.context)
+            text = as_text(
+                await acall_tool(request.tool, request.tool_call.arguments, request.context)
+            )
             return ToolResponseMessage(
                 text, tool_call_id=request.tool_call.id, name=request.tool_call.name
             )
@@ -509,7 +578,7 @@ class ReactAgent(BaseAgent):
         result = self.manager.execute_tool_calls(
             [],
             last,
-            tools=self._tools_now(),
+            tools=self._executable(config, runnable),
             context=self._tool_context(state, config),
             calls=runnable,
             invoke=self._invoke_tool if self.tool_interceptors else None,
@@ -524,7 +593,7 @@ class ReactAgent(BaseAgent):
         result = await self.manager.aexecute_tool_calls(
             [],
             last,
-            tools=self._tools_now(),
+            tools=self._executable(config, runnable),
             context=self._tool_context(state, config),
             calls=runnable,
             invoke=self._ainvoke_tool if self.tool_interceptors else None,

@@ -6,6 +6,7 @@ from graphagent.graph._builder import StateGraph
 from graphagent.graph._command import Command, Interrupt, interrupt
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START
+from graphagent.graph._draw import Drawing
 from graphagent.graph._snapshot import StateHistory, StateSnapshot
 from graphagent.graph._state import OverAllState
 from graphagent.graph._strategies import (
@@ -21,6 +22,7 @@ __all__ = [
     "AppendStrategy",
     "Command",
     "CompiledGraph",
+    "Drawing",
     "Interrupt",
     "KeyStrategy",
     "MergeStrategy",

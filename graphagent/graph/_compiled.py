@@ -28,7 +28,7 @@ import networkx as nx
 
 from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
-from graphagent._executor import run_all
+from graphagent._executor import in_thread, run_all
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
 from graphagent.errors import (
     GraphBubbleUp,
@@ -59,6 +59,7 @@ from graphagent.graph._validate import Topology
 
 if TYPE_CHECKING:
     from graphagent.graph._builder import StateGraph
+    from graphagent.graph._draw import Drawing
     from graphagent.graph._state import OverAllState, Schema
 
 __all__ = ["CompiledGraph", "StreamMode"]
@@ -127,7 +128,7 @@ async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Out
     elif spec.is_async:
         fn = spec.fn
     else:
-        outcome = await asyncio.to_thread(_call, task, state, config, False)
+        outcome = await in_thread(functools.partial(_call, task, state, config, False))
         if type(outcome) is Done and inspect.isawaitable(outcome.value):
             return await _in_scope(task, outcome.value)
         return outcome
@@ -234,7 +235,16 @@ class CompiledGraph:
                     yield effect.mode, effect.payload
                 elif kind is Put:
                     assert saver is not None
-                    saver.put(effect.thread_id, effect.write, expected_head=effect.expected_head)
+                    if effect.before:
+                        saver.put_many(
+                            effect.thread_id,
+                            (*effect.before, effect.write),
+                            expected_head=effect.expected_head,
+                        )
+                    else:
+                        saver.put(
+                            effect.thread_id, effect.write, expected_head=effect.expected_head
+                        )
                 elif kind is Load:
                     assert saver is not None
                     if saver.lock_policy is not None and not locked:
@@ -332,9 +342,16 @@ class CompiledGraph:
                     yield effect.mode, effect.payload
                 elif kind is Put:
                     assert saver is not None
-                    await saver.aput(
-                        effect.thread_id, effect.write, expected_head=effect.expected_head
-                    )
+                    if effect.before:
+                        await saver.aput_many(
+                            effect.thread_id,
+                            (*effect.before, effect.write),
+                            expected_head=effect.expected_head,
+                        )
+                    else:
+                        await saver.aput(
+                            effect.thread_id, effect.write, expected_head=effect.expected_head
+                        )
                 elif kind is Load:
                     assert saver is not None
                     if saver.lock_policy is not None and not locked:
@@ -596,7 +613,7 @@ class CompiledGraph:
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = saver.get(thread, cfg.checkpoint_id)
-        return StateSnapshot.from_checkpoint(cp, cfg)
+        return StateSnapshot.from_checkpoint(cp, cfg, self)
 
     async def aget_state(
         self, config: ConfigLike = None, *, thread_id: str | None = None
@@ -605,7 +622,7 @@ class CompiledGraph:
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = await saver.aget(thread, cfg.checkpoint_id)
-        return StateSnapshot.from_checkpoint(cp, cfg)
+        return StateSnapshot.from_checkpoint(cp, cfg, self)
 
     def get_state_history(
         self,
@@ -622,7 +639,7 @@ class CompiledGraph:
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
             listed = saver.history(thread, limit=limit, before=before)
-        return StateHistory(listed_snapshots(listed, cfg))
+        return StateHistory(listed_snapshots(listed, cfg, self))
 
     async def aget_state_history(
         self,
@@ -636,7 +653,7 @@ class CompiledGraph:
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
             listed = await saver.ahistory(thread, limit=limit, before=before)
-        return StateHistory(listed_snapshots(listed, cfg))
+        return StateHistory(listed_snapshots(listed, cfg, self))
 
     def update_state(
         self,
@@ -702,20 +719,33 @@ class CompiledGraph:
         """The node names, in the order they were added."""
         return tuple(self.topology.nodes)
 
-    def draw(self, fmt: str = "mermaid") -> str:
-        """The graph as ``"mermaid"``, ``"dot"``, ``"ascii"`` or ``"svg"`` text (offline)."""
-        from graphagent.graph._draw import draw
+    def draw(
+        self,
+        fmt: str = "svg",
+        *,
+        thread_id: str | None = None,
+        config: ConfigLike = None,
+    ) -> Drawing:
+        """The graph as ``"svg"``, ``"mermaid"``, ``"dot"`` or ``"ascii"`` text (offline).
 
-        return draw(self, fmt)
+        With ``thread_id`` (or a ``config`` naming a thread, and optionally a
+        ``checkpoint_id``), the SVG shows that thread's run: the path taken, with counts on
+        edges taken more than once, the current and next nodes, and a pause waiting for an
+        answer. The result is a ``str`` that Jupyter shows in its format.
+        """
+        from graphagent.graph._draw import draw
+        from graphagent.graph._overlay import thread_overlay
+
+        if thread_id is None and config is None:
+            return draw(self, fmt)
+        return draw(self, fmt, thread_overlay(self, self._stored(config, thread_id, "draw")[2]))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        # SVG only: JupyterLab ranks text/vnd.mermaid above SVG, so offering Mermaid here
+        # made every graph render through Mermaid; draw("mermaid") opts in to it
         from graphagent.graph._draw import draw
 
-        return {
-            "image/svg+xml": draw(self, "svg"),
-            "text/vnd.mermaid": draw(self, "mermaid"),
-            "text/plain": repr(self),
-        }
+        return {"image/svg+xml": draw(self, "svg"), "text/plain": repr(self)}
 
     def __repr__(self) -> str:
         saver = type(self.saver).__name__ if self.saver is not None else "no saver"

@@ -1,97 +1,178 @@
-"""Drawing a compiled graph as Mermaid, DOT, ASCII or standalone SVG, with no network.
+"""Drawing a compiled graph as SVG, Mermaid, DOT or ASCII, with no network.
 
 Subgraph nodes are drawn as nested blocks holding their own nodes; the SVG layout lives in
-:mod:`graphagent.graph._svg` and :mod:`graphagent.graph._layered`.
+:mod:`graphagent.graph._svg` and :mod:`graphagent.graph._layered`. Mermaid and DOT name
+nodes by generated ids (never a node's own name, which may be a keyword of the language or
+collide with another once cleaned); names appear only as labels.
 """
 
 from __future__ import annotations
 
-import html
+import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graphagent.errors import UserError
 from graphagent.graph._constants import END, START
+from graphagent.graph._drawn import ANY, ANY_NOTE, STYLE, drawn, label, subgraphs, tool_names
 from graphagent.graph._layered import layers
-from graphagent.graph._svg import STYLE, label, render_svg, subgraphs
+from graphagent.graph._svg import render_svg
 
 if TYPE_CHECKING:
     from graphagent.graph._compiled import CompiledGraph
+    from graphagent.graph._overlay import RunOverlay
 
-__all__ = ["FORMATS", "draw", "layers"]
+__all__ = ["FORMATS", "Drawing", "draw", "layers"]
 
-FORMATS = ("mermaid", "dot", "ascii", "svg")
+FORMATS = ("svg", "mermaid", "dot", "ascii")
 
 
-def draw(graph: CompiledGraph, fmt: str = "mermaid") -> str:
-    """Render ``graph`` in ``fmt`` (one of ``mermaid``, ``dot``, ``ascii``, ``svg``).
+class Drawing(str):
+    """The text of a drawing (a plain ``str``) that Jupyter shows in its own format.
+
+    ``app.draw("svg")`` on a cell's last line shows the picture, ``app.draw("mermaid")``
+    asks the front end to render Mermaid (the opt-in way to see it), ``"dot"`` and
+    ``"ascii"`` show as text.
+
+    Attributes:
+        fmt: ``"svg"``, ``"mermaid"``, ``"dot"`` or ``"ascii"``.
+    """
+
+    fmt: str
+
+    def __new__(cls, text: str, fmt: str) -> Drawing:
+        """Wrap ``text`` drawn in ``fmt``."""
+        self = super().__new__(cls, text)
+        self.fmt = fmt
+        return self
+
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]
+        # pickle and copy rebuild it through __new__, which needs the format too
+        return (str(self), self.fmt)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        text = str(self)
+        if self.fmt == "svg":
+            return {"image/svg+xml": text, "text/plain": f"<SVG drawing, {len(text)} chars>"}
+        if self.fmt == "mermaid":
+            return {"text/vnd.mermaid": text, "text/plain": text}
+        return {"text/plain": text}
+
+
+def draw(graph: CompiledGraph, fmt: str = "svg", overlay: RunOverlay | None = None) -> Drawing:
+    """Render ``graph`` in ``fmt`` (one of ``svg``, ``mermaid``, ``dot``, ``ascii``).
 
     Raises:
-        UserError: an unknown format.
+        UserError: an unknown format, or an overlay asked of a format other than SVG.
     """
-    if fmt == "mermaid":
-        lines = ["---", f"title: {graph.name}", "---", "flowchart TD"]
-        _mermaid(graph, "", lines, "  ")
-        for kind, (fill, stroke) in STYLE.items():
-            # prefixed: "end" is a reserved word in Mermaid
-            lines.append(f"  classDef ga_{kind} fill:{fill},stroke:{stroke},color:#263238")
-        return "\n".join(lines) + "\n"
-    if fmt == "dot":
-        lines = [
-            f"digraph {_q(graph.name)} {{",
-            "  rankdir=TB; compound=true;",
-            '  node [shape=box, style="rounded,filled", fontname="Helvetica"];',
-            '  edge [fontname="Helvetica", fontsize=10];',
-        ]
-        _dot(graph, "", lines, "  ")
-        return "\n".join([*lines, "}"]) + "\n"
-    if fmt == "ascii":
-        return _ascii(graph, "")
+    if fmt not in FORMATS:
+        raise UserError(f"unknown drawing format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if overlay is not None and fmt != "svg":
+        raise UserError(f"a thread's run is drawn in SVG only; use draw('svg', ...), not {fmt!r}")
     if fmt == "svg":
-        return render_svg(graph)
-    raise UserError(f"unknown drawing format {fmt!r}; use one of {', '.join(FORMATS)}")
+        return Drawing(render_svg(graph, overlay), fmt)
+    if fmt == "ascii":
+        return Drawing(_ascii(graph, ""), fmt)
+    ids = _Ids()
+    if fmt == "mermaid":
+        lines = ["---", f"title: {json.dumps(graph.name)}", "---", "flowchart TD"]
+        _mermaid(graph, (), ids, lines, "  ")
+        for kind, (fill, stroke) in STYLE.items():
+            dash = ",stroke-dasharray:4 3" if kind == "any" else ""
+            lines.append(f"  classDef ga_{kind} fill:{fill},stroke:{stroke},color:#263238{dash}")
+        return Drawing("\n".join(lines) + "\n", fmt)
+    lines = [
+        f"digraph {_q(graph.name)} {{",
+        "  rankdir=TB; compound=true;",
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+    ]
+    _dot(graph, (), ids, lines, "  ")
+    return Drawing("\n".join([*lines, "}"]) + "\n", fmt)
 
 
-def _id(prefix: str, name: str) -> str:
-    """A Mermaid/DOT-safe id, unique across nesting (``prefix`` is the parent's path)."""
-    safe = re.sub(r"\W", "_", label(name))
-    # START/END ids are reserved-looking; suffixing keeps them apart from user nodes
-    return f"{prefix}{safe}" + ("_" if name in (START, END) else "")
+class _Ids:
+    """Ids for one Mermaid or DOT document: ASCII, never a keyword, unique across nesting.
+
+    ``a-b``, ``a b`` and ``a.b`` all clean to ``a_b``; the second and third get a suffix
+    instead of silently becoming the same node.
+    """
+
+    def __init__(self) -> None:
+        self._by_path: dict[tuple[str, ...], str] = {}
+        self._used: set[str] = set()
+
+    def __call__(self, path: tuple[str, ...]) -> str:
+        got = self._by_path.get(path)
+        if got is not None:
+            return got
+        name = path[-1]
+        virtual = {START: "ga_start", END: "ga_end", ANY: "ga_any"}
+        # the "n_" prefix keeps user names off every keyword (end, style, graph, class, ...)
+        part = virtual.get(name) or "n_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+        base = f"{self(path[:-1])}__{part}" if len(path) > 1 else part
+        candidate, n = base, 1
+        while candidate in self._used:
+            n += 1
+            candidate = f"{base}_{n}"
+        self._used.add(candidate)
+        self._by_path[path] = candidate
+        return candidate
 
 
-def _mermaid(graph: CompiledGraph, prefix: str, lines: list[str], indent: str) -> None:
-    g = graph.topology.digraph
+def _mermaid_text(text: str) -> str:
+    """A label inside Mermaid quotes, as HTML entities without a ``#``.
+
+    Mermaid rewrites ``#name;`` in its source before parsing and, in version 12, leaves its
+    placeholder characters in the picture; numeric entities (``&#35;``) contain that form,
+    so only named ones are used.
+    """
+    codes = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "#": "&num;", "`": "&grave;"}
+    out = "".join(codes.get(ch, ch) for ch in text)
+    return out.replace("\r\n", "\n").replace("\n", "<br>")
+
+
+def _mermaid(
+    graph: CompiledGraph, path: tuple[str, ...], ids: _Ids, lines: list[str], indent: str
+) -> None:
+    g = drawn(graph)
     inner = subgraphs(graph)
     for node, data in g.nodes(data=True):
-        kind = data.get("kind", "node")
-        node_id = _id(prefix, node)
-        text = html.escape(label(node), quote=True)
+        kind = str(data.get("kind", "node"))
+        style = kind if kind in STYLE else "node"
+        node_id = ids((*path, node))
+        text = _mermaid_text(label(node))
         if node in inner:
             lines.append(f'{indent}subgraph {node_id}["{text}"]')
             lines.append(f"{indent}  direction TB")
-            _mermaid(inner[node], node_id + "__", lines, indent + "  ")
+            _mermaid(inner[node], (*path, node), ids, lines, indent + "  ")
             lines.append(f"{indent}end")
             lines.append(f"{indent}class {node_id} ga_subgraph")
             continue
-        shape = f"([{text}])" if kind in ("start", "end") else f'["{text}"]'
-        lines.append(f"{indent}{node_id}{shape}:::ga_{kind}")
+        tools = tool_names(graph, node)
+        if tools:
+            text += "<br><small>" + _mermaid_text(", ".join(tools)) + "</small>"
+        shape = f'(["{text}"])' if kind in ("start", "end", "any") else f'["{text}"]'
+        lines.append(f"{indent}{node_id}{shape}:::ga_{style}")
     for src, dst, data in g.edges(data=True):
         arrow = "-.->" if data.get("conditional") else "-->"
-        text = data.get("label", "")
-        tag = f"|{html.escape(text, quote=True)}|" if text else ""
-        lines.append(f"{indent}{_id(prefix, src)} {arrow}{tag} {_id(prefix, dst)}")
+        text = str(data.get("label", ""))
+        tag = f'|"{_mermaid_text(text)}"|' if text else ""
+        lines.append(f"{indent}{ids((*path, src))} {arrow}{tag} {ids((*path, dst))}")
 
 
 def _q(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _dot(graph: CompiledGraph, prefix: str, lines: list[str], indent: str) -> None:
-    g = graph.topology.digraph
+def _dot(
+    graph: CompiledGraph, path: tuple[str, ...], ids: _Ids, lines: list[str], indent: str
+) -> None:
+    g = drawn(graph)
     inner = subgraphs(graph)
     for node, data in g.nodes(data=True):
-        kind = data.get("kind", "node")
-        node_id = _id(prefix, node)
+        kind = str(data.get("kind", "node"))
+        node_id = ids((*path, node))
         fill, stroke = STYLE.get(kind, STYLE["node"])
         if node in inner:
             lines.append(f"{indent}subgraph {_q('cluster_' + node_id)} {{")
@@ -99,24 +180,30 @@ def _dot(graph: CompiledGraph, prefix: str, lines: list[str], indent: str) -> No
                 f'{indent}  label={_q(node)}; style="rounded,filled"; '
                 f"fillcolor={_q(fill)}; color={_q(stroke)};"
             )
-            _dot(inner[node], node_id + "__", lines, indent + "  ")
+            _dot(inner[node], (*path, node), ids, lines, indent + "  ")
             lines.append(f"{indent}}}")
             continue
-        shape = ", shape=oval" if kind in ("start", "end") else ""
+        text = label(node)
+        tools = tool_names(graph, node)
+        if tools:
+            text += "\n" + ", ".join(tools)
+        shape = ", shape=oval" if kind in ("start", "end", "any") else ""
+        if kind == "any":
+            shape += ', style="dashed,filled", tooltip=' + _q(ANY_NOTE)
         lines.append(
-            f"{indent}{_q(node_id)} [label={_q(label(node))}, fillcolor={_q(fill)}, "
+            f"{indent}{_q(node_id)} [label={_q(text)}, fillcolor={_q(fill)}, "
             f"color={_q(stroke)}{shape}];"
         )
     for src, dst, data in g.edges(data=True):
         attrs = []
         # an edge to or from a subgraph attaches to its START/END, clipped at the cluster
-        a, b = _id(prefix, src), _id(prefix, dst)
+        a, b = ids((*path, src)), ids((*path, dst))
         if src in inner:
             attrs.append(f"ltail={_q('cluster_' + a)}")
-            a = _id(a + "__", END)
+            a = ids((*path, src, END))
         if dst in inner:
             attrs.append(f"lhead={_q('cluster_' + b)}")
-            b = _id(b + "__", START)
+            b = ids((*path, dst, START))
         if data.get("conditional"):
             attrs.append("style=dashed")
         if data.get("label"):
@@ -126,14 +213,16 @@ def _dot(graph: CompiledGraph, prefix: str, lines: list[str], indent: str) -> No
 
 
 def _ascii(graph: CompiledGraph, indent: str) -> str:
-    g = graph.topology.digraph
+    g = drawn(graph)
     inner = subgraphs(graph)
     rows, _ = layers(g)
 
     def box(n: str) -> str:
         kind = g.nodes[n].get("kind", "node")
-        plain = kind in ("node", "start", "end") or kind == n
-        return f"[{label(n)}]" if plain else f"[{label(n)} <{kind}>]"
+        plain = kind in ("node", "start", "end", "any") or kind == n
+        tools = tool_names(graph, n)
+        extra = f": {', '.join(tools)}" if tools else ""
+        return f"[{label(n)}{extra}]" if plain else f"[{label(n)} <{kind}>{extra}]"
 
     texts = [" ".join(box(n) for n in row) for row in rows]
     width = max((len(t) for t in texts), default=0)
@@ -148,6 +237,8 @@ def _ascii(graph: CompiledGraph, indent: str) -> str:
     for src, dst, data in g.edges(data=True):
         arrow = "-.->" if data.get("conditional") else "--->"
         tag = f"  ({data['label']})" if data.get("label") else ""
+        if dst == ANY:
+            tag = "  (no path map: may go to any node)"
         out.append(f"{indent}  {label(src)} {arrow} {label(dst)}{tag}")
     text = "\n".join(out) + "\n"
     for name, sub in inner.items():

@@ -25,11 +25,16 @@ class Load:
 
 @dataclass(slots=True)
 class Put:
-    """Store a step's checkpoint; returns nothing."""
+    """Store a step's checkpoint; returns nothing.
+
+    ``before``: checkpoints not stored yet that ``write`` grows from (the run's input),
+    stored with it in one atomic ``put_many``.
+    """
 
     thread_id: str
     write: CheckpointWrite
     expected_head: str | None
+    before: tuple[CheckpointWrite, ...] = ()
 
 
 @dataclass(slots=True)

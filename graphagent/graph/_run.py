@@ -15,7 +15,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from checkpoint.base import Checkpoint, PendingWrite
+from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
     EmptyInputError,
@@ -98,6 +98,7 @@ def run_program(
     while True:
         tasks = yield from run.next_tasks()
         if tasks is None:
+            yield from run.flush()
             return run.finish()
         state = OverAllState(run.loop.values, graph.schema.empties)
         outcomes = yield Execute(tasks, state, config)
@@ -126,6 +127,7 @@ class Run:
         "start_input",
         "steps_run",
         "thread",
+        "unsaved",
     )
 
     def __init__(
@@ -144,6 +146,8 @@ class Run:
         self.at_breakpoint = False
         self.steps_run = 0
         self.start_input: dict[str, Any] = {}
+        # the run's input checkpoint (and work to keep with it), stored with the first step
+        self.unsaved: tuple[CheckpointWrite, tuple[PendingWrite, ...]] | None = None
         if self.nested:
             scope = _TASK.get()
             self.thread, self.saver = None, None
@@ -193,13 +197,13 @@ class Run:
             loop.checkpoint_id = saved.id
             loop.barriers = {k: list(v) for k, v in saved.extra.get("barriers", {}).items()}
         if isinstance(input, Command) and input.resume is not None:
-            yield from self._resume(saved, input)
+            self._resume(saved, input)
         elif input is None:
             self._continue(saved)
         else:
             changes = self._merge_input(input, saved)
             if self.saver is not None:
-                yield from self._put(loop.write(changes, "input"))
+                self._defer(loop.write(changes, "input"))
         if "values" in self.modes:
             yield Emit("values", dict(loop.values))
 
@@ -227,7 +231,7 @@ class Run:
         self.loop.next = saved.next
         self._load_pending(saved)
 
-    def _resume(self, saved: Checkpoint | None, command: Command) -> Effects:
+    def _resume(self, saved: Checkpoint | None, command: Command) -> None:
         if saved is None:
             raise EmptyInputError(
                 f"nothing to resume: thread {self.thread!r} has no checkpoint; "
@@ -243,10 +247,7 @@ class Run:
             # the update lands first, in a checkpoint of its own, so the resumed node sees it
             loop.values, changes = loop.merge([("__resume__", dict(command.update))])
             loop.step += 1
-            yield from self._put(loop.write(changes, "update"))
-            if saved.pending_writes:
-                assert self.thread is not None and loop.checkpoint_id is not None
-                yield PutWrites(self.thread, loop.checkpoint_id, tuple(saved.pending_writes))
+            self._defer(loop.write(changes, "update"), tuple(saved.pending_writes))
 
     def _load_pending(self, saved: Checkpoint) -> None:
         ctx, loop = self.ctx, self.loop
@@ -468,6 +469,8 @@ class Run:
         if self.saver is not None and loop.checkpoint_id is not None:
             if step.failure is None:
                 yield from self._anchor()
+            else:
+                yield from self.flush()  # the input stays, for invoke(None) to retry from
             yield from self._store_step(step)
         if step.failure is not None:
             node, exc = step.failure
@@ -543,10 +546,37 @@ class Run:
 
     # -- checkpoints -------------------------------------------------------------------
 
-    def _put(self, write: Any) -> Effects:
+    def _defer(self, write: CheckpointWrite, keep: tuple[PendingWrite, ...] = ()) -> None:
+        """Hold the run's input checkpoint back until its first step commits.
+
+        They are stored together (``put_many``), so a run that loses a race on its thread
+        leaves nothing behind, not even its input, and running it again adds it once.
+        ``keep``: pending work of the head to carry over, should the input be stored alone.
+        """
+        self.unsaved = (write, keep)
+        self.loop.checkpoint_id = write.id
+
+    def flush(self) -> Effects:
+        """Store the held-back input checkpoint on its own (the run stops before its first
+        step commits: it ends, pauses or fails there)."""
+        if self.unsaved is None:
+            return
+        (write, keep), self.unsaved = self.unsaved, None
         loop = self.loop
         assert self.thread is not None
         yield Put(self.thread, write, loop.head)
+        loop.checkpoint_id = loop.head = write.id
+        if keep:
+            yield PutWrites(self.thread, write.id, keep)
+
+    def _put(self, write: CheckpointWrite) -> Effects:
+        loop = self.loop
+        assert self.thread is not None
+        if self.unsaved is not None:
+            before, self.unsaved = (self.unsaved[0],), None
+            yield Put(self.thread, write, loop.head, before)
+        else:
+            yield Put(self.thread, write, loop.head)
         loop.checkpoint_id = loop.head = write.id
 
     def _anchor(self) -> Effects:
@@ -558,5 +588,7 @@ class Run:
         the thread continues it.
         """
         loop = self.loop
-        if loop.checkpoint_id is not None and loop.checkpoint_id != loop.head:
+        if self.unsaved is not None:
+            yield from self.flush()
+        elif loop.checkpoint_id is not None and loop.checkpoint_id != loop.head:
             yield from self._put(loop.write({}, "fork"))

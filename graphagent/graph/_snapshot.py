@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import html
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -14,7 +13,9 @@ from graphagent.graph._command import Interrupt
 __all__ = [
     "StateHistory",
     "StateSnapshot",
+    "changed_keys",
     "conversation",
+    "holds",
     "listed_snapshots",
     "message_count",
     "written_by",
@@ -48,19 +49,53 @@ class StateSnapshot:
     interrupts: tuple[Interrupt, ...] = ()
     config: RunnableConfig = field(default_factory=RunnableConfig)
     step: int = -1
+    # the graph it came from, so Jupyter can draw the run over it; not part of the value
+    _graph: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def exists(self) -> bool:
+        """Whether the thread has this checkpoint (``False``: no such thread, or none yet)."""
+        return self.checkpoint_id is not None
+
+    def summary(self) -> str:
+        """One line: the thread, the step, what runs next (``repr`` keeps every field)."""
+        thread = self.config.thread_id
+        if not self.exists:
+            return f"<StateSnapshot: no such thread {thread!r}>"
+        waiting = f", {len(self.interrupts)} question(s) waiting" if self.interrupts else ""
+        nxt = ", ".join(self.next) or "nothing (finished)"
+        return f"<StateSnapshot thread {thread!r} step {self.step}: next {nxt}{waiting}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Jupyter's text beside the HTML card: a line, not every value and id (and no
+        # private keys)
+        printer.text(self.summary())
 
     def _repr_html_(self) -> str:
-        """Jupyter shows the conversation, the other keys and the checkpoint line."""
-        return _snapshot_html(self)
+        """Jupyter shows where the thread stands, a question waiting for an answer (with
+        the exact ``Command(resume=...)`` to send), the conversation, the other public keys,
+        and the run drawn over its graph."""
+        from graphagent.graph._views import snapshot_html
+
+        drawing = None
+        if self._graph is not None and self.exists:
+            drawing = self._graph.draw("svg", config=self.config)
+        return snapshot_html(self, drawing)
 
     @staticmethod
-    def from_checkpoint(cp: Checkpoint | None, config: RunnableConfig) -> StateSnapshot:
-        """Build a snapshot (an empty one for an unknown thread)."""
+    def from_checkpoint(
+        cp: Checkpoint | None, config: RunnableConfig, graph: Any = None
+    ) -> StateSnapshot:
+        """Build a snapshot (an empty one, ``exists`` false, for an unknown thread).
+
+        ``graph``: the compiled graph it belongs to, which Jupyter uses to draw the run.
+        """
         if cp is None:
-            return StateSnapshot({}, (), None, None, {}, None, (), config, -1)
+            return StateSnapshot({}, (), None, None, {}, None, (), config, -1, graph)
         return StateSnapshot(
             values=cp.values,
             config=config.model_copy(update={"checkpoint_id": cp.id}),
+            _graph=graph,
             **_fields_of(cp),
         )
 
@@ -118,17 +153,21 @@ class _ListedSnapshot(StateSnapshot):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, StateSnapshot):
             return NotImplemented
-        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self))
+        return all(
+            getattr(self, f.name) == getattr(other, f.name) for f in fields(self) if f.compare
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
         return f"StateSnapshot({shown})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # a copy or a pickle is a plain snapshot: it must not drag the listing along
-        return (StateSnapshot, tuple(getattr(self, f.name) for f in fields(self)))
+        # a copy or a pickle is a plain snapshot: it must drag neither the listing nor
+        # the graph along
+        kept = (getattr(self, f.name) for f in fields(self) if f.name != "_graph")
+        return (StateSnapshot, tuple(kept))
 
     def message_count(self) -> int:
         """Messages in the state, counted without building it when the saver can."""
@@ -137,13 +176,46 @@ class _ListedSnapshot(StateSnapshot):
         return _count(self.values) if count is None else count
 
 
-def listed_snapshots(history: CheckpointHistory, config: RunnableConfig) -> list[StateSnapshot]:
-    """Snapshots of every checkpoint of ``history``, their states built only when read."""
+def holds(snap: StateSnapshot, key: str) -> bool:
+    """Whether the snapshot's state has ``key`` (a listed one: without building it)."""
+    if isinstance(snap, _ListedSnapshot) and "_history" in snap.__dict__:
+        known = snap.__dict__["_history"].keys(snap.__dict__["_index"])
+        if known is not None:
+            return key in known
+    return key in snap.values
+
+
+def changed_keys(snap: StateSnapshot, parent: StateSnapshot | None) -> list[str] | None:
+    """The keys whose value differs between two snapshots of one listing (every key of
+    ``snap`` without a parent), found from what is stored, without building either
+    state (``None``: not known that way)."""
+    if not isinstance(snap, _ListedSnapshot):
+        return None
+    history: CheckpointHistory | None = snap.__dict__.get("_history")
+    if history is None:
+        return None
+    index: int = snap.__dict__["_index"]
+    if parent is None:
+        return history.changed(index, None)
+    theirs: object = parent.__dict__.get("_history")
+    if not isinstance(parent, _ListedSnapshot) or theirs is not history:
+        return None
+    return history.changed(index, parent.__dict__["_index"])
+
+
+def listed_snapshots(
+    history: CheckpointHistory, config: RunnableConfig, graph: Any = None
+) -> list[StateSnapshot]:
+    """Snapshots of every checkpoint of ``history``, their states built only when read.
+
+    ``graph``: the compiled graph they belong to, which Jupyter uses to draw the run.
+    """
     out: list[StateSnapshot] = []
     for index in range(len(history)):
         snap = object.__new__(_ListedSnapshot)
         state = snap.__dict__
         state.update(_fields_of(history.bare(index)))
+        state["_graph"] = graph
         state["_history"], state["_index"], state["_base_config"] = history, index, config
         out.append(snap)
     return out
@@ -181,45 +253,12 @@ def written_by(snap: StateSnapshot) -> str:
     )
 
 
-def _snapshot_html(snap: StateSnapshot) -> str:
-    """The snapshot as HTML: the conversation, the other keys, the checkpoint line."""
-    esc = html.escape
-    rows: list[str] = []
-    for role, text, calls in conversation(snap):
-        extra = "".join(f'<div style="color:#6a1b9a">&rarr; {esc(c)}</div>' for c in calls)
-        rows.append(
-            '<tr><td style="text-align:right;color:#555;vertical-align:top">'
-            f"<b>{esc(role)}</b></td>"
-            f'<td style="text-align:left;white-space:pre-wrap">{esc(text)}{extra}</td></tr>'
-        )
-    others = "".join(
-        f'<tr><td style="text-align:right"><code>{esc(k)}</code></td>'
-        f'<td style="text-align:left"><code>{esc(repr(v))[:300]}</code></td></tr>'
-        for k, v in snap.values.items()
-        if k != "messages"
-    )
-    pending = "".join(f"<li>{esc(repr(i.value))}</li>" for i in snap.interrupts)
-    head = (
-        f"<b>step {snap.step}</b> &middot; checkpoint <code>{esc(str(snap.checkpoint_id))}</code>"
-        f" &middot; next: <code>{esc(', '.join(snap.next) or 'nothing (finished)')}</code>"
-    )
-    parts = [f'<div style="font-family:sans-serif;font-size:13px">{head}']
-    if rows:
-        parts.append(f"<table>{''.join(rows)}</table>")
-    if others:
-        parts.append(f"<table>{others}</table>")
-    if pending:
-        parts.append(f"<div><b>waiting for an answer to:</b><ul>{pending}</ul></div>")
-    parts.append("</div>")
-    return "".join(parts)
-
-
 class StateHistory(list[StateSnapshot]):
     """A thread's checkpoints, newest first: a plain list that Jupyter shows as a timeline.
 
     From ``get_state_history``, each snapshot builds its ``values`` when they are read
     (from items the listing decoded once) and does not keep them, so the list holds
-    ``O(n)`` however long the thread; drawing the timeline builds no state.
+    ``O(n)`` however long the thread.
 
     Example:
         >>> history = StateHistory([])
@@ -229,34 +268,13 @@ class StateHistory(list[StateSnapshot]):
 
     __slots__ = ()
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        thread = self[0].config.thread_id if self else None
+        printer.text(f"<StateHistory: {len(self)} checkpoints of thread {thread!r}, newest first>")
+
     def _repr_html_(self) -> str:
-        """One row per checkpoint: step, what wrote it, what runs next, time and id."""
-        esc = html.escape
-        if not self:
-            return '<div style="font-family:sans-serif;font-size:13px">no checkpoints</div>'
-        rows: list[str] = []
-        for snap in self:
-            source = str(snap.metadata.get("source", ""))
-            nodes = written_by(snap)
-            colour = {"input": "#43a047", "update": "#8e24aa"}.get(source, "#1e88e5")
-            when = snap.created_at.strftime("%H:%M:%S.%f")[:-3] if snap.created_at else ""
-            count = message_count(snap)
-            waiting = " &#9208; waiting for an answer" if snap.interrupts else ""
-            rows.append(
-                f'<tr><td style="text-align:right"><b>{snap.step}</b></td>'
-                f'<td><span style="color:{colour}">&#9679;</span> {esc(nodes)}'
-                f'<span style="color:#888"> ({esc(source)})</span></td>'
-                f"<td><code>{esc(', '.join(snap.next) or '-')}</code>{waiting}</td>"
-                f'<td style="text-align:right">{count}</td>'
-                f'<td style="color:#666">{esc(when)}</td>'
-                f"<td><code>{esc(str(snap.checkpoint_id))}</code></td></tr>"
-            )
-        head = "".join(
-            f'<th style="text-align:left">{h}</th>'
-            for h in ("step", "written by", "next", "messages", "time (UTC)", "checkpoint id")
-        )
-        return (
-            '<div style="font-family:sans-serif;font-size:13px">'
-            f"<b>{len(self)} checkpoints</b>, newest first"
-            f"<table><tr>{head}</tr>{''.join(rows)}</table></div>"
-        )
+        """One row per checkpoint: step, what wrote it, the keys it changed, what runs next,
+        the number of messages, the time and the id."""
+        from graphagent.graph._views import history_html
+
+        return history_html(self)

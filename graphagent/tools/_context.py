@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphagent.config import RunnableConfig, ensure_config
+
+if TYPE_CHECKING:
+    from graphagent.messages import Message
 
 __all__ = ["ToolContext"]
 
@@ -25,6 +28,9 @@ class ToolContext:
             ``config.metadata["user_id"]``, ...).
         tool_call_id: the model's id for this call.
         context: the caller's ``tool_context`` mapping (per run or per agent).
+        history: the conversation up to and including the assistant message that
+            asked for this call (Spring AI's tool-call history); in an agent it is
+            ``state["messages"]``.
 
     Example:
         >>> from graphagent.tools import tool, ToolContext
@@ -35,7 +41,7 @@ class ToolContext:
         ...     return ctx.metadata.get("user_id", "anonymous")
     """
 
-    __slots__ = ("_updates", "config", "context", "state", "tool_call_id")
+    __slots__ = ("_updates", "config", "context", "history", "state", "tool_call_id")
 
     def __init__(
         self,
@@ -44,11 +50,15 @@ class ToolContext:
         config: RunnableConfig | Mapping[str, Any] | None = None,
         tool_call_id: str = "",
         context: Mapping[str, Any] | None = None,
+        history: Sequence[Message] | None = None,
     ) -> None:
         self.state: Mapping[str, Any] = MappingProxyType(dict(state)) if state else _EMPTY
         self.config: RunnableConfig = ensure_config(config)
         self.tool_call_id = tool_call_id
         self.context: Mapping[str, Any] = MappingProxyType(dict(context)) if context else _EMPTY
+        if history is None:
+            history = self.state.get("messages") or ()
+        self.history: tuple[Message, ...] = tuple(history)
         self._updates: list[dict[str, Any]] = []
 
     @property
@@ -73,6 +83,7 @@ class ToolContext:
         ctx.state = self.state
         ctx.config = self.config
         ctx.context = self.context
+        ctx.history = self.history
         ctx.tool_call_id = tool_call_id
         ctx._updates = []
         return ctx

@@ -7,7 +7,7 @@ from typing import Any
 
 import pydantic_core
 
-__all__ = ["ResultConverter", "default_result_converter"]
+__all__ = ["ResultConverter", "as_text", "default_result_converter"]
 
 ResultConverter = Callable[[Any], str]
 
@@ -26,3 +26,10 @@ def default_result_converter(result: Any) -> str:
     if isinstance(result, str):
         return result
     return pydantic_core.to_json(result, serialize_unknown=True).decode()
+
+
+def as_text(value: Any) -> str:
+    """What a hand-written tool returned, as text: ``None`` is ``""``, others as above."""
+    if value is None:
+        return ""
+    return default_result_converter(value)

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic_core import core_schema
+
+from graphagent.errors import UserError
 
 if TYPE_CHECKING:
     from graphagent.tools._context import ToolContext
 
-__all__ = ["ToolCallback", "ToolDefinition", "ToolMetadata", "ToolParam"]
+__all__ = [
+    "ToolCallback",
+    "ToolDefinition",
+    "ToolMetadata",
+    "ToolParam",
+    "acall_tool",
+    "call_tool",
+]
 
 
 @dataclass(frozen=True)
@@ -43,7 +58,11 @@ class ToolMetadata:
 
 @dataclass(frozen=True)
 class ToolParam:
-    """Extra schema information for a parameter: ``Annotated[str, ToolParam(...)]``.
+    """Extra schema information for a parameter or field: ``Annotated[str, ToolParam(...)]``.
+
+    It works on a tool function's parameters and on the fields of any pydantic model
+    or dataclass a tool takes (nested ones and ``input_type`` models too), like
+    Spring AI's ``@ToolParam``.
 
     Attributes:
         description: shown to the model.
@@ -54,29 +73,145 @@ class ToolParam:
     description: str | None = None
     required: bool = True
 
+    # pydantic calls these for Annotated metadata wherever the type appears, so a
+    # ToolParam inside a model is honoured without the tool code walking the model
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        schema = handler(source)
+        if not self.required:
+            schema = core_schema.with_default_schema(
+                core_schema.nullable_schema(schema), default=None
+            )
+        return schema
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: GetJsonSchemaHandler) -> Any:
+        json_schema = dict(handler(schema))
+        if self.description:
+            json_schema["description"] = self.description
+        return json_schema
+
 
 @runtime_checkable
 class ToolCallback(Protocol):
     """Anything a model can call: a definition, metadata, and ``call``/``acall``.
 
-    Implement it by hand for tools whose schema you write yourself; most tools are
-    made with ``@tool`` or :class:`FunctionToolCallback`.
+    Subclass it to write a tool by hand: give it a ``definition`` and a ``call`` (or
+    an ``acall``); the rest has defaults. ``metadata`` is ``ToolMetadata()``, ``acall``
+    runs ``call`` in a worker thread, ``call`` runs ``acall`` when only that is given,
+    and a ``call(tool_input)`` without a context parameter is called without one.
+    Objects that are not subclasses work too, as long as they have ``definition``
+    and ``call`` or ``acall``. Most tools are made with ``@tool`` or
+    :class:`FunctionToolCallback`.
+
+    Example:
+        >>> class Shout(ToolCallback):
+        ...     definition = ToolDefinition("shout", "Say it louder.", {
+        ...         "type": "object", "properties": {"text": {"type": "string"}},
+        ...     })
+        ...     def call(self, tool_input):
+        ...         return tool_input.upper()
+        >>> Shout().metadata.return_direct
+        False
+        >>> from graphagent.messages import AssistantMessage, ToolCall
+        >>> from graphagent.tools import ToolCallingManager
+        >>> asked = AssistantMessage(tool_calls=[ToolCall(id="1", name="shout", arguments='"hi"')])
+        >>> result = ToolCallingManager().execute_tool_calls([], asked, tools=[Shout()])
+        >>> result.tool_responses[0].content
+        '"HI"'
     """
 
-    @property
-    def definition(self) -> ToolDefinition:
-        """The definition sent to models."""
-        ...
+    if TYPE_CHECKING:
 
-    @property
-    def metadata(self) -> ToolMetadata:
-        """How the result is used."""
-        ...
+        @property
+        def definition(self) -> ToolDefinition:
+            """The definition sent to models."""
+            ...
+
+        @property
+        def metadata(self) -> ToolMetadata:
+            """How the result is used (default: ``ToolMetadata()``)."""
+            ...
+
+    else:
+        # plain attributes at runtime, so a subclass may set them in __init__, as a
+        # class attribute or as a property
+        definition: ToolDefinition
+        metadata: ToolMetadata = ToolMetadata()
 
     def call(self, tool_input: str, context: ToolContext | None = None) -> str:
-        """Run with the model's JSON arguments; return the result as text."""
-        ...
+        """Run with the model's JSON arguments; return the result as text.
+
+        The default runs :meth:`acall` (for tools that only define that).
+        """
+        if type(self).acall is ToolCallback.acall:
+            raise NotImplementedError(_missing(self))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return cast(str, asyncio.run(acall_tool(self, tool_input, context)))
+        raise UserError(
+            f"tool {_name(self)!r} only has acall() and an event loop is running; "
+            "use acall() or aexecute_tool_calls()"
+        )
 
     async def acall(self, tool_input: str, context: ToolContext | None = None) -> str:
-        """Async :meth:`call`."""
-        ...
+        """Async :meth:`call`; the default runs ``call`` in a worker thread."""
+        if type(self).call is ToolCallback.call:
+            raise NotImplementedError(_missing(self))
+        return await asyncio.to_thread(call_tool, self, tool_input, context)
+
+
+def _name(tool: Any) -> str:
+    definition = getattr(tool, "definition", None)
+    return getattr(definition, "name", None) or type(tool).__name__
+
+
+def _missing(tool: Any) -> str:
+    return (
+        f"{type(tool).__name__} is a ToolCallback without call() or acall(); "
+        "define call(self, tool_input, context=None) -> str"
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _takes_context(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` (unbound) accepts a second positional argument, the context."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # builtins and C callables: assume the full form
+        return True
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3  # self, tool_input, context
+
+
+def _method(tool: Any, name: str) -> tuple[Callable[..., Any] | None, bool]:
+    bound = getattr(tool, name, None)
+    if bound is None:
+        return None, False
+    fn = getattr(bound, "__func__", None)
+    if fn is None:  # a callable set on the instance: no self to count
+        try:
+            params = list(inspect.signature(bound).parameters.values())
+        except (TypeError, ValueError):
+            return bound, True
+        return bound, len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+    return bound, _takes_context(fn)
+
+
+def call_tool(tool: Any, tool_input: str, context: ToolContext | None = None) -> Any:
+    """Run ``tool.call`` with the context when its ``call`` takes one, without it otherwise."""
+    call, with_context = _method(tool, "call")
+    if call is None:
+        if getattr(tool, "acall", None) is None:
+            raise UserError(f"{type(tool).__name__} is not a tool: it has no call() or acall()")
+        return ToolCallback.call(tool, tool_input, context)
+    return call(tool_input, context) if with_context else call(tool_input)
+
+
+async def acall_tool(tool: Any, tool_input: str, context: ToolContext | None = None) -> Any:
+    """Async :func:`call_tool`: ``tool.acall``, or ``tool.call`` in a worker thread."""
+    acall, with_context = _method(tool, "acall")
+    if acall is None:
+        return await asyncio.to_thread(call_tool, tool, tool_input, context)
+    return await (acall(tool_input, context) if with_context else acall(tool_input))

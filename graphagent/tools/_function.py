@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
+import re
 import types
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
 from pydantic import BaseModel, ValidationError
 
+from graphagent._executor import in_thread
 from graphagent.errors import ToolArgumentsError, ToolDefinitionError, UserError
 from graphagent.graph._nodes import is_async_callable
 from graphagent.tools._context import ToolContext
@@ -24,6 +28,12 @@ from graphagent.tools._schema import (
 )
 
 __all__ = ["FunctionToolCallback", "method_tools", "tool"]
+
+
+def description_from_name(name: str) -> str:
+    """A description made from a tool's name: ``get_current_weather`` -> "get current weather"."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    return re.sub(r"[\s_\-.]+", " ", words).strip().lower()
 
 
 def _is_method(fn: Callable[..., Any]) -> bool:
@@ -82,6 +92,12 @@ class FunctionToolCallback:
             raise ToolDefinitionError(f"a tool needs a non-empty name, got {name!r}")
         if input_type is not None and input_schema is not None:
             raise ToolDefinitionError(f"tool {name!r}: give input_type or input_schema, not both")
+        # @tool over @staticmethod / @classmethod: the function inside is the tool
+        self.binds_class = isinstance(fn, classmethod)
+        if isinstance(fn, (staticmethod, classmethod)):
+            if _method is None:
+                _method = self.binds_class
+            fn = fn.__func__
         self.fn = fn
         self.method = _is_method(fn) if _method is None else _method
         self.is_async = is_async_callable(fn)
@@ -99,8 +115,14 @@ class FunctionToolCallback:
             )
         text = description if description is not None else self.schema.description
         if not text:
-            raise ToolDefinitionError(
-                f"tool {name!r} has no description: give it a docstring or description=..."
+            # Spring AI does the same (and logs a warning): the tool still works, but a
+            # model picks tools by their descriptions
+            text = description_from_name(name) or name
+            warnings.warn(
+                f"tool {name!r} has no description, so the model is told {text!r}; "
+                "give it a docstring or description=...",
+                UserWarning,
+                stacklevel=_caller_level(),
             )
         self._definition = ToolDefinition(name, text, self.schema.json_schema)
         self._metadata = ToolMetadata(return_direct=return_direct)
@@ -141,14 +163,18 @@ class FunctionToolCallback:
     # -- binding methods --------------------------------------------------------------
 
     def __get__(self, obj: Any, objtype: Any = None) -> FunctionToolCallback:
+        if self.method and self.binds_class and objtype is not None:
+            return self.bind(objtype)
         if obj is None or not self.method:
             return self
         return self.bind(obj)
 
     def bind(self, obj: Any) -> FunctionToolCallback:
-        """This method tool bound to the instance ``obj``."""
+        """This method tool bound to the instance ``obj`` (a classmethod: to its class)."""
         if not self.method:
             return self
+        if self.binds_class and not isinstance(obj, type):
+            obj = type(obj)
         return FunctionToolCallback(
             self.name,
             types.MethodType(self.fn, obj),
@@ -193,7 +219,7 @@ class FunctionToolCallback:
             kwargs: dict[str, Any] = {self.schema.single_input or "input": raw}
         else:
             try:
-                validated = self.schema.model.model_validate(raw)
+                validated = self.schema.validate(raw)
             except ValidationError as exc:
                 raise ToolArgumentsError(
                     f"invalid arguments for tool {self.name!r}: {readable(exc)}"
@@ -231,7 +257,7 @@ class FunctionToolCallback:
         if self.is_async:
             result = await self.fn(**kwargs)
         else:
-            result = await asyncio.to_thread(self.fn, **kwargs)
+            result = await in_thread(functools.partial(self.fn, **kwargs))
         return self.result_converter(result)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -317,6 +343,10 @@ def method_tools(obj: Any) -> list[FunctionToolCallback]:
     seen: set[str] = set()
     for klass in type(obj).__mro__:
         for attr_name, attr in vars(klass).items():
+            if isinstance(attr, staticmethod) and isinstance(attr.__func__, FunctionToolCallback):
+                attr = attr.__func__  # @staticmethod over @tool
+            elif isinstance(attr, classmethod) and isinstance(attr.__func__, FunctionToolCallback):
+                attr = attr.__func__.bind(klass)  # @classmethod over @tool
             if isinstance(attr, FunctionToolCallback) and attr_name not in seen:
                 seen.add(attr_name)
                 found.append(attr.bind(obj))
@@ -325,3 +355,13 @@ def method_tools(obj: Any) -> list[FunctionToolCallback]:
             f"{type(obj).__name__} has no @tool methods; decorate the methods to expose with @tool"
         )
     return found
+
+
+def _caller_level() -> int:
+    """The stack level of the first frame outside graphagent.tools (for warnings)."""
+    frame, level = inspect.currentframe(), 1
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(
+        "graphagent.tools"
+    ):
+        frame, level = frame.f_back, level + 1
+    return max(level - 1, 1)

@@ -11,11 +11,19 @@ from typing import Any, Protocol
 
 from graphagent._executor import call_with_timeout, run_all
 from graphagent.config import ConfigLike
-from graphagent.errors import GraphBubbleUp, ToolArgumentsError, ToolExecutionError
+from graphagent.errors import GraphBubbleUp, ToolArgumentsError, ToolExecutionError, UserError
 from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
+from graphagent.tools._calls import arguments_of, clip_name, unique_call_ids
 from graphagent.tools._context import ToolContext
-from graphagent.tools._definition import ToolCallback, ToolDefinition
-from graphagent.tools._resolve import ToolsLike, collect_tools
+from graphagent.tools._convert import as_text
+from graphagent.tools._definition import (
+    ToolCallback,
+    ToolDefinition,
+    ToolMetadata,
+    acall_tool,
+    call_tool,
+)
+from graphagent.tools._resolve import ResolverLike, ToolsLike, collect_tools, resolve_with
 
 __all__ = [
     "DefaultToolExecutionExceptionProcessor",
@@ -46,7 +54,8 @@ class DefaultToolExecutionExceptionProcessor:
 
     Args:
         always_throw: raise every failure as :class:`ToolExecutionError`.
-        rethrow: exception types that are always raised (e.g. your ``AuthError``).
+        rethrow: exception types raised as themselves, not as a wrapper (e.g. your
+            ``AuthError``); subclasses count. Checked before ``always_throw``.
     """
 
     def __init__(
@@ -56,9 +65,16 @@ class DefaultToolExecutionExceptionProcessor:
         self.rethrow = rethrow
 
     def process(self, error: ToolExecutionError) -> str:
-        """The error's message, for the model; raises when configured to."""
+        """The error's message, for the model; raises when configured to.
+
+        Raises:
+            BaseException: the tool's own exception, when its type is in ``rethrow``.
+            ToolExecutionError: ``error``, when ``always_throw`` is set.
+        """
         cause = error.__cause__
-        if self.always_throw or (cause is not None and isinstance(cause, self.rethrow)):
+        if cause is not None and self.rethrow and isinstance(cause, self.rethrow):
+            raise cause
+        if self.always_throw:
             raise error
         return str(error)
 
@@ -95,6 +111,9 @@ class ToolCallingManager:
         exception_processor: what failures become (default: a message for the model).
         timeout: seconds each tool call may take (``None``: no limit).
         max_workers: most sync tools run at once for one message.
+        resolver: consulted for a called name that is not among the ``tools`` given to
+            ``execute_tool_calls`` (a :class:`ToolCallbackResolver` or a function
+            ``name -> tool | None``).
 
     Example:
         >>> from graphagent.tools import tool, ToolCallingManager
@@ -117,18 +136,37 @@ class ToolCallingManager:
         exception_processor: ToolExecutionExceptionProcessor | None = None,
         timeout: float | None = None,
         max_workers: int = 8,
+        resolver: ResolverLike | None = None,
     ) -> None:
         self.exception_processor = exception_processor or DefaultToolExecutionExceptionProcessor()
         self.timeout = timeout
         self.max_workers = max_workers
+        self.resolver = resolver
 
     @staticmethod
     def resolve_tool_definitions(tools: ToolsLike) -> list[ToolDefinition]:
         """The definitions to send to a model for ``tools``."""
         return [t.definition for t in collect_tools(tools=tools).values()]
 
+    @staticmethod
+    def _checked(assistant_message: Any, calls: Sequence[ToolCall] | None) -> AssistantMessage:
+        if not isinstance(assistant_message, AssistantMessage):
+            raise UserError(
+                "execute_tool_calls takes the model's AssistantMessage, got "
+                f"{type(assistant_message).__name__}"
+            )
+        if calls is None and not assistant_message.tool_calls:
+            raise UserError(
+                "the assistant message has no tool calls, so there is nothing to execute; "
+                "check reply.tool_calls before calling execute_tool_calls (no tool calls "
+                "means the reply is the model's answer)"
+            )
+        # every call gets its own answer, even when the server reused an id
+        return assistant_message if calls is not None else unique_call_ids(assistant_message)
+
     def _plan(
         self,
+        messages: Sequence[Message],
         assistant_message: AssistantMessage,
         tools: ToolsLike | Mapping[str, ToolCallback],
         state: Mapping[str, Any] | None,
@@ -138,11 +176,20 @@ class ToolCallingManager:
         calls: Sequence[ToolCall] | None = None,
     ) -> list[_Planned]:
         toolset = tools if isinstance(tools, Mapping) else collect_tools(tools=tools)
-        base = context or ToolContext(state=state, config=config, context=tool_context)
-        return [
-            _Planned(call, toolset.get(call.name), base.for_call(call.id))
-            for call in (assistant_message.tool_calls if calls is None else calls)
-        ]
+        base = context or ToolContext(
+            state=state,
+            config=config,
+            context=tool_context,
+            history=[*messages, assistant_message],
+        )
+        plan = []
+        for call in assistant_message.tool_calls if calls is None else calls:
+            found = toolset.get(call.name)
+            if found is None and self.resolver is not None:
+                found = resolve_with(self.resolver, call.name)
+            normalized = call.model_copy(update={"arguments": arguments_of(call)})
+            plan.append(_Planned(normalized, found, base.for_call(call.id)))
+        return plan
 
     def _failure(self, planned: _Planned, exc: BaseException | None, text: str) -> str:
         call = planned.call
@@ -151,14 +198,17 @@ class ToolCallingManager:
             error.__cause__ = exc
         return self.exception_processor.process(error)
 
-    def _outcome(self, planned: _Planned, run: Callable[[], str]) -> str:
+    def _outcome(self, planned: _Planned, run: Callable[[], Any]) -> str:
         call = planned.call
         if planned.tool is None:
             return self._failure(
-                planned, None, f"unknown tool {call.name!r}; call one of the tools you were given"
+                planned,
+                None,
+                f"unknown tool {clip_name(call.name)!r}; call one of the tools you were given",
             )
         try:
-            return run()
+            # a hand-written tool may return None or a non-string; the model needs text
+            return as_text(run())
         except ToolArgumentsError as exc:
             return self._failure(planned, exc, f"{exc} Call the tool again with valid arguments.")
         except (TimeoutError, concurrent.futures.TimeoutError) as exc:
@@ -168,9 +218,8 @@ class ToolCallingManager:
         except _STOP:
             raise
         except Exception as exc:
-            return self._failure(
-                planned, exc, f"tool {call.name!r} failed: {type(exc).__name__}: {exc}"
-            )
+            detail = f"{type(exc).__name__}: {exc}" if str(exc).strip() else type(exc).__name__
+            return self._failure(planned, exc, f"tool {call.name!r} failed: {detail}")
         except BaseException as exc:
             raise ToolExecutionError(
                 f"tool {call.name!r} raised {type(exc).__name__}: {exc}",
@@ -191,7 +240,7 @@ class ToolCallingManager:
             for p, text in zip(plan, texts, strict=True)
         ]
         direct = bool(plan) and all(
-            p.tool is not None and p.tool.metadata.return_direct for p in plan
+            p.tool is not None and _metadata(p.tool).return_direct for p in plan
         )
         updates = [u for p in plan for u in p.context.updates]
         return ToolExecutionResult(
@@ -218,7 +267,12 @@ class ToolCallingManager:
         """Run every tool call of ``assistant_message``; several run concurrently.
 
         Results come back in call order whatever order the tools finish in. Failures
-        become tool messages (see ``exception_processor``).
+        become tool messages (see ``exception_processor``). A name not among ``tools``
+        is looked up in the manager's ``resolver``. Calls that share an id (some servers
+        reuse them) each get their own answer: the ids are made distinct in the
+        ``assistant_message`` of ``conversation_history``. Empty arguments reach the tool
+        as ``"{}"``. Tools get a :class:`ToolContext` whose ``history`` is ``messages``
+        plus ``assistant_message``.
 
         Args:
             messages: the conversation before ``assistant_message``.
@@ -232,17 +286,23 @@ class ToolCallingManager:
             invoke: runs one call instead of ``tool.call(arguments, context)`` (agents
                 put their interceptors here).
             on_response: called with each tool message as soon as its tool finishes.
-        """
-        plan = self._plan(assistant_message, tools, state, config, tool_context, context, calls)
 
-        def runner(p: _Planned) -> Callable[[], str]:
-            def run() -> str:
+        Raises:
+            UserError: ``assistant_message`` is not an assistant message with tool calls.
+        """
+        assistant_message = self._checked(assistant_message, calls)
+        plan = self._plan(
+            messages, assistant_message, tools, state, config, tool_context, context, calls
+        )
+
+        def runner(p: _Planned) -> Callable[[], Any]:
+            def run() -> Any:
                 assert p.tool is not None
                 tool = p.tool
                 if invoke is not None:
                     target: Callable[[], str] = lambda: invoke(p.call, tool, p.context)  # noqa: E731
                 else:
-                    target = lambda: tool.call(p.call.arguments, p.context)  # noqa: E731
+                    target = lambda: call_tool(tool, p.call.arguments, p.context)  # noqa: E731
                 return call_with_timeout(target, self.timeout)
 
             return run
@@ -274,7 +334,10 @@ class ToolCallingManager:
         on_response: Callable[[ToolResponseMessage], None] | None = None,
     ) -> ToolExecutionResult:
         """Async :meth:`execute_tool_calls`: async tools are gathered, sync ones run in threads."""
-        plan = self._plan(assistant_message, tools, state, config, tool_context, context, calls)
+        assistant_message = self._checked(assistant_message, calls)
+        plan = self._plan(
+            messages, assistant_message, tools, state, config, tool_context, context, calls
+        )
 
         async def attempt(p: _Planned) -> str:
             if p.tool is None:
@@ -283,8 +346,8 @@ class ToolCallingManager:
                 if invoke is not None:
                     pending = invoke(p.call, p.tool, p.context)
                 else:
-                    pending = p.tool.acall(p.call.arguments, p.context)
-                text = await asyncio.wait_for(pending, self.timeout)
+                    pending = acall_tool(p.tool, p.call.arguments, p.context)
+                value = await asyncio.wait_for(pending, self.timeout)
             except _STOP:
                 raise
             except BaseException as exc:
@@ -294,7 +357,7 @@ class ToolCallingManager:
                     raise caught
 
                 return self._outcome(p, reraise)
-            return text
+            return self._outcome(p, lambda: value)
 
         async def one(p: _Planned) -> str:
             text = await attempt(p)
@@ -304,3 +367,7 @@ class ToolCallingManager:
 
         texts = list(await asyncio.gather(*(one(p) for p in plan)))
         return self._result(messages, assistant_message, plan, texts)
+
+
+def _metadata(tool: ToolCallback) -> ToolMetadata:
+    return getattr(tool, "metadata", None) or ToolMetadata()

@@ -6,11 +6,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from graphagent.errors import ToolDefinitionError
-from graphagent.tools._definition import ToolCallback
+from graphagent.tools._definition import ToolCallback, ToolDefinition
 from graphagent.tools._function import FunctionToolCallback, method_tools
 
 __all__ = [
     "DelegatingToolCallbackResolver",
+    "ResolverLike",
     "StaticToolCallbackProvider",
     "StaticToolCallbackResolver",
     "ToolCallbackProvider",
@@ -18,6 +19,7 @@ __all__ = [
     "ToolsLike",
     "as_tool",
     "collect_tools",
+    "resolve_with",
 ]
 
 
@@ -50,8 +52,19 @@ class StaticToolCallbackProvider:
         return list(self._tools)
 
 
+ResolverLike = ToolCallbackResolver | Callable[[str], "ToolCallback | None"]
+"""A resolver, or a plain function ``name -> tool | None``."""
+
+
+def resolve_with(resolver: ResolverLike, name: str) -> ToolCallback | None:
+    """Ask ``resolver`` (an object with ``resolve`` or a function) for ``name``."""
+    if isinstance(resolver, ToolCallbackResolver):
+        return resolver.resolve(name)
+    return resolver(name)
+
+
 class StaticToolCallbackResolver:
-    """Resolves names among a fixed set of tools.
+    """Resolves names among a fixed set of tools; also a provider of all of them.
 
     Raises:
         ToolDefinitionError: two tools share a name.
@@ -64,26 +77,59 @@ class StaticToolCallbackResolver:
         """The tool called ``name``, or ``None``."""
         return self._tools.get(name)
 
+    def tool_callbacks(self) -> Sequence[ToolCallback]:
+        """Every tool it knows (so an agent given only this resolver offers them all)."""
+        return list(self._tools.values())
+
 
 class DelegatingToolCallbackResolver:
-    """Asks each resolver in turn; the first that knows the name wins."""
+    """Asks each resolver in turn; the first that knows the name wins.
 
-    def __init__(self, resolvers: Sequence[ToolCallbackResolver]) -> None:
+    It provides the tools of those resolvers that can list theirs.
+    """
+
+    def __init__(self, resolvers: Sequence[ResolverLike]) -> None:
         self.resolvers = list(resolvers)
 
     def resolve(self, name: str) -> ToolCallback | None:
         """The first resolver's answer for ``name``."""
         for resolver in self.resolvers:
-            found = resolver.resolve(name)
+            found = resolve_with(resolver, name)
             if found is not None:
                 return found
         return None
 
+    def tool_callbacks(self) -> Sequence[ToolCallback]:
+        """The tools of the resolvers that can list theirs; the first of a name wins."""
+        found: dict[str, ToolCallback] = {}
+        for resolver in self.resolvers:
+            if isinstance(resolver, ToolCallbackProvider):
+                for t in resolver.tool_callbacks():
+                    found.setdefault(t.definition.name, t)
+        return list(found.values())
+
+
+def is_tool(value: Any) -> bool:
+    """Whether ``value`` is a tool: a definition and ``call`` or ``acall``."""
+    if isinstance(value, ToolCallback):
+        return True
+    # a hand-written tool needs no metadata or acall (they have defaults)
+    return isinstance(getattr(value, "definition", None), ToolDefinition) and (
+        hasattr(value, "call") or hasattr(value, "acall")
+    )
+
 
 def as_tool(value: ToolCallback | Callable[..., Any]) -> ToolCallback:
     """A tool as is; a plain function made into a tool named after it."""
-    if isinstance(value, ToolCallback):
-        return value
+    if is_tool(value):
+        return value  # type: ignore[return-value]
+    if isinstance(value, staticmethod):  # taken from a class's __dict__
+        return as_tool(value.__func__)
+    if isinstance(value, classmethod):
+        raise ToolDefinitionError(
+            f"{value!r} is a bare classmethod, with no class to bind to; use "
+            "method_tools(obj) for the @tool methods of a class"
+        )
     if callable(value):
         return FunctionToolCallback(getattr(value, "__name__", "tool"), value)
     raise ToolDefinitionError(f"{value!r} is not a tool; pass a @tool function or a ToolCallback")
@@ -105,18 +151,25 @@ def collect_tools(
     method_tools_of: Iterable[Any] = (),
     providers: Iterable[ToolCallbackProvider] = (),
     names: Iterable[str] = (),
-    resolver: ToolCallbackResolver | None = None,
+    resolver: ResolverLike | None = None,
 ) -> dict[str, ToolCallback]:
     """Gather tools from every source into one name -> tool mapping.
 
+    The same tool given through two sources is kept once; a name already given as a
+    tool is not resolved again. A resolver alone (no other tools, no names) provides
+    all its tools when it can list them (it has ``tool_callbacks()``, as
+    :class:`StaticToolCallbackResolver` does).
+
     Raises:
-        ToolDefinitionError: two sources give the same name (both named), or names are
-            given without a resolver, or the resolver does not know a name.
+        ToolDefinitionError: two different tools share a name (both named), or names
+            are given without a resolver, or the resolver does not know a name.
     """
     found: dict[str, tuple[ToolCallback, str]] = {}
 
     def add(tool: ToolCallback, where: str) -> None:
         name = tool.definition.name
+        if name in found and _same(found[name][0], tool):
+            return
         if name in found:
             raise ToolDefinitionError(
                 f"two tools are named {name!r}: {found[name][1]} and {_origin(tool, where)}; "
@@ -141,8 +194,23 @@ def collect_tools(
         )
     for name in names:
         assert resolver is not None
-        t = resolver.resolve(name)
+        if name in found:
+            continue  # given as a tool too: that is the tool the name means
+        t = resolve_with(resolver, name)
         if t is None:
             raise ToolDefinitionError(f"the resolver does not know a tool named {name!r}")
         add(t, f"resolver {type(resolver).__name__}")
+    if not names and not found and isinstance(resolver, ToolCallbackProvider):
+        for t in resolver.tool_callbacks():
+            add(t, f"resolver {type(resolver).__name__}")
     return {name: t for name, (t, _) in found.items()}
+
+
+def _same(a: ToolCallback, b: ToolCallback) -> bool:
+    """One tool reached twice: the same object, or the same function made a tool twice."""
+    if a is b:
+        return True
+    if isinstance(a, FunctionToolCallback) and isinstance(b, FunctionToolCallback):
+        # method_tools(obj) binds anew on each call; equal bound methods are one tool
+        return bool(a.fn == b.fn and a.definition == b.definition and a.metadata == b.metadata)
+    return False

@@ -74,6 +74,34 @@ def clean_schema(schema: Any, *, in_map: bool = False) -> Any:
     return schema
 
 
+def close_objects(schema: Any) -> Any:
+    """Add ``additionalProperties: false`` to every object with properties that lacks it.
+
+    pydantic writes it only for models that forbid extras (the tool's own arguments);
+    nested models and dataclasses get it too, so the model is told the same everywhere.
+    A model that allows extras keeps its ``additionalProperties: true``.
+    """
+    if isinstance(schema, dict):
+        out = {k: close_objects(v) for k, v in schema.items()}
+        if "properties" in out and out.get("type") == "object":
+            out.setdefault("additionalProperties", False)
+        return out
+    if isinstance(schema, list):
+        return [close_objects(v) for v in schema]
+    return schema
+
+
+def _all_closed(schema: Any) -> bool:
+    """No object with properties allows extras (then validation may forbid them too)."""
+    if isinstance(schema, dict):
+        if "properties" in schema and schema.get("additionalProperties", False) is not False:
+            return False
+        return all(_all_closed(v) for v in schema.values())
+    if isinstance(schema, list):
+        return all(_all_closed(v) for v in schema)
+    return True
+
+
 def _defining_scope() -> dict[str, Any]:
     """Locals of the code that defined the tool, for annotations naming local classes.
 
@@ -105,6 +133,8 @@ class FunctionSchema:
         description: from the docstring, before its sections.
         context_param: the name of the ``ToolContext`` parameter, if any.
         single_input: the name of the one structured parameter (``input_type`` tools).
+        forbid_extra: nested objects refuse unknown keys when validated, as the schema
+            says (when no model in it allows extras, and pydantic can).
     """
 
     model: type[BaseModel]
@@ -112,6 +142,13 @@ class FunctionSchema:
     description: str
     context_param: str | None
     single_input: str | None = None
+    forbid_extra: bool = False
+
+    def validate(self, raw: dict[str, Any]) -> BaseModel:
+        """The model's arguments validated (raises pydantic's ``ValidationError``)."""
+        if self.forbid_extra:
+            return self.model.model_validate(raw, extra="forbid")  # type: ignore[call-arg,unused-ignore]
+        return self.model.model_validate(raw)
 
     def kwargs(self, validated: BaseModel) -> dict[str, Any]:
         """The call's keyword arguments from validated input."""
@@ -155,6 +192,17 @@ def function_schema(
                 f"parameter {p.name!r}: *args and **kwargs cannot be described to a model; "
                 "name each argument"
             )
+            continue
+        if input_type is not None:
+            # the input's type is input_type, so fn may be a bare lambda (Spring AI's
+            # Function/BiFunction): (input) or (input, context)
+            hint = hints.get(p.name)
+            if (hint is not None and _is_context(hint)) or (hint is None and structured):
+                if context_param is not None:
+                    problems.append(f"parameter {p.name!r}: only one ToolContext is allowed")
+                context_param = p.name
+            else:
+                structured.append(p.name)
             continue
         if p.name not in hints:
             problems.append(
@@ -226,12 +274,17 @@ def function_schema(
                 f"tool {name!r} ({fn.__qualname__}) cannot be described to a model: {exc}"
             ) from exc
     try:
-        schema = clean_schema(model.model_json_schema())
+        schema = close_objects(clean_schema(model.model_json_schema()))
     except (PydanticSchemaGenerationError, PydanticUserError) as exc:
         raise ToolDefinitionError(
             f"tool {name!r}: no JSON schema for its arguments: {exc}"
         ) from exc
-    return FunctionSchema(model, schema, description, context_param, single)
+    forbid = _CAN_FORBID and _all_closed(schema)
+    return FunctionSchema(model, schema, description, context_param, single, forbid)
+
+
+# pydantic >= 2.12 can forbid extras for one validation, nested models included
+_CAN_FORBID = "extra" in inspect.signature(BaseModel.model_validate).parameters
 
 
 def schema_from_mapping(schema: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,269 @@
+"""AsyncRedisSaver's own wire for scripts: same answers as the client, whatever goes wrong.
+
+The step write and the thread read are ``EVALSHA`` sent on connections the saver keeps
+(``checkpoint/_redis_wire.py``). These tests attack what such a path can get wrong: a
+reply read by the wrong caller after a cancellation, a connection the server dropped, a
+script the server forgot, an error reply, many conversations at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio as aredis
+
+import checkpoint.redis as redis_module
+from checkpoint import (
+    AsyncRedisSaver,
+    CheckpointConflictError,
+    CheckpointStorageError,
+    CheckpointWrite,
+    MemorySaver,
+    PendingWrite,
+    new_checkpoint_id,
+)
+from checkpoint._redis_wire import pack
+from checkpoint.base import CheckpointSaver
+from graphagent.agent import ReactAgent
+from graphagent.messages import AssistantMessage, Message, ToolCall
+from graphagent.models import FunctionChatModel
+
+
+def write(parent: str | None, n: int) -> CheckpointWrite:
+    return CheckpointWrite(
+        id=new_checkpoint_id(),
+        parent_id=parent,
+        step=n,
+        changes={"log": ("append", [n]), "last": ("set", n)},
+        next=("n",),
+        metadata={"source": "test"},
+        created_at=time.time(),
+    )
+
+
+async def grow(saver: AsyncRedisSaver, thread: str, n: int) -> list[str]:
+    ids: list[str] = []
+    parent = None
+    for i in range(n):
+        w = write(parent, i)
+        await saver.aput(thread, w, expected_head=parent)
+        ids.append(w.id)
+        parent = w.id
+    return ids
+
+
+@pytest.fixture
+async def asaver(redis_url: str, redis_prefix: str) -> Any:
+    saver = AsyncRedisSaver.from_url(redis_url, prefix=redis_prefix)
+    yield saver
+    await saver.aclose()
+
+
+def test_pack_is_resp() -> None:
+    """Arguments go out as RESP bulk strings; what Redis cannot take is refused by name."""
+    assert pack(["GET", b"k\r\n", 12, bytearray(b"x")]) == (
+        b"*4\r\n$3\r\nGET\r\n$3\r\nk\r\n\r\n$2\r\n12\r\n$1\r\nx\r\n"
+    )
+    assert pack(["SET", "é"]) == b"*2\r\n$3\r\nSET\r\n$2\r\n\xc3\xa9\r\n"
+    with pytest.raises(TypeError, match="cannot send float"):
+        pack(["SET", 1.5])
+
+
+async def test_cancelled_calls_never_hand_their_reply_to_another(
+    asaver: AsyncRedisSaver,
+) -> None:
+    """Calls cancelled while waiting for Redis leave no reply behind on a connection."""
+    threads = [f"t{i}" for i in range(12)]
+    for i, t in enumerate(threads):
+        await grow(asaver, t, i + 1)
+    for round_ in range(20):
+        tasks = [asyncio.ensure_future(asaver.aget(t)) for t in threads]
+        for _ in range(round_ % 4):
+            await asyncio.sleep(0)
+        for task in tasks[::2]:
+            task.cancel()
+        for t, task in zip(threads, tasks, strict=True):
+            try:
+                cp = await task
+            except asyncio.CancelledError:
+                continue
+            assert cp is not None and cp.values["last"] == int(t[1:]), t
+    for i, t in enumerate(threads):
+        cp = await asaver.aget(t)
+        assert cp is not None and cp.values["log"] == list(range(i + 1))
+
+
+async def test_concurrent_calls_share_one_write(
+    asaver: AsyncRedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scripts issued in one turn of the event loop go out in one write, replies in order."""
+    threads = [f"t{i}" for i in range(16)]
+    for i, t in enumerate(threads):
+        await grow(asaver, t, i + 1)
+    wire = asaver._fast()
+    assert wire is not None
+    conn = wire._free[0]
+    sends: list[int] = []
+    original = type(conn).send_packed_command
+
+    async def counted(self: Any, command: Any, check_health: bool = True) -> None:
+        sends.append(bytes(command).count(b"EVALSHA"))
+        await original(self, command, check_health=check_health)
+
+    monkeypatch.setattr(type(conn), "send_packed_command", counted)
+    got = await asyncio.gather(*(asaver.aget(t) for t in threads))
+    assert [cp.values["last"] for cp in got if cp is not None] == list(range(16))
+    assert sends == [16]
+
+
+def test_a_saver_serves_one_event_loop_after_another(redis_url: str, redis_prefix: str) -> None:
+    """asyncio.run twice with one saver, closed after each (scripts, notebooks): the
+    second loop gets connections of its own."""
+    saver = AsyncRedisSaver.from_url(redis_url, prefix=redis_prefix)
+
+    async def first() -> None:
+        try:
+            await grow(saver, "t", 2)
+        finally:
+            await saver.aclose()
+
+    async def second() -> list[Any]:
+        try:
+            return list(await asyncio.gather(saver.aget("t"), saver.aget("t")))
+        finally:
+            await saver.aclose()
+
+    asyncio.run(first())
+    got = asyncio.run(second())
+    assert [cp.values["log"] for cp in got if cp is not None] == [[0, 1], [0, 1]]
+
+
+async def test_closing_the_client_closes_the_saver_connections(
+    redis_url: str, redis_prefix: str
+) -> None:
+    """A client the application owns and closes itself takes the saver's connections
+    with it (they are the pool's), and they reconnect if the saver is used again."""
+    client = aredis.Redis.from_url(redis_url)
+    saver = AsyncRedisSaver(client, prefix=redis_prefix)
+    await asyncio.gather(*(grow(saver, f"t{i}", 2) for i in range(4)))
+    wire = saver._fast()
+    assert wire is not None and wire._free
+    await client.aclose()
+    assert not any(conn.is_connected for conn in wire._free)
+    cp = await saver.aget("t0")
+    assert cp is not None and cp.values["log"] == [0, 1]
+    await client.aclose()
+    assert not any(conn.is_connected for conn in wire._free)
+
+
+async def test_a_dropped_connection_is_replaced(asaver: AsyncRedisSaver) -> None:
+    """Connections the server (or a proxy) closed while idle are replaced, not reported."""
+    ids = await grow(asaver, "t", 2)
+    wire = asaver._fast()
+    assert wire is not None and wire._free
+    for conn in wire._free:
+        conn._writer.transport.abort()
+    await asyncio.sleep(0.01)
+    w = write(ids[-1], 2)
+    await asaver.aput("t", w, expected_head=ids[-1])
+    cp = await asaver.aget("t")
+    assert cp is not None and cp.id == w.id and cp.values["log"] == [0, 1, 2]
+
+
+async def test_a_script_redis_forgot_is_loaded_again(
+    asaver: AsyncRedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NOSCRIPT (a restarted or flushed server) loads the script and runs it, once."""
+    ids = await grow(asaver, "t", 2)
+    fresh = f"{redis_module._READ}-- {uuid.uuid4().hex}\n"
+    monkeypatch.setattr(redis_module, "_READ", fresh)
+    sha = hashlib.sha1(fresh.encode()).hexdigest()
+    monkeypatch.setitem(redis_module._SHA, fresh, sha)
+    assert await asaver.client.script_exists(sha) == [False]
+    cp = await asaver.aget("t")
+    assert cp is not None and cp.id == ids[-1] and cp.values["log"] == [0, 1]
+    assert await asaver.client.script_exists(sha) == [True]
+
+
+async def test_error_replies_are_storage_errors_and_leave_the_wire_usable(
+    asaver: AsyncRedisSaver, redis_client: redis.Redis, redis_prefix: str
+) -> None:
+    """A script error (here a head key of the wrong type) names Redis and the thread; the
+    connection it came on serves the next call."""
+    ids = await grow(asaver, "ok", 2)
+    redis_client.hset(f"{{{redis_prefix}:bad}}:head", "x", "y")
+    for _ in range(3):
+        with pytest.raises(CheckpointStorageError, match="Redis failed while reading thread 'bad'"):
+            await asaver.aget("bad")
+        cp = await asaver.aget("ok")
+        assert cp is not None and cp.id == ids[-1]
+    with pytest.raises(CheckpointConflictError):
+        await asaver.aput("ok", write(ids[0], 9), expected_head=ids[0])
+
+
+async def test_unreachable_redis_is_a_storage_error() -> None:
+    """No server: CheckpointStorageError naming the cause, on reads and step writes."""
+    saver = AsyncRedisSaver.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.5)
+    try:
+        with pytest.raises(CheckpointStorageError, match="Redis"):
+            await saver.aget("t")
+        with pytest.raises(CheckpointStorageError, match="Redis"):
+            await saver.aput("t", write(None, 0), expected_head=None)
+    finally:
+        await saver.aclose()
+
+
+async def test_pending_writes_come_back_with_the_read(asaver: AsyncRedisSaver) -> None:
+    """Pending writes of the read checkpoint (only its own) come in the same reply."""
+    ids = await grow(asaver, "t", 2)
+    await asaver.aput_writes("t", ids[0], [PendingWrite("old", "update", 0)])
+    await asaver.aput_writes(
+        "t", ids[1], [PendingWrite("b", "update", {"v": 2}), PendingWrite("a", "update", 1)]
+    )
+    cp = await asaver.aget("t")
+    assert cp is not None
+    assert [(w.task, w.value) for w in cp.pending_writes] == [("a", 1), ("b", {"v": 2})]
+    older = await asaver.aget("t", ids[0])
+    assert older is not None and [w.task for w in older.pending_writes] == ["old"]
+
+
+def _script(messages: list[Message], tools: Any) -> AssistantMessage:
+    if messages[-1].role == "user":
+        n = len(messages)
+        return AssistantMessage(
+            tool_calls=[ToolCall(id=f"c{n}", name="note", arguments=f'{{"turn": {n}}}')]
+        )
+    return AssistantMessage(f"done: {messages[-1].text}")
+
+
+def note(turn: int) -> str:
+    """Write a turn down."""
+    return f"noted {turn}"
+
+
+async def _conversations(saver: CheckpointSaver, threads: int, turns: int) -> list[Any]:
+    agent = ReactAgent(
+        name="a", model=FunctionChatModel(_script, keep_calls=False), tools=[note], saver=saver
+    )
+
+    async def one(thread: str) -> Any:
+        for turn in range(turns):
+            async for _ in agent.astream(f"turn {turn}", thread_id=thread, mode="updates"):
+                pass
+        state = await agent.graph.aget_state({"thread_id": thread})
+        return [(m.role, m.text) for m in state.values["messages"]], state.values["tool_calls"]
+
+    return await asyncio.gather(*(one(f"c{i}") for i in range(threads)))
+
+
+async def test_concurrent_conversations_end_as_on_memory(asaver: AsyncRedisSaver) -> None:
+    """Sixteen conversations at once on one process end exactly as they do in memory."""
+    on_redis = await _conversations(asaver, 16, 3)
+    assert on_redis == await _conversations(MemorySaver(), 16, 3)
+    assert on_redis[0][0][-1] == ("assistant", "done: noted 9")
