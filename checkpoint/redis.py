@@ -406,6 +406,12 @@ class _RedisLogic:
         calls = [_Call("hdel", (k.cp, *drop)), _Call("zrem", (k.seq, *drop))]
         if fields:
             calls.append(_Call("hdel", (k.data, *fields)))
+        # pending writes are few (a paused or failed step's), so listing them is cheap
+        pending = yield _Call("hkeys", (k.writes,))
+        dropped = set(drop)
+        stale = [f for f in pending if _text(f).partition("|")[0] in dropped]
+        if stale:
+            calls.append(_Call("hdel", (k.writes, *stale)))
         yield _Pipeline(calls, transaction=True)
 
     def put_writes(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import redis
 
-from checkpoint import CheckpointWrite, MemorySaver, RedisSaver, new_checkpoint_id
+from checkpoint import CheckpointWrite, MemorySaver, PendingWrite, RedisSaver, new_checkpoint_id
 from checkpoint import base as checkpoint_base
 from checkpoint.base import CheckpointSaver
 from graphagent.graph import END, START, AppendStrategy, StateGraph
@@ -139,3 +139,30 @@ def test_redis_threads_stored_before_the_order_key_list_their_old_steps_first(
     assert redis_client.zcard(f"{{{redis_prefix}:t}}:seq") == 4
     head = saver.get("t")
     assert head is not None and head.values["log"] == [0, 1, 2, 3, 4, 5]
+
+
+def test_redis_keep_last_drops_the_pruned_steps_pending_writes(
+    redis_client: redis.Redis, redis_prefix: str
+) -> None:
+    """A paused step left behind by a fork keeps its pending writes until keep_last prunes
+    it; then they go with it (memory and SQL drop them too)."""
+    saver = RedisSaver(redis_client, prefix=redis_prefix, keep_last=2)
+    writes = f"{{{redis_prefix}:t}}:writes"
+    ids = [_put(saver, None, 0)]
+    ids.append(_put(saver, ids[-1], 1))
+    saver.put_writes("t", ids[1], [PendingWrite("a", "update", {"log": [9]})])
+    fork = CheckpointWrite(
+        id=new_checkpoint_id(),
+        parent_id=ids[0],  # a fork from step 0 leaves step 1 (and its writes) behind
+        step=1,
+        changes={"n": ("set", 10)},
+        next=(),
+        metadata={},
+        created_at=time.time(),
+    )
+    saver.put("t", fork, expected_head=ids[1])
+    assert {f.decode() for f in redis_client.hkeys(writes)} == {f"{ids[1]}|a"}
+    line = [fork.id]
+    line.append(_put(saver, line[-1], 2))
+    assert ids[1] not in [c.id for c in saver.list("t")]  # pruned
+    assert redis_client.hkeys(writes) == []
