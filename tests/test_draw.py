@@ -77,8 +77,8 @@ def test_subgraphs_are_nested_blocks_in_mermaid_dot_and_ascii() -> None:
     """A subgraph node holds its own nodes; parent edges attach to the block."""
     app = editorial()
     mermaid = app.draw("mermaid")
-    block = mermaid[mermaid.index('subgraph n_worker["worker"]') : mermaid.index("class n_worker")]
-    assert 'n_worker__n_plan["plan"]' in block
+    block = mermaid[mermaid.index('subgraph n_worker["worker"]') : mermaid.index("style n_worker")]
+    assert 'n_worker__n_plan("plan")' in block
     assert 'n_worker__n_check -.->|"retry"| n_worker__n_plan' in block
     assert block.rstrip().endswith("end")
     assert 'n_classify -.->|"job"| n_worker' in mermaid and "n_worker --> n_draft" in mermaid
@@ -105,9 +105,10 @@ def test_agent_nodes_are_styled_by_kind() -> None:
         hooks=[ModelCallLimitHook(run_limit=2)],
     )
     mermaid = agent.graph.draw("mermaid")
-    assert 'n_model["model"]:::ga_model' in mermaid
-    assert 'n_tools["tools<br><small>get_weather</small>"]:::ga_tools' in mermaid
-    assert re.search(r'n_model_call_limit_hook\["model_call_limit_hook"\]:::ga_hook', mermaid)
+    assert 'n_model("model"):::ga_model' in mermaid
+    assert 'n_tools("tools<br><small>get_weather</small>"):::ga_tools' in mermaid
+    hook = 'n_model_call_limit_hook("model_call_limit_hook<br><small>hook</small>"):::ga_hook'
+    assert hook in mermaid
     root = ET.fromstring(agent.graph.draw("svg"))
     kinds = {g.get("class") for g in root.iter(f"{SVG}g")}
     assert {"node model", "node tools", "node hook", "node start", "node end"} <= kinds

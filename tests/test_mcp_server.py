@@ -243,3 +243,20 @@ def test_build_server_refuses_clashes_and_junk() -> None:
         build_server([served[0], other_add])
     with pytest.raises(UserError, match="cannot serve 42"):
         build_server([42])  # type: ignore[list-item]
+
+
+async def test_minimal_hand_written_tool_is_served() -> None:
+    """A duck-typed tool with only a definition and call(tool_input) serves over MCP."""
+    from graphagent.tools import ToolDefinition
+
+    class Shout:
+        definition = ToolDefinition(
+            "shout", "Say it louder.", {"type": "object", "properties": {"t": {"type": "string"}}}
+        )
+
+        def call(self, tool_input: str) -> str:
+            return str(json.loads(tool_input)["t"]).upper()
+
+    with serve_http(http_app([Shout()], name="mini")) as base:
+        async with http_session(f"{base}/mcp") as session:
+            assert _text(await session.call_tool("shout", {"t": "hey"})) == "HEY"

@@ -110,6 +110,29 @@ def test_duck_typed_tool_without_metadata_or_acall() -> None:
     assert model.calls[0].tools[0].name == "bare"
 
 
+def test_hand_written_call_signatures() -> None:
+    """The context reaches call(input, context), call(input, *, context) and **kwargs forms."""
+
+    class KeywordOnly(ToolCallback):
+        definition = ToolDefinition("kw", "Keyword context.", OBJECT)
+
+        def call(self, tool_input: str, *, context: ToolContext | None = None) -> str:  # type: ignore[override]
+            return str(context.metadata.get("user_id") if context else None)
+
+    class Kwargs:
+        definition = ToolDefinition("kwargs", "Any keywords.", OBJECT)
+
+        async def acall(self, tool_input: str, **extra: Any) -> str:
+            return str(extra["context"].tool_call_id)
+
+    manager = ToolCallingManager()
+    cfg = {"metadata": {"user_id": "ada"}}
+    result = manager.execute_tool_calls([], ask("kw"), tools=[KeywordOnly()], config=cfg)
+    assert result.tool_responses[0].content == "ada"
+    result = asyncio.run(manager.aexecute_tool_calls([], ask("kwargs", id="k9"), tools=[Kwargs()]))
+    assert result.tool_responses[0].content == "k9"
+
+
 def test_tool_without_call_or_acall_is_named() -> None:
     class Empty(ToolCallback):
         definition = ToolDefinition("empty", "Nothing.", OBJECT)
@@ -427,3 +450,35 @@ def test_per_request_tools_need_an_agent_with_a_tools_step() -> None:
     agent = ReactAgent(name="bare", model=FakeChatModel(["x"]))
     with pytest.raises(UserError, match="built without tools"):
         agent.call("hi", tools=[get_time])
+
+
+# origin: tool/method/MethodToolCallbackProviderTests::
+# whenMultipleToolObjectsWithSameToolNameThenThrow,
+# whenToolObjectHasNoToolAnnotatedMethodThenThrow
+def test_method_tools_of_two_objects_sharing_a_name_and_of_none() -> None:
+    from graphagent.errors import ToolDefinitionError
+    from graphagent.tools import collect_tools
+
+    class A:
+        @tool
+        def valid_tool(self) -> str:
+            """From A."""
+            return "a"
+
+    class B:
+        @tool
+        def valid_tool(self) -> str:
+            """From B."""
+            return "b"
+
+    class Plain:
+        def helper(self) -> str:
+            return "no tools here"
+
+    with pytest.raises(ToolDefinitionError, match="two tools are named 'valid_tool'"):
+        collect_tools(method_tools_of=[A(), B()])
+    # two instances of one class are two tools too: each has its own state
+    with pytest.raises(ToolDefinitionError, match="two tools are named 'valid_tool'"):
+        collect_tools(method_tools_of=[A(), A()])
+    with pytest.raises(ToolDefinitionError, match="Plain has no @tool methods"):
+        method_tools(Plain())

@@ -263,3 +263,21 @@ def test_jupyter_text_of_a_snapshot_is_one_line_without_private_keys() -> None:
     history = app.get_state_history({"thread_id": "p1"})
     assert pretty(history) == "<StateHistory: 7 checkpoints of thread 'p1', newest first>"
     assert pretty(app.get_state({"thread_id": "nope"})) == "<StateSnapshot: no such thread 'nope'>"
+
+
+def test_a_breakpoint_pause_says_how_to_continue() -> None:
+    """A run paused by interrupt_before says so, in the card and the drawing, with the call
+    that continues it."""
+    g = StateGraph().add_node("a", lambda s: {"x": 1}).add_node("b", lambda s: {"y": 2})
+    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END)
+    app = g.compile(saver=MemorySaver(), interrupt_before=["b"])
+    app.invoke({}, {"thread_id": "bp"})
+    snap = app.get_state({"thread_id": "bp"})
+    assert snap.at_breakpoint and snap.next == ("b",) and not snap.interrupts
+    page = html.unescape(re.sub("<[^>]+>", "", snap._repr_html_()))
+    assert "paused at a breakpoint, before b" in page
+    assert "invoke(None, {'thread_id': 'bp'})" in page
+    assert "paused at a breakpoint before b" in app.draw(thread_id="bp")
+    assert snap.summary() == "<StateSnapshot thread 'bp' step 1: next b (paused at a breakpoint)>"
+    app.invoke(None, {"thread_id": "bp"})
+    assert not app.get_state({"thread_id": "bp"}).at_breakpoint

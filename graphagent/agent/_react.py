@@ -393,18 +393,17 @@ class ReactAgent(BaseAgent):
     def _model_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         request = self._request(state, config)
         response = chain_model(self.model_interceptors, self._call_model)(request)
-        return self._after_model_response(state, response)
+        # answers are matched to calls by id, and some servers reuse ids in one answer
+        return self._after_model_response(state, unique_call_ids(response))
 
     async def _amodel_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         request = self._request(state, config)
         response = await achain_model(self.model_interceptors, self._acall_model)(request)
-        return self._after_model_response(state, response)
+        return self._after_model_response(state, unique_call_ids(response))
 
     def _after_model_response(
         self, state: OverAllState, response: AssistantMessage
     ) -> dict[str, Any]:
-        # answers are matched to calls by id, and some servers reuse ids in one answer
-        response = unique_call_ids(response)
         update: dict[str, Any] = {
             "messages": [response],
             "run_model_calls": (state.get("run_model_calls", 0) or 0) + 1,

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["FORMATS", "Drawing", "draw", "layers"]
 
 FORMATS = ("svg", "mermaid", "dot", "ascii")
+# kinds that Mermaid labels carry under the name, as the SVG does
+_CAPTIONED = ("model", "tools", "hook", "agent")
 
 
 class Drawing(str):
@@ -147,12 +149,15 @@ def _mermaid(
             lines.append(f"{indent}  direction TB")
             _mermaid(inner[node], (*path, node), ids, lines, indent + "  ")
             lines.append(f"{indent}end")
-            lines.append(f"{indent}class {node_id} ga_subgraph")
+            # a class does not reach a subgraph's box in every Mermaid version; style does
+            fill, stroke = STYLE["subgraph"]
+            lines.append(f"{indent}style {node_id} fill:{fill},stroke:{stroke},color:{stroke}")
             continue
-        tools = tool_names(graph, node)
-        if tools:
-            text += "<br><small>" + _mermaid_text(", ".join(tools)) + "</small>"
-        shape = f'(["{text}"])' if kind in ("start", "end", "any") else f'["{text}"]'
+        small = [kind] if kind in _CAPTIONED and node != kind else []
+        small += [", ".join(tool_names(graph, node))] if tool_names(graph, node) else []
+        for line in small:
+            text += "<br><small>" + _mermaid_text(line) + "</small>"
+        shape = f'(["{text}"])' if kind in ("start", "end", "any") else f'("{text}")'
         lines.append(f"{indent}{node_id}{shape}:::ga_{style}")
     for src, dst, data in g.edges(data=True):
         arrow = "-.->" if data.get("conditional") else "-->"

@@ -37,6 +37,7 @@ class RunOverlay:
         waiting: nodes paused in ``interrupt()``, waiting for ``Command(resume=...)``.
         upcoming: edges from the current nodes to the next ones (chosen, not yet run).
         finished: whether the run reached its end.
+        at_breakpoint: the run paused at an ``interrupt_before``/``interrupt_after`` breakpoint.
     """
 
     thread_id: str
@@ -48,6 +49,7 @@ class RunOverlay:
     waiting: tuple[str, ...] = ()
     upcoming: frozenset[tuple[str, str]] = frozenset()
     finished: bool = False
+    at_breakpoint: bool = False
 
 
 def _line(head: StateSnapshot, history: Sequence[StateSnapshot]) -> list[StateSnapshot]:
@@ -121,6 +123,7 @@ def run_overlay(
         waiting=tuple(n for n in waiting if n in g),
         upcoming=upcoming,
         finished=finished,
+        at_breakpoint=head.at_breakpoint,
     )
 
 

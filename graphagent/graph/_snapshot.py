@@ -38,6 +38,8 @@ class StateSnapshot:
         interrupts: questions pending from ``interrupt()``; answer with ``Command(resume=...)``.
         config: a config that points at this checkpoint.
         step: the super-step number.
+        at_breakpoint: the run paused here at an ``interrupt_before``/``interrupt_after``
+            breakpoint; ``invoke(None, config)`` continues it.
     """
 
     values: dict[str, Any]
@@ -49,6 +51,7 @@ class StateSnapshot:
     interrupts: tuple[Interrupt, ...] = ()
     config: RunnableConfig = field(default_factory=RunnableConfig)
     step: int = -1
+    at_breakpoint: bool = False
     # the graph it came from, so Jupyter can draw the run over it; not part of the value
     _graph: Any = field(default=None, repr=False, compare=False)
 
@@ -63,6 +66,8 @@ class StateSnapshot:
         if not self.exists:
             return f"<StateSnapshot: no such thread {thread!r}>"
         waiting = f", {len(self.interrupts)} question(s) waiting" if self.interrupts else ""
+        if self.at_breakpoint:
+            waiting = " (paused at a breakpoint)"
         nxt = ", ".join(self.next) or "nothing (finished)"
         return f"<StateSnapshot thread {thread!r} step {self.step}: next {nxt}{waiting}>"
 
@@ -91,7 +96,7 @@ class StateSnapshot:
         ``graph``: the compiled graph it belongs to, which Jupyter uses to draw the run.
         """
         if cp is None:
-            return StateSnapshot({}, (), None, None, {}, None, (), config, -1, graph)
+            return StateSnapshot({}, (), None, None, {}, None, (), config, -1, False, graph)
         return StateSnapshot(
             values=cp.values,
             config=config.model_copy(update={"checkpoint_id": cp.id}),
@@ -114,6 +119,7 @@ def _fields_of(cp: Checkpoint) -> dict[str, Any]:
             Interrupt.load(w.value) for w in cp.pending_writes if w.kind == "interrupt"
         ),
         "step": cp.step,
+        "at_breakpoint": any(w.kind == "breakpoint" for w in cp.pending_writes),
     }
 
 

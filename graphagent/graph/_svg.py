@@ -472,6 +472,8 @@ def _legend(overlay: RunOverlay) -> str:
     """One line under the title: which thread, where it stands, how to read the colours."""
     if overlay.waiting:
         where = f"waiting at {', '.join(overlay.waiting)} for Command(resume=...)"
+    elif overlay.next and overlay.at_breakpoint:
+        where = f"paused at a breakpoint before {', '.join(overlay.next)}"
     elif overlay.next:
         where = f"next: {', '.join(overlay.next)}"
     elif overlay.finished:

@@ -157,6 +157,22 @@ def _approval(snap: StateSnapshot) -> str:
     return "".join(parts)
 
 
+def _breakpoint(snap: StateSnapshot) -> str:
+    """The card for a run paused at a breakpoint: what runs next, and how to go on."""
+    thread = snap.config.thread_id
+    nxt = ", ".join(snap.next) or "-"
+    code = "invoke(None, {'thread_id': " + repr(thread) + "})"
+    return (
+        '<div style="border:2px solid #ef6c00;border-radius:8px;padding:8px 12px;'
+        'margin:8px 0;background:#fffaf3">'
+        f'<div style="font-weight:600;color:#ef6c00">paused at a breakpoint, before '
+        f"<code>{esc(nxt)}</code> &middot; thread <code>{esc(repr(thread))}</code></div>"
+        '<div style="margin-top:6px">look at the state, change it with <code>update_state'
+        "</code> if you like, then continue the run with <code>None</code> as the input:</div>"
+        f"<code {_CODE}>{esc(code)}</code></div>"
+    )
+
+
 def _messages(snap: StateSnapshot) -> str:
     from graphagent.graph._snapshot import conversation
 
@@ -192,6 +208,8 @@ def snapshot_html(snap: StateSnapshot, drawing: str | None = None) -> str:
     parts = [f"<div {_BOX}>{head}"]
     if snap.interrupts:
         parts.append(_approval(snap))
+    elif snap.at_breakpoint:
+        parts.append(_breakpoint(snap))
     parts.append(_messages(snap))
     others = "".join(
         f"<tr><td {_TD}><code>{esc(str(k))}</code></td>"

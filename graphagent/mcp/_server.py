@@ -24,7 +24,9 @@ from graphagent.agent._base import BaseAgent
 from graphagent.errors import ToolDefinitionError, UserError
 from graphagent.mcp._agent_tool import AgentTool
 from graphagent.tools import ToolCallback, ToolCallbackProvider, ToolContext
-from graphagent.tools._resolve import as_tool
+from graphagent.tools._convert import as_text
+from graphagent.tools._definition import acall_tool
+from graphagent.tools._resolve import as_tool, is_tool
 
 __all__ = ["Servable", "build_server", "http_app", "serve"]
 
@@ -42,7 +44,7 @@ def _callback_runner(tool: ToolCallback) -> Runner:
     async def run(arguments: dict[str, Any], meta: dict[str, Any] | None) -> types.CallToolResult:
         # the MCP request's _meta is the only context a served tool gets
         context = ToolContext(context={"mcp_meta": meta} if meta else None)
-        return _text(await tool.acall(json.dumps(arguments), context))
+        return _text(as_text(await acall_tool(tool, json.dumps(arguments), context)))
 
     return run
 
@@ -67,10 +69,10 @@ def _served(targets: Servable | Iterable[Servable]) -> dict[str, tuple[types.Too
         if isinstance(item, BaseAgent):
             agent_tool = AgentTool(item)
             add(agent_tool.tool, agent_tool.run, f"agent {item.name!r}")
-        elif isinstance(item, ToolCallbackProvider) and not isinstance(item, ToolCallback):
+        elif isinstance(item, ToolCallbackProvider) and not is_tool(item):
             for callback in item.tool_callbacks():
                 add(_as_mcp_tool(callback), _callback_runner(callback), repr(callback))
-        elif isinstance(item, ToolCallback) or callable(item):
+        elif is_tool(item) or callable(item):
             callback = as_tool(item)
             add(_as_mcp_tool(callback), _callback_runner(callback), repr(callback))
         else:

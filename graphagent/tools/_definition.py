@@ -173,45 +173,60 @@ def _missing(tool: Any) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _takes_context(fn: Callable[..., Any]) -> bool:
-    """Whether ``fn`` (unbound) accepts a second positional argument, the context."""
+def _context_mode(fn: Callable[..., Any], skip: int) -> str:
+    """How ``fn`` takes the context: ``"positional"``, ``"keyword"`` or ``"none"``.
+
+    ``skip`` leading parameters (``self``) are not counted.
+    """
     try:
-        params = list(inspect.signature(fn).parameters.values())
+        params = list(inspect.signature(fn).parameters.values())[skip:]
     except (TypeError, ValueError):  # builtins and C callables: assume the full form
-        return True
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return True
+        return "positional"
+    kinds = {p.kind for p in params}
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 3  # self, tool_input, context
+    if inspect.Parameter.VAR_POSITIONAL in kinds or len(positional) >= 2:
+        return "positional"
+    if inspect.Parameter.VAR_KEYWORD in kinds or any(p.name == "context" for p in params):
+        return "keyword"
+    return "none"
 
 
-def _method(tool: Any, name: str) -> tuple[Callable[..., Any] | None, bool]:
+def _method(tool: Any, name: str) -> tuple[Callable[..., Any] | None, str]:
     bound = getattr(tool, name, None)
     if bound is None:
-        return None, False
+        return None, "none"
     fn = getattr(bound, "__func__", None)
-    if fn is None:  # a callable set on the instance: no self to count
+    if fn is None:  # a callable set on the instance: no self to skip
         try:
-            params = list(inspect.signature(bound).parameters.values())
-        except (TypeError, ValueError):
-            return bound, True
-        return bound, len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
-    return bound, _takes_context(fn)
+            return bound, _context_mode(bound, 0)
+        except TypeError:  # unhashable callable
+            return bound, "positional"
+    return bound, _context_mode(fn, 1)
+
+
+def _with_context(
+    fn: Callable[..., Any], mode: str, tool_input: str, context: ToolContext | None
+) -> Any:
+    if mode == "positional":
+        return fn(tool_input, context)
+    if mode == "keyword":
+        return fn(tool_input, context=context)
+    return fn(tool_input)
 
 
 def call_tool(tool: Any, tool_input: str, context: ToolContext | None = None) -> Any:
     """Run ``tool.call`` with the context when its ``call`` takes one, without it otherwise."""
-    call, with_context = _method(tool, "call")
+    call, mode = _method(tool, "call")
     if call is None:
         if getattr(tool, "acall", None) is None:
             raise UserError(f"{type(tool).__name__} is not a tool: it has no call() or acall()")
         return ToolCallback.call(tool, tool_input, context)
-    return call(tool_input, context) if with_context else call(tool_input)
+    return _with_context(call, mode, tool_input, context)
 
 
 async def acall_tool(tool: Any, tool_input: str, context: ToolContext | None = None) -> Any:
     """Async :func:`call_tool`: ``tool.acall``, or ``tool.call`` in a worker thread."""
-    acall, with_context = _method(tool, "acall")
+    acall, mode = _method(tool, "acall")
     if acall is None:
         return await asyncio.to_thread(call_tool, tool, tool_input, context)
-    return await (acall(tool_input, context) if with_context else acall(tool_input))
+    return await _with_context(acall, mode, tool_input, context)
