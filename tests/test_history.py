@@ -582,3 +582,21 @@ def test_timeline_changed_keys_from_records_match_the_values(saver: CheckpointSa
         assert fast == slow, snap.checkpoint_id
     assert changed_keys(history[0], history[1]) == ["other"]
     assert changed_keys(history[1], history[2]) == []
+
+
+def test_a_breakpoint_pause_lists_as_get_state_shows_it(saver: CheckpointSaver) -> None:
+    """A checkpoint paused at interrupt_before is at_breakpoint in the listing too."""
+    g = StateGraph().add_node("a", lambda s: {"x": 1}).add_node("b", lambda s: {"y": 2})
+    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", END)
+    app = g.compile(saver=saver, interrupt_before=["b"])
+    cfg = {"thread_id": "bp"}
+    app.invoke({}, cfg)
+    paused = app.get_state_history(cfg)[0]
+    assert paused.at_breakpoint and paused == app.get_state(cfg)
+    app.invoke(None, cfg)
+    history = app.get_state_history(cfg)
+    assert [s.at_breakpoint for s in history] == [
+        app.get_state(s.config).at_breakpoint for s in history
+    ]
+    for snap in history:
+        assert snap == app.get_state(snap.config)
