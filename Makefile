@@ -15,7 +15,7 @@ MERMAID_NODE := $(VENV)/mermaid-node/installed.json
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,postgres,fast]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,otel,postgres,fast]'
 	touch $(STAMP)
 
 $(MCP_NODE): $(STAMP) tests/_mcp_servers.py
@@ -25,7 +25,7 @@ $(MERMAID_NODE): $(STAMP) tests/_mermaid.py
 	$(BIN)/python tests/_mermaid.py
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,postgres,fast,bench]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,otel,postgres,fast,bench]'
 	touch $(BENCH_STAMP)
 
 demo: $(STAMP)

@@ -28,6 +28,7 @@ goes on reading, and may go on extending) are never overwritten.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,8 +37,13 @@ from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
 from checkpoint.errors import SerializationError
 
 __all__ = [
+    "FREE_CLAIM",
     "PutPlan",
+    "log_put",
     "Record",
+    "check_claim",
+    "claimed",
+    "damaged",
     "decode_record",
     "decode_writes",
     "encode_writes",
@@ -88,33 +94,131 @@ class Record:
         ]
 
 
-def decode_record(blob: bytes, loads: Loads) -> Record:
-    """Decode a record stored by :func:`plan_put`."""
+def decode_record(blob: bytes, loads: Loads, cid: str | None = None) -> Record:
+    """Decode a record stored by :func:`plan_put`, checking every part of its shape.
+
+    Args:
+        blob: the stored bytes.
+        loads: the value decoder.
+        cid: the id it is stored under, when known (a record under another id is damaged).
+
+    Raises:
+        SerializationError: the bytes are not a record of this layout (damaged, tampered
+            with, or written by another version), naming what is wrong and what to do.
+    """
     data = loads(blob)
-    if not isinstance(data, list) or len(data) not in (10, 11) or not isinstance(data[0], int):
-        raise SerializationError("stored checkpoint record has an unknown layout")
+    if not isinstance(data, list) or len(data) not in (10, 11) or type(data[0]) is not int:
+        raise damaged(cid, "it is not a checkpoint record")
     if data[0] != LAYOUT:
         raise SerializationError(
             f"this thread was stored with storage layout {data[0]}, and this version of "
             f"checkpoint reads layout {LAYOUT}; delete the thread (or read it with the version "
             "that wrote it)"
         )
+    _, rid, parent, step, created, nxt, meta, extra, vals, logs = data[:10]
     # records written before branch ownership own nothing: appending on top of one
     # starts a new branch, which is always safe
-    _, cid, parent, step, created, nxt, meta, extra, vals, logs = data[:10]
-    own = tuple(str(b) for b in data[10]) if len(data) == 11 else ()
+    own = data[10] if len(data) == 11 else []
+    problem = _shape_problem(rid, parent, step, created, nxt, meta, extra, vals, logs, own)
+    if problem is None and cid is not None and rid != cid:
+        problem = f"it is stored under id {cid!r} but names itself {rid!r}"
+    if problem is not None:
+        raise damaged(cid if cid is not None else rid, problem)
     return Record(
-        id=cid,
+        id=rid,
         parent_id=parent,
         step=step,
-        created_at=created,
+        created_at=float(created),
         next=tuple(nxt),
         metadata=meta,
         extra=extra,
         vals=vals,
-        logs={k: [(str(b), int(s), int(e)) for b, s, e in ranges] for k, ranges in logs.items()},
-        own=own,
+        logs={k: [(b, s, e) for b, s, e in ranges] for k, ranges in logs.items()},
+        own=tuple(own),
     )
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int
+
+
+def _strs(values: Any) -> bool:
+    return isinstance(values, list) and all(type(v) is str for v in values)
+
+
+def _shape_problem(
+    rid: Any,
+    parent: Any,
+    step: Any,
+    created: Any,
+    nxt: Any,
+    meta: Any,
+    extra: Any,
+    vals: Any,
+    logs: Any,
+    own: Any,
+) -> str | None:
+    """What is wrong with a decoded record's parts (``None``: nothing)."""
+    if type(rid) is not str or not (parent is None or type(parent) is str):
+        return "its id or its parent's id is not text"
+    if not _is_int(step) or type(created) not in (int, float):
+        return "its step or creation time is not a number"
+    if not _strs(nxt) or not _strs(own):
+        return "its next nodes or its branches are not lists of names"
+    if type(meta) is not dict or type(extra) is not dict:
+        return "its metadata is not a map"
+    if type(vals) is not dict or not all(
+        type(k) is str and type(v) is str for k, v in vals.items()
+    ):
+        return "its map of values is not names to checkpoint ids"
+    if type(logs) is not dict:
+        return "its map of lists is not a map"
+    for key, ranges in logs.items():
+        if type(key) is not str or type(ranges) is not list:
+            return "its map of lists is not names to ranges"
+        for r in ranges:
+            if type(r) is not list or len(r) != 3 or type(r[0]) is not str:
+                return f"a range of list {key!r} is not (branch, start, end)"
+            if not (_is_int(r[1]) and _is_int(r[2]) and 0 <= r[1] <= r[2]):
+                return f"a range of list {key!r} is not 0 <= start <= end: {r[1:]!r}"
+    return None
+
+
+def damaged(cid: str | None, problem: str) -> SerializationError:
+    """The error for a stored record (or its data) that cannot be what this library wrote."""
+    which = f"checkpoint {cid!r}" if cid is not None else "a checkpoint"
+    return SerializationError(
+        f"the stored record of {which} is damaged: {problem}. The store was changed behind "
+        "the saver's back (or its bytes were corrupted); delete the thread, or restore it "
+        "from a backup"
+    )
+
+
+# A record may name this many data fields without the saver counting what is stored first:
+# building that many names costs little, and each one missing is then an error of its own.
+FREE_CLAIM = 4096
+
+
+def claimed(record: Record) -> int:
+    """How many data fields ``record`` needs, without building their names."""
+    return len(_versions(record)) + sum(
+        end - start for ranges in record.logs.values() for _, start, end in ranges
+    )
+
+
+def check_claim(record: Record, stored: int) -> None:
+    """Refuse a record that names more data fields than the thread stores (a 100-byte
+    record claiming 10^9 items would otherwise be read until memory runs out).
+
+    Raises:
+        SerializationError: naming the claim and what is stored.
+    """
+    wanted = claimed(record)
+    if wanted > stored:
+        raise damaged(
+            record.id,
+            f"it names {wanted} stored values and list items, and the thread holds {stored}",
+        )
 
 
 def val_field(version: str) -> str:
@@ -134,6 +238,37 @@ class PutPlan:
     record: Record
     record_blob: bytes
     data: dict[str, bytes]
+
+    @property
+    def size(self) -> int:
+        """Bytes of values this write stores (record plus data fields; keys not counted)."""
+        return len(self.record_blob) + sum(len(v) for v in self.data.values())
+
+
+# under graphagent's logger tree, by name only: this package never imports graphagent
+_log = logging.getLogger("graphagent.checkpoint")
+
+
+def log_put(thread_id: str, plan: PutPlan) -> None:
+    """Log a stored checkpoint at DEBUG (thread, step, bytes); never its values."""
+    if _log.isEnabledFor(logging.DEBUG):
+        record = plan.record
+        _log.debug(
+            "checkpoint write thread=%s step=%d bytes=%d fields=%d",
+            thread_id,
+            record.step,
+            plan.size,
+            len(plan.data),
+            extra={
+                "graphagent": {
+                    "event": "checkpoint.write",
+                    "thread": thread_id,
+                    "step": record.step,
+                    "checkpoint_id": record.id,
+                    "bytes": plan.size,
+                }
+            },
+        )
 
 
 def plan_put(
@@ -215,6 +350,11 @@ def rebuild(record: Record, blobs: Sequence[bytes | None], loads: Loads) -> dict
     values: dict[str, Any] = {}
     it = iter(blobs)
     sets = {version: loads(_present(next(it), "?")) for version in _versions(record)}
+    for version, held in sets.items():
+        if type(held) is not dict:
+            raise damaged(
+                record.id, f"the values it set (field {val_field(version)!r}) are not a map"
+            )
     for key, version in record.vals.items():
         if key not in sets[version]:
             raise SerializationError(f"stored data for key {key!r} is missing")
@@ -261,8 +401,21 @@ def encode_writes(writes: Sequence[PendingWrite], dumps: Dumps) -> bytes:
 
 
 def decode_writes(blob: bytes, loads: Loads) -> list[PendingWrite]:
-    """Decode what :func:`encode_writes` made."""
-    return [PendingWrite(task, kind, value) for task, kind, value in loads(blob)]
+    """Decode what :func:`encode_writes` made.
+
+    Raises:
+        SerializationError: the bytes are not a list of (task, kind, value).
+    """
+    data = loads(blob)
+    if type(data) is not list or not all(
+        type(w) is list and len(w) == 3 and type(w[0]) is str and type(w[1]) is str for w in data
+    ):
+        raise SerializationError(
+            "stored pending writes are damaged: they are not a list of (task, kind, value). "
+            "The store was changed behind the saver's back; delete the thread, or restore it "
+            "from a backup"
+        )
+    return [PendingWrite(task, kind, value) for task, kind, value in data]
 
 
 def plan_prune(dropped: Sequence[Record], kept: Sequence[Record]) -> tuple[list[str], list[str]]:

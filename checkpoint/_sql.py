@@ -176,7 +176,7 @@ class SqlLogic:
         if cached is None:
             if len(self._records) > 4096:
                 self._records.clear()
-            cached = self._records[key] = layout.decode_record(bytes(blob), self.serde.loads)
+            cached = self._records[key] = layout.decode_record(bytes(blob), self.serde.loads, cid)
         return cached
 
     def _not_found(self, thread_id: str, cid: str) -> CheckpointNotFoundError:
@@ -284,6 +284,7 @@ class SqlLogic:
         if not records:
             return []
         tid = encode_text(thread_id)
+        yield from self._check_claims(tid, records)
         wanted = [layout.read_fields(r) for r in records]
         names = sorted({encode_text(f) for fields in wanted for f in fields})
         batch = []
@@ -327,6 +328,16 @@ class SqlLogic:
             out.append(layout.to_checkpoint(thread_id, record, values, writes))
         return out
 
+    def _check_claims(self, tid: bytes, records: Sequence[layout.Record]) -> Program[None]:
+        """Refuse records naming more data than the thread stores (counted only for claims
+        too large to simply try)."""
+        if any(layout.claimed(r) > layout.FREE_CLAIM for r in records):
+            rows = yield self.stmt(
+                "SELECT count(*) FROM {t}graphagent_data WHERE thread_id = ?", tid
+            )
+            for record in records:
+                layout.check_claim(record, int(rows[0][0]))
+
     def threads(self) -> Program[builtins.list[str]]:
         """Every thread id stored (and not expired)."""
         cond, extra = self._alive()
@@ -367,6 +378,8 @@ class SqlLogic:
             yield self.many(
                 "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)", data
             )
+        for p in plans:
+            layout.log_put(thread_id, p)
         if first.parent_id is not None:
             yield self.stmt(
                 "DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?",
@@ -492,6 +505,7 @@ class SqlLogic:
         if rows:
             for w, p in zip(writes, plans, strict=True):
                 self._records[(thread_id, w.id)] = p.record
+                layout.log_put(thread_id, p)
             return
         current = yield self.stmt("SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid)
         self._refuse(thread_id, writes[-1], expected_head, str(current[0][0]) if current else None)
@@ -577,6 +591,7 @@ class SqlLogic:
         if len(rows) <= keep:
             return
         records = [self._record(thread_id, str(cid), blob) for cid, blob in rows]
+        yield from self._check_claims(tid, records)
         drop, fields = layout.plan_prune(records[: len(rows) - keep], records[len(rows) - keep :])
         for cid in drop:
             self._records.pop((thread_id, cid), None)

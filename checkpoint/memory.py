@@ -111,7 +111,7 @@ class MemorySaver(CheckpointSaver):
             raise CheckpointNotFoundError(
                 f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}"
             )
-        record = layout.decode_record(blob, self.serde.loads)
+        record = layout.decode_record(blob, self.serde.loads, checkpoint_id)
         self._record_cache[(thread_id, checkpoint_id)] = record
         return record
 
@@ -152,6 +152,8 @@ class MemorySaver(CheckpointSaver):
                 t.writes.pop(first.parent_id, None)
             t.head = writes[-1].id
             self._threads[thread_id] = t
+            for plan in plans:
+                layout.log_put(thread_id, plan)
             if self.keep_last is not None and len(t.order) > self.keep_last:
                 self._prune(thread_id, t, self.keep_last)
 
@@ -159,6 +161,8 @@ class MemorySaver(CheckpointSaver):
         drop_ids, keep_ids = t.order[:-keep], t.order[-keep:]
         dropped = [self._record(thread_id, t, i) for i in drop_ids]
         kept = [self._record(thread_id, t, i) for i in keep_ids]
+        for record in (*dropped, *kept):
+            layout.check_claim(record, len(t.data))
         ids, fields = layout.plan_prune(dropped, kept)
         for cid in ids:
             t.records.pop(cid, None)
@@ -199,6 +203,7 @@ class MemorySaver(CheckpointSaver):
 
     def _load(self, thread_id: str, t: _Thread, checkpoint_id: str) -> Checkpoint:
         record = self._record(thread_id, t, checkpoint_id)
+        layout.check_claim(record, len(t.data))
         blobs = [t.data.get(f) for f in layout.read_fields(record)]
         values = layout.rebuild(record, blobs, self.serde.loads)
         pending = layout.group_writes(t.writes.get(checkpoint_id, {}), self.serde.loads)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import re
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -176,18 +177,57 @@ def glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
+_ESCAPE = {"%": "%25", "{": "%7B", "}": "%7D"}
+_UNESCAPE = {v: k for k, v in _ESCAPE.items()}
+_TO_ESCAPE = re.compile("[%{}\ud800-\udfff]")
+_ESCAPED = re.compile("%(?:25|7B|7D|u[0-9A-F]{4})")
+
+
+def _escape_one(match: re.Match[str]) -> str:
+    c = match.group()
+    return _ESCAPE.get(c) or f"%u{ord(c):04X}"
+
+
+def _unescape_one(match: re.Match[str]) -> str:
+    code = match.group()
+    return _UNESCAPE.get(code) or chr(int(code[2:], 16))
+
+
 def escape_thread_id(thread_id: str) -> str:
-    """Make a thread id safe inside a hash-tagged key (``{``, ``}`` and ``%`` escaped)."""
-    return thread_id.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
+    """Make any thread id safe inside a hash-tagged key, injectively: ``%``, ``{`` and ``}``
+    become ``%25``, ``%7B`` and ``%7D``, and a lone surrogate (which UTF-8 cannot encode)
+    becomes ``%uD800``-style text."""
+    return _TO_ESCAPE.sub(_escape_one, thread_id)
 
 
 def unescape_thread_id(escaped: str) -> str:
     """Reverse :func:`escape_thread_id`."""
-    return escaped.replace("%7D", "}").replace("%7B", "{").replace("%25", "%")
+    return _ESCAPED.sub(_unescape_one, escaped)
+
+
+def _b(text: str) -> bytes:
+    """A hash field or an id as Redis stores it: UTF-8, lone surrogates kept."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _text(raw: bytes | str) -> str:
-    return raw.decode() if isinstance(raw, bytes) else raw
+    """A stored checkpoint id as text."""
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode()
+    except UnicodeDecodeError as exc:
+        raise layout.damaged(None, f"a stored checkpoint id is not text ({exc})") from exc
+
+
+def _name(raw: bytes | str) -> str:
+    """A stored hash field or echoed id as text (lone surrogates kept, as :func:`_b` wrote)."""
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as exc:
+        raise layout.damaged(None, f"a stored name is not text ({exc})") from exc
 
 
 def _storage_error(action: str, exc: Exception) -> CheckpointStorageError:
@@ -326,10 +366,11 @@ class _RedisLogic:
         cached = self._records.get((thread_id, checkpoint_id))
         if cached is not None:
             return cached
-        blob = yield _Call("hget", (self.keys(thread_id).cp, checkpoint_id))
+        blob = yield _Call("hget", (self.keys(thread_id).cp, _b(checkpoint_id)))
         if blob is None:
             raise self._not_found(thread_id, checkpoint_id)
-        return self._remember(thread_id, layout.decode_record(bytes(blob), self.serde.loads))
+        record = layout.decode_record(bytes(blob), self.serde.loads, checkpoint_id)
+        return self._remember(thread_id, record)
 
     def put(
         self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
@@ -355,7 +396,7 @@ class _RedisLogic:
         args: list[Any] = [header, *(p.record_blob for p in plans)]
         for plan in plans:
             for f, v in plan.data.items():
-                args.append(f)
+                args.append(_b(f))
                 args.append(v)
         ok, info = yield _Eval(_PUT, self.keys(thread_id).all(), args)
         if not ok:
@@ -374,6 +415,7 @@ class _RedisLogic:
             )
         for plan in plans:
             self._remember(thread_id, plan.record)
+            layout.log_put(thread_id, plan)
         self._seen_head(thread_id, writes[-1].id)
         if self.keep_last is not None and int(info) > self.keep_last:
             yield from self._prune(thread_id, self.keep_last)
@@ -402,14 +444,15 @@ class _RedisLogic:
         records = []
         for cid in ids:
             records.append((yield from self.record(thread_id, cid)))
+        yield from self._check_claims(thread_id, records)
         drop, fields = layout.plan_prune(records[: len(ids) - keep], records[len(ids) - keep :])
         calls = [_Call("hdel", (k.cp, *drop)), _Call("zrem", (k.seq, *drop))]
         if fields:
-            calls.append(_Call("hdel", (k.data, *fields)))
+            calls.append(_Call("hdel", (k.data, *map(_b, fields))))
         # pending writes are few (a paused or failed step's), so listing them is cheap
         pending = yield _Call("hkeys", (k.writes,))
         dropped = set(drop)
-        stale = [f for f in pending if _text(f).partition("|")[0] in dropped]
+        stale = [f for f in pending if _name(f).partition("|")[0] in dropped]
         if stale:
             calls.append(_Call("hdel", (k.writes, *stale)))
         yield _Pipeline(calls, transaction=True)
@@ -421,10 +464,10 @@ class _RedisLogic:
         for w in writes:
             by_task.setdefault(w.task, []).append(w)
         mapping = {
-            f"{checkpoint_id}|{task}": layout.encode_writes(group, self.serde.dumps)
+            _b(f"{checkpoint_id}|{task}"): layout.encode_writes(group, self.serde.dumps)
             for task, group in by_task.items()
         }
-        args: list[Any] = [checkpoint_id, self.ttl_ms]
+        args: list[Any] = [_b(checkpoint_id), self.ttl_ms]
         for f, v in mapping.items():
             args.append(f)
             args.append(v)
@@ -433,22 +476,25 @@ class _RedisLogic:
 
     def get(self, thread_id: str, checkpoint_id: str | None) -> _Program[Checkpoint | None]:
         k = self.keys(thread_id)
-        # guess the record: the named checkpoint's, or the last head this saver saw
+        # guess the record: the named checkpoint's, or the last head this saver saw (not
+        # one naming more fields than a step could simply try: those are counted first)
         guess = self._records.get((thread_id, checkpoint_id or self._heads.get(thread_id, "")))
+        if guess is not None and layout.claimed(guess) > layout.FREE_CLAIM:
+            guess = None
         fields = layout.read_fields(guess) if guess is not None else []
         found = yield _Eval(
             _READ,
             [k.head, k.cp, k.data, k.writes],
-            [checkpoint_id or "", guess.id if guess is not None else "", *fields],
+            [_b(checkpoint_id or ""), guess.id if guess is not None else "", *map(_b, fields)],
         )
         if found is None:
             if checkpoint_id is not None:
                 raise self._not_found(thread_id, checkpoint_id)
             return None
-        cid = _text(found[0])
+        cid = _name(found[0])
         raw = found[2]
         pending = layout.group_writes(
-            {_text(raw[i]): bytes(raw[i + 1]) for i in range(0, len(raw), 2)},
+            {_name(raw[i]): bytes(raw[i + 1]) for i in range(0, len(raw), 2)},
             self.serde.loads,
         )
         if len(found) == 4:  # the guess was right: its values came along
@@ -458,25 +504,35 @@ class _RedisLogic:
             if found[1] is None:
                 raise self._not_found(thread_id, cid)
             record = self._records.get((thread_id, cid)) or self._remember(
-                thread_id, layout.decode_record(bytes(found[1]), self.serde.loads)
+                thread_id, layout.decode_record(bytes(found[1]), self.serde.loads, cid)
             )
+            yield from self._check_claims(thread_id, [record])
             fields = layout.read_fields(record)
-            blobs = (yield _Call("hmget", (k.data, fields))) if fields else []
+            blobs = (yield _Call("hmget", (k.data, [_b(f) for f in fields]))) if fields else []
         if checkpoint_id is None:
             self._seen_head(thread_id, cid)
         values = layout.rebuild(record, blobs, self.serde.loads)
         return layout.to_checkpoint(thread_id, record, values, pending)
 
+    def _check_claims(self, thread_id: str, records: Sequence[layout.Record]) -> _Program[None]:
+        """Refuse records naming more data than the thread stores (counted only for claims
+        too large to simply try)."""
+        if any(layout.claimed(r) > layout.FREE_CLAIM for r in records):
+            stored = yield _Call("hlen", (self.keys(thread_id).data,))
+            for record in records:
+                layout.check_claim(record, int(stored))
+
     def _load(self, thread_id: str, record: layout.Record) -> _Program[Checkpoint]:
         k = self.keys(thread_id)
+        yield from self._check_claims(thread_id, [record])
         fields = layout.read_fields(record)
-        calls = [_Call("hmget", (k.data, fields))] if fields else []
+        calls = [_Call("hmget", (k.data, [_b(f) for f in fields]))] if fields else []
         calls.append(_Call("hgetall", (k.writes,)))
         results = yield _Pipeline(calls, transaction=False)
         values = layout.rebuild(record, results[0] if fields else [], self.serde.loads)
         prefix = f"{record.id}|".encode()
         mine = {
-            key.decode()[len(prefix) :]: v
+            key.decode("utf-8", "surrogatepass")[len(prefix) :]: v
             for key, v in results[-1].items()
             if key.startswith(prefix)
         }

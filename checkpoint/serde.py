@@ -1,6 +1,7 @@
 """msgpack serialization for checkpoint values, with no pickle and no imports on load.
 
-Plain data (None, bool, int, float, str, bytes, lists, dicts) is native msgpack.
+Plain data (None, bool, int, float, str, bytes, lists, dicts) is native msgpack; any
+``str`` is stored, lone surrogates included.
 These travel as extension types: tuple, set, frozenset, datetime, date, timedelta,
 UUID, and the classes registered by name: pydantic models, enums and dataclasses.
 Loading looks a type up in the registry by its registered name and never imports
@@ -36,7 +37,7 @@ import msgpack
 
 from checkpoint.errors import SerializationError
 
-__all__ = ["MAX_DEPTH", "Serde", "default_serde", "dumps", "loads", "register"]
+__all__ = ["MAX_DEPTH", "Serde", "base_serde", "default_serde", "dumps", "loads", "register"]
 
 T = TypeVar("T", bound=type)
 
@@ -59,6 +60,13 @@ _FAST_FRAMES = 4
 # scalars: no nested frame (a timedelta is stored as one, so it counts as a container)
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), _dt.datetime, _dt.date, uuid.UUID})
 _SEQUENCES = (list, tuple, set, frozenset)
+# Any Python str is stored: lone surrogates as the bytes "surrogatepass" gives them, which
+# valid UTF-8 never contains, so every string keeps its own encoding and comes back as itself.
+_LONE = "surrogatepass"
+
+
+class _Library(enum.Enum):
+    BASE = "base"  # Serde's default base: base_serde, which exists only once made
 
 
 class _Deeper(Exception):
@@ -69,19 +77,70 @@ def _qualname(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-class Serde:
-    """A msgpack codec with its own registry of named types.
+# Bumped by every registration anywhere, so a Serde knows when to merge its layers again.
+_registrations = [0]
 
-    Most code uses the module-level functions, which share :data:`default_serde`.
+
+class Serde:
+    """A msgpack codec with its own registry of named types, layered on a base registry.
+
+    Types registered here are known to this codec only. Lookups fall through to ``base``
+    (by default :data:`base_serde`: the library's own types, such as graphagent's
+    messages), so every ``Serde()`` can store what the library stores, and a type
+    registered here wins over one of the same class below. Most code uses the module-level
+    functions, which share :data:`default_serde`.
+
+    Args:
+        base: the registry underneath (``None``: nothing underneath).
+
+    Example:
+        >>> import dataclasses
+        >>> from checkpoint.serde import Serde
+        >>> @dataclasses.dataclass
+        ... class Point:
+        ...     x: int
+        >>> mine = Serde()
+        >>> _ = mine.register(Point)
+        >>> mine.loads(mine.dumps(Point(1)))
+        Point(x=1)
+        >>> Serde().is_registered(Point)  # registered on ``mine`` only
+        False
     """
 
-    def __init__(self) -> None:
+    def __init__(self, base: Serde | _Library | None = _Library.BASE) -> None:
+        self._base = base_serde if base is _Library.BASE else base
+        self._own: dict[type, tuple[str, bool]] = {}
+        self._seen = -1
         self._names: dict[type, str] = {}
         self._types: dict[str, type] = {}
         self._shallow: set[type] = set()
         # made once: the fast path's encoders by frames left, the decoders by depth
         self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
         self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
+
+    def _layers(self) -> list[Serde]:
+        """This registry and those under it, the bottom one first."""
+        layers: list[Serde] = []
+        layer: Serde | None = self
+        while layer is not None and layer not in layers:
+            layers.append(layer)
+            layer = layer._base
+        return layers[::-1]
+
+    def _current(self) -> None:
+        """Merge the layers' registrations if any registry changed since the last merge."""
+        seen = _registrations[0]
+        if self._seen == seen:
+            return
+        merged: dict[type, tuple[str, bool]] = {}
+        types: dict[str, type] = {}
+        for layer in self._layers():
+            merged.update(layer._own)
+            types.update({name: cls for cls, (name, _) in layer._own.items()})
+        self._names = {cls: name for cls, (name, _) in merged.items()}
+        self._types = types
+        self._shallow = {cls for cls, (_, shallow) in merged.items() if shallow}
+        self._seen = seen
 
     def register(self, cls: T, name: str | None = None, *, shallow: bool = False) -> T:
         """Let instances of ``cls`` (pydantic model, enum or dataclass) be stored and loaded.
@@ -109,20 +168,20 @@ class Serde:
                 "registered"
             )
         key = name or _qualname(cls)
+        self._current()
         taken = self._types.get(key)
         if taken is not None and taken is not cls:
             raise SerializationError(
                 f"the serde name {key!r} is already registered for {_qualname(taken)}; "
                 "pass name= to register under another name"
             )
-        self._names[cls] = key
-        self._types[key] = cls
-        if shallow:
-            self._shallow.add(cls)
+        self._own[cls] = (key, shallow)
+        _registrations[0] += 1
         return cls
 
     def is_registered(self, cls: type) -> bool:
-        """Whether ``cls`` can be stored."""
+        """Whether ``cls`` can be stored (registered here or in a base)."""
+        self._current()
         return cls in self._names
 
     def dumps(self, value: Any) -> bytes:
@@ -132,12 +191,16 @@ class Serde:
             SerializationError: naming the unsupported type and how to register it, or
                 the value nests deeper than :data:`MAX_DEPTH`.
         """
+        self._current()
         try:
             try:
                 # fast path: no walk; a value whose tuples, sets and objects nest more than
                 # a few deep, or whose lists nest past msgpack's limit, is measured first
                 return self._pack(value, self._fast[_FAST_FRAMES])
-            except _Deeper:
+            except (_Deeper, UnicodeEncodeError):
+                # a lone surrogate (os.listdir on undecodable names, json.loads('"\\ud800"'))
+                # is stored by the measured path, with surrogatepass: that one copies every
+                # string into bytes first, so the fast path keeps msgpack's own encoder
                 pass
             except ValueError as exc:
                 if "recursion limit" not in str(exc):
@@ -149,7 +212,7 @@ class Serde:
                     "dicts, tuples, sets and objects inside one another), or one that "
                     "contains itself: flatten it, or store the deep part as text or bytes"
                 )
-            return self._pack(value, partial(self._default, dumped, MAX_DEPTH))
+            return self._pack(value, partial(self._default, dumped, MAX_DEPTH), _LONE)
         except SerializationError:
             raise
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
@@ -203,9 +266,15 @@ class Serde:
             SerializationError: corrupt bytes, a stored type not registered here, or
                 nesting deeper than :data:`MAX_DEPTH` (which :meth:`dumps` never writes).
         """
+        self._current()
         try:
             return msgpack.unpackb(
-                data, ext_hook=self._hooks[1], raw=False, strict_map_key=False, use_list=True
+                data,
+                ext_hook=self._hooks[1],
+                raw=False,
+                strict_map_key=False,
+                use_list=True,
+                unicode_errors=_LONE,
             )
         except SerializationError:
             raise
@@ -219,13 +288,19 @@ class Serde:
         hook = self._hooks[depth + 1]
         if depth < _HEAP_FRAMES_FROM:
             return msgpack.unpackb(
-                data, ext_hook=hook, raw=False, strict_map_key=False, use_list=True
+                data,
+                ext_hook=hook,
+                raw=False,
+                strict_map_key=False,
+                use_list=True,
+                unicode_errors=_LONE,
             )
         unpacker = msgpack.Unpacker(
             ext_hook=hook,
             raw=False,
             strict_map_key=False,
             use_list=True,
+            unicode_errors=_LONE,
             max_buffer_size=max(len(data), 1),
         )
         unpacker.feed(data)
@@ -235,8 +310,10 @@ class Serde:
         return value
 
     @staticmethod
-    def _pack(value: Any, default: Callable[[Any], Any]) -> bytes:
-        return msgpack.packb(value, default=default, use_bin_type=True, strict_types=True)  # type: ignore[no-any-return]
+    def _pack(value: Any, default: Callable[[Any], Any], errors: str | None = None) -> bytes:
+        return msgpack.packb(  # type: ignore[no-any-return]
+            value, default=default, use_bin_type=True, strict_types=True, unicode_errors=errors
+        )
 
     def _frame(
         self, code: int, value: Any, dumped: dict[int, Any] | None, room: int
@@ -249,7 +326,7 @@ class Serde:
             default = self._fast[room - 1]
         else:
             default = partial(self._default, dumped, room - 1)
-        return msgpack.ExtType(code, self._pack(value, default))
+        return msgpack.ExtType(code, self._pack(value, default, None if dumped is None else _LONE))
 
     def _default(self, dumped: dict[int, Any] | None, room: int, obj: Any) -> Any:
         cls = type(obj)
@@ -352,8 +429,13 @@ class Serde:
             ) from exc
 
 
+base_serde = Serde(base=None)
+"""The library's own types (graphagent registers its messages here): the base registry
+every :class:`Serde` includes unless made with another ``base``."""
+
 default_serde = Serde()
-"""The process-wide codec the savers use unless given another."""
+"""The process-wide codec the savers use unless given another (:func:`register` adds to
+it; a separately made ``Serde()`` sees the library's types but not these)."""
 
 register = default_serde.register
 dumps = default_serde.dumps

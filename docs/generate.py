@@ -23,6 +23,8 @@ MODULES = {
     "graphagent.messages": "Messages and the `add_messages` rule.",
     "graphagent.mcp": "MCP servers' tools as graphagent tools, and graphagent served over MCP "
     "(extra `graphagent[mcp]`). Guide: [MCP](mcp.md).",
+    "graphagent.observability": "Live progress, logs, and OpenTelemetry traces (extra "
+    "`graphagent[otel]`). Guide: [progress, logs and traces](observability.md).",
     "graphagent.errors": "Every error is a `GraphAgentError`; the message says what to do.",
     "checkpoint": "Savers and serialisation; imports nothing from graphagent. "
     "Guide: [persistence](persistence.md), [production](production.md).",

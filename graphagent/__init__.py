@@ -6,6 +6,8 @@ The names users need most are re-exported here; each lives in its own module
 
 from __future__ import annotations
 
+import logging
+
 from graphagent.agent import ReactAgent
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
@@ -58,3 +60,6 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+# a library logs, the application decides where logs go: silent until logging is configured
+logging.getLogger("graphagent").addHandler(logging.NullHandler())

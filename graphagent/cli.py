@@ -12,7 +12,7 @@ Examples::
 
 ``module:object`` names a module (or a ``.py`` file) and an attribute in it: a compiled
 graph, an agent, or a function of no arguments that returns one. Errors are one line on
-stderr and exit code 2.
+stderr and exit code 2; ``chat -m`` exits 3 when the thread waits for a human.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ import contextlib
 import copy
 import importlib
 import importlib.util
-import json
+import inspect
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,10 +36,11 @@ from checkpoint.errors import CheckpointError
 from checkpoint.postgres import PostgresSaver
 from checkpoint.redis import RedisSaver
 from checkpoint.sqlite import SqliteSaver
+from graphagent._chat import Chat
 from graphagent._mcp_cli import add_mcp_command
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
-from graphagent.graph import Command, CompiledGraph, StateSnapshot
+from graphagent.graph import CompiledGraph, StateSnapshot
 from graphagent.graph._draw import FORMATS
 from graphagent.graph._snapshot import (
     conversation,
@@ -97,8 +99,32 @@ def load_object(spec: str) -> Any:
         obj = getattr(obj, part)
     factory = not isinstance(obj, (CompiledGraph, ToolCallback))  # a @tool is callable too
     if callable(obj) and factory and not hasattr(obj, "graph"):
-        obj = obj()
+        obj = _call_factory(obj, spec)
     return obj
+
+
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+def _call_factory(factory: Callable[[], Any], spec: str) -> Any:
+    """``factory()``, or a one-line error: it needs arguments, or it raised."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+        needed = [p.name for p in params if p.default is p.empty and p.kind not in _VARIADIC]
+    except (TypeError, ValueError):  # builtins without a signature: just call them
+        needed = []
+    if needed:
+        raise CliError(
+            f"{spec!r} is a function that needs arguments ({', '.join(needed)}); point at an "
+            "object, or a function of no arguments that returns one"
+        )
+    try:
+        return factory()
+    except Exception as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise CliError(
+            f"calling {spec!r} failed: {type(exc).__name__}" + (f": {detail}" if detail else "")
+        ) from exc
 
 
 def _graph_of(obj: Any, spec: str) -> CompiledGraph:
@@ -127,9 +153,18 @@ def _redis_saver(url: str | None, prefix: str) -> RedisSaver:
     if not url:
         raise CliError("no Redis to look in: pass --redis URL or set REDIS_URL")
     try:
-        saver = RedisSaver.from_url(url, prefix=prefix, socket_connect_timeout=3)
+        client = redis.Redis.from_url(url, socket_connect_timeout=3)
+    except ValueError as exc:
+        raise CliError(f"invalid Redis URL: {exc}") from exc
+    try:
+        saver = RedisSaver(client, prefix=prefix)
+    except ValueError as exc:  # the prefix: named before anything is sent
+        client.close()
+        raise CliError(f"--prefix: {exc}") from exc
+    try:
         saver.client.ping()
-    except (redis.RedisError, ValueError) as exc:
+    except redis.RedisError as exc:
+        saver.close()
         # redis-py names host and port, never the password, so the message is safe to print
         raise CliError(f"cannot reach Redis: {exc}") from exc
     return saver
@@ -183,37 +218,19 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
         )
     messages: list[str] | None = list(args.message) if args.message else None
     print(f"chatting with {agent.name!r} on thread {args.thread!r} (Ctrl-D to stop)", file=out)
-    pending = agent.get_state(thread_id=args.thread).interrupts
-    while True:
-        if messages is not None:
-            if not messages:
-                return 0
-            text = messages.pop(0)
-        else:
-            try:
-                text = read("you> " if not pending else "answer> ")
-            except EOFError:
-                print(file=out)
-                return 0
-        if not text.strip():
-            continue
-        payload: Any = text
-        if pending:
-            try:
-                payload = Command(resume=json.loads(text))
-            except ValueError:
-                payload = Command(resume=text)
-        out.write(f"{agent.name}> ")
-        for chunk, _info in agent.stream(payload, thread_id=args.thread, mode="messages"):
-            if getattr(chunk, "role", None) == "tool":
-                out.write(f"\n  [{chunk.name}] {chunk.text}\n{agent.name}> ")
-            else:
-                out.write(chunk.text)
-            out.flush()
-        out.write("\n")
-        pending = agent.get_state(thread_id=args.thread).interrupts
-        for question in pending:
-            print(f"  (waiting for you) {json.dumps(question.value, default=str)}", file=out)
+    return Chat(agent, args.thread, out, read, again=_chat_again(args)).run(messages)
+
+
+def _chat_again(args: argparse.Namespace) -> str:
+    """The command that continues this chat (URLs stay out: they may hold passwords)."""
+    parts = ["graphagent chat", shlex.quote(args.target), "--thread", shlex.quote(args.thread)]
+    if args.db:
+        parts += ["--db", shlex.quote(args.db)]
+    elif args.postgres:
+        parts += ["--postgres URL", "--schema", shlex.quote(args.schema)]
+    elif args.redis:
+        parts += ["--redis URL", "--prefix", shlex.quote(args.prefix)]
+    return " ".join(parts)
 
 
 def _print_snapshot(snap: StateSnapshot, out: TextIO) -> None:
@@ -233,32 +250,46 @@ def _print_snapshot(snap: StateSnapshot, out: TextIO) -> None:
         print(f"  waiting for an answer to: {question.value!r}", file=out)
 
 
+def _where(args: argparse.Namespace) -> str:
+    if args.db:
+        return f"in {args.db!r}"
+    if args.postgres:
+        return f"in schema {args.schema!r}"
+    return f"under prefix {args.prefix!r}"
+
+
 def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
+    if args.limit is not None and args.limit < 1:
+        raise CliError(f"--limit must be 1 or more (got {args.limit}); leave it out to see all")
+    if args.action == "list" and args.thread:
+        raise CliError(
+            f"threads list takes no thread id (got {args.thread!r}); to look at one thread: "
+            f"graphagent threads show {args.thread}"
+        )
+    if args.action != "list" and not args.thread:
+        raise CliError(f"threads {args.action} needs a thread id")
     saver = _stored_saver(args, create=False)
     if saver is None:
         saver = _redis_saver(None, args.prefix)
         args.opened.append(saver)
     if args.action == "list":
-        for thread in saver.threads():
+        found = saver.threads()
+        for thread in found[: args.limit]:
             print(thread, file=out)
+        if not found:
+            # on stderr: stdout stays a clean (empty) list for scripts
+            print(f"graphagent: no threads {_where(args)}", file=sys.stderr)
         return 0
-    if not args.thread:
-        raise CliError(f"threads {args.action} needs a thread id")
+    limit = args.limit if args.action == "history" else 1
+    # a history: its rows need no state, so none is built (only "show" builds one)
+    history = saver.history(args.thread, limit=limit)
+    if not len(history):
+        nothing = "; nothing deleted" if args.action == "delete" else ""
+        raise CliError(f"no thread {args.thread!r} {_where(args)}{nothing}")
     if args.action == "delete":
         saver.delete_thread(args.thread)
         print(f"deleted thread {args.thread!r}", file=out)
         return 0
-    # a history: each row needs no state, so none is built (only "show" builds one)
-    history = saver.history(args.thread, limit=args.limit if args.action == "history" else 1)
-    if not len(history):
-        where = (
-            f"in {args.db!r}"
-            if args.db
-            else f"in schema {args.schema!r}"
-            if args.postgres
-            else f"under prefix {args.prefix!r}"
-        )
-        raise CliError(f"no thread {args.thread!r} {where}")
     snaps = listed_snapshots(history, RunnableConfig(thread_id=args.thread))
     if args.action == "show":
         _print_snapshot(snaps[0], out)
@@ -306,7 +337,9 @@ def _parser() -> argparse.ArgumentParser:
     threads.add_argument("--schema", default="public", help="PostgreSQL schema")
     threads.add_argument("--redis", help="Redis URL (default: $REDIS_URL)")
     threads.add_argument("--prefix", default="graphagent", help="Redis key prefix")
-    threads.add_argument("--limit", type=int, default=None, help="history: newest N only")
+    threads.add_argument(
+        "--limit", type=int, default=None, help="history: newest N only; list: first N only"
+    )
     threads.set_defaults(run=_threads)
 
     add_mcp_command(sub)

@@ -241,14 +241,14 @@ def add_messages(left: Sequence[Any] | None, right: Any) -> list[Message]:
 
 
 def _register_with_serde() -> None:
-    # Stored threads name message types by these stable names, never by import path.
-    from checkpoint import serde
+    # Stored threads name message types by these stable names, never by import path. They
+    # go in the base registry, so every Serde (not only the process-wide one) stores them.
+    from checkpoint.serde import base_serde
 
-    for cls in (SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage):
-        if not serde.default_serde.is_registered(cls):
-            serde.register(cls, name=f"graphagent.{cls.__name__}", shallow=True)
-    if not serde.default_serde.is_registered(ToolCall):
-        serde.register(ToolCall, name="graphagent.ToolCall", shallow=True)
+    kinds = (SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage)
+    for cls in (*kinds, ToolCall):
+        if not base_serde.is_registered(cls):
+            base_serde.register(cls, name=f"graphagent.{cls.__name__}", shallow=True)
 
 
 _register_with_serde()

@@ -43,3 +43,7 @@ def close(saver: CheckpointSaver) -> None:
     closer = getattr(saver, "close", None)
     if closer is not None:
         closer()
+    client = getattr(saver, "client", None)
+    if isinstance(client, redis.RedisCluster):
+        # close() leaves the connection of a script load to a node open
+        client.disconnect_connection_pools()

@@ -111,7 +111,8 @@ def set_writes(saver: CheckpointSaver, thread: str, cid: str, task: str, blob: b
         _sql(
             saver,
             "INSERT INTO {t}graphagent_writes (thread_id, checkpoint_id, task, value) "
-            "VALUES (?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_id, task) "
+            "DO UPDATE SET value = excluded.value",
             encode_text(thread),
             cid,
             encode_text(task),

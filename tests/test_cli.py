@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -45,6 +45,88 @@ careful = ReactAgent(
     model=FakeChatModel([AssistantMessage(tool_calls=[call]), "Done: mailed bob."]),
     tools=[send_email],
     hooks=[HumanInTheLoopHook(approval_on={"send_email": "mail leaves the company"})],
+    saver=MemorySaver(),
+)
+
+def mail_or_report(messages, tools):
+    if messages[-1].role == "tool":
+        return f"Done: {messages[-1].text}."
+    return AssistantMessage(tool_calls=[call])
+
+
+def make_stateless_careful():
+    # answers from the conversation alone, so each process behaves the same
+    return ReactAgent(
+        name="careful",
+        model=FunctionChatModel(mail_or_report),
+        tools=[send_email],
+        hooks=[HumanInTheLoopHook(approval_on={"send_email": "mail leaves the company"})],
+    )
+
+
+def send_many(to: str) -> str:
+    "Send an email."
+    return f"sent to {to}"
+
+
+calls = [
+    ToolCall(id="m1", name="send_many", arguments='{"to": "ann"}'),
+    ToolCall(id="m2", name="send_many", arguments='{"to": "ben"}'),
+]
+def make_bulk():
+    return ReactAgent(
+        name="bulk",
+        model=FakeChatModel([AssistantMessage(tool_calls=calls), "Both handled."]),
+        tools=[send_many],
+        hooks=[HumanInTheLoopHook(approval_on={"send_many": "bulk mail"})],
+        saver=MemorySaver(),
+    )
+
+
+bulk = make_bulk()
+
+
+def refund(amount: int) -> str:
+    "Refund an amount."
+    from graphagent.graph import interrupt
+
+    answer = interrupt(f"Refund {amount} EUR?")
+    return f"refund answer: {answer}"
+
+
+refund_call = ToolCall(id="r1", name="refund", arguments='{"amount": 40}')
+asks = ReactAgent(
+    name="asks",
+    model=FakeChatModel([AssistantMessage(tool_calls=[refund_call]), "Refund settled."]),
+    tools=[refund],
+    saver=MemorySaver(),
+)
+
+
+def flaky_answer(messages, tools):
+    from graphagent.errors import ModelHTTPError
+
+    said = [m.text for m in messages if m.role == "user"]
+    if said[-1] == "fail":
+        raise ModelHTTPError("http://llm.local answered HTTP 503: overloaded", status_code=503)
+    return f"ok: {said[-1]}"
+
+
+flaky = ReactAgent(name="flaky", model=FunctionChatModel(flaky_answer), saver=MemorySaver())
+
+def slow_lookup(key: str) -> str:
+    "Look a key up, slowly."
+    import time
+
+    time.sleep(0.6)
+    return f"value of {key}"
+
+
+lookup_call = ToolCall(id="k1", name="slow_lookup", arguments='{"key": "a"}')
+looker = ReactAgent(
+    name="looker",
+    model=FakeChatModel([AssistantMessage(tool_calls=[lookup_call]), "The value is there."]),
+    tools=[slow_lookup],
     saver=MemorySaver(),
 )
 
@@ -194,23 +276,154 @@ def test_chat_and_threads_on_postgresql(module: str, postgres_url: str, pg_schem
     assert code == 2
 
 
-def test_chat_asks_for_a_pending_answer_and_resumes_with_it(module: str) -> None:
-    """A human-in-the-loop pause is shown; the next line (JSON or text) resumes the run."""
-    code, text = run("chat", f"{module}:careful", "--thread", "h", "-m", "mail bob")
-    assert code == 0 and "(waiting for you)" in text and "mail leaves the company" in text
+def typed_lines(*lines: str) -> tuple[list[str], Callable[[str], str]]:
+    """A fake terminal: the prompts it was shown, and a reader answering with ``lines``."""
     prompts: list[str] = []
-    answers = iter(['[{"type": "approve"}]'])
+    answers = iter(lines)
 
-    def typed(prompt: str) -> str:
+    def read(prompt: str) -> str:
         prompts.append(prompt)
         line = next(answers, None)
         if line is None:
-            raise EOFError
+            raise EOFError  # Ctrl-D
         return line
 
-    code, text = run("chat", f"{module}:careful", "--thread", "h", read=typed)
-    assert prompts[0] == "answer> " and prompts[1] == "you> "
+    return prompts, read
+
+
+def test_chat_m_stops_at_a_pause_with_a_distinct_code_and_a_hint(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-m that leads to an approval pause: the question is shown readably, exit code 3,
+    and stderr says how to answer; -m approve on the paused thread resumes it."""
+    code, text = run("chat", f"{module}:careful", "--thread", "h", "-m", "mail bob")
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "waiting for your decision on 1 tool call:" in text
+    assert '1. send_email({"to": "bob"})' in text and "why: mail leaves the company" in text
+    assert "approve | reject <reason> | edit <json arguments>" in text
+    assert "thread 'h' is waiting for a human" in err
+    assert f"graphagent chat {module}:careful --thread h -m '<answer>'" in err
+    code, text = run("chat", f"{module}:careful", "--thread", "h", "-m", "approve")
+    assert code == 0, capsys.readouterr().err
     assert "[send_email] sent to bob" in text and "Done: mailed bob." in text
+
+
+def test_chat_again_on_a_paused_thread_repeats_the_question_and_takes_reject(
+    module: str,
+) -> None:
+    """A new session on a paused thread shows the question first; 'reject <reason>'
+    resumes with the reason (the tool does not run), then the prompt is 'you>' again."""
+    assert run("chat", f"{module}:careful", "--thread", "r", "-m", "mail bob")[0] == 3
+    prompts, read = typed_lines("reject not today", "")
+    code, text = run("chat", f"{module}:careful", "--thread", "r", read=read)
+    assert code == 0
+    question = text.index("waiting for your decision")
+    assert question < text.index("careful>")  # shown before anything is sent
+    assert prompts[:2] == ["answer> ", "you> "]
+    assert "[send_email] The user rejected this call: not today" in text
+    assert "sent to bob" not in text
+
+
+def test_chat_edit_and_answers_that_do_not_fit(module: str) -> None:
+    """'edit <json>' runs the call with new arguments; an answer that fits no form is
+    explained and asked again, not sent."""
+    assert run("chat", f"{module}:careful", "--thread", "e", "-m", "mail bob")[0] == 3
+    prompts, read = typed_lines("maybe", "edit {not json", 'edit ["x"]', 'edit {"to": "alice"}')
+    code, text = run("chat", f"{module}:careful", "--thread", "e", read=read)
+    assert code == 0
+    assert prompts[:4] == ["answer> "] * 4
+    assert "not an answer to a tool approval" in text
+    assert "edit takes the new arguments as JSON" in text
+    assert "edit takes a JSON object of arguments" in text
+    assert "[send_email] sent to alice" in text and "sent to bob" not in text
+
+
+def test_chat_several_calls_and_raw_json(module: str) -> None:
+    """Two calls waiting: 'approve' approves both; 'edit' asks for a JSON list; a JSON
+    list of decisions is taken as is."""
+    code, text = run("chat", f"{module}:bulk", "--thread", "b", "-m", "mail both")
+    assert code == 3 and "2 tool calls" in text and "2. send_many" in text
+    decisions = '[{"type": "approve"}, {"type": "reject", "reason": "ben left"}]'
+    _, read = typed_lines('edit {"to": "x"}', decisions)
+    code, text = run("chat", f"{module}:bulk", "--thread", "b", read=read)
+    assert code == 0 and "edit changes one call, and 2 are waiting" in text
+    assert "[send_many] sent to ann" in text and "rejected this call: ben left" in text
+    code, text = run("chat", f"{module}:make_bulk", "--thread", "b2", "-m", "go", "-m", "approve")
+    assert code == 0 and "sent to ann" in text and "sent to ben" in text
+
+
+def test_chat_plain_questions_take_text(module: str) -> None:
+    """A question that is not a tool approval (interrupt() in a tool) is shown as it is
+    and answered with plain text or JSON."""
+    code, text = run("chat", f"{module}:asks", "--thread", "q", "-m", "refund me")
+    assert code == 3 and "waiting for your answer (from tools): Refund 40 EUR?" in text
+    code, text = run("chat", f"{module}:asks", "--thread", "q", "-m", "yes, go ahead")
+    assert code == 0 and "[refund] refund answer: yes, go ahead" in text
+
+
+def test_chat_model_errors_print_on_their_own_line_and_the_session_goes_on(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failing model call: one error line (on stderr, after the partial line is
+    ended), and the next message is answered in the same session; with -m, exit 2."""
+    prompts, read = typed_lines("fail", "hello")
+    code, text = run("chat", f"{module}:flaky", "--thread", "f", read=read)
+    err = capsys.readouterr().err
+    assert code == 0 and prompts == ["you> ", "you> ", "you> "]
+    assert "flaky> ok: hello\n" in text and text.endswith("\n")
+    assert [line for line in text.splitlines() if line.startswith("flaky>")] == ["flaky> ok: hello"]
+    assert err == "graphagent: error: http://llm.local answered HTTP 503: overloaded\n"
+    code, text = run("chat", f"{module}:flaky", "--thread", "f2", "-m", "fail", "-m", "hi")
+    assert code == 2 and "ok: hi" not in text
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+class Terminal(io.StringIO):
+    """Output that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_chat_on_a_terminal_shows_a_status_line_while_tools_run(module: str) -> None:
+    """On a TTY the chat draws '⏳ ... running slow_lookup (n s)' in place while the tool
+    runs, and erases it before the tool's result and the answer are written."""
+    out = Terminal()
+    code = main(["chat", f"{module}:looker", "--thread", "s", "-m", "look"], out=out)
+    text = out.getvalue()
+    assert code == 0
+    assert "\r\x1b[2K⏳ looker · running slow_lookup (" in text
+    erased = text.rindex("\r\x1b[2K")
+    assert "⏳" not in text[erased + 4 :]  # nothing drawn after the last erase
+    assert text[erased + 4 :].strip().endswith("looker> The value is there.")
+    assert "  [slow_lookup] value of a\n" in text
+    for segment in text.split("\r\x1b[2K"):
+        # what is drawn between two erasures: the status alone, or conversation alone
+        assert not ("⏳" in segment and ("looker>" in segment or "[slow_lookup]" in segment))
+
+
+def test_chat_through_the_console_entry(module: str, tmp_path: Path) -> None:
+    """The real command: exit code 3 at a pause, 0 after the answer, one process each."""
+
+    def command(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "graphagent", "chat", *argv],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            check=False,
+        )
+
+    db = ["--db", str(tmp_path / "t.sqlite")]
+    paused = command(f"{module}:make_stateless_careful", "--thread", "x", *db, "-m", "mail bob")
+    assert paused.returncode == 3, paused.stderr
+    assert "why: mail leaves the company" in paused.stdout
+    assert "waiting for a human" in paused.stderr
+    done = command(f"{module}:make_stateless_careful", "--thread", "x", *db, "-m", "approve")
+    assert done.returncode == 0, done.stderr
+    assert "waiting for your decision" in done.stdout  # the question, repeated first
+    assert "sent to bob" in done.stdout
 
 
 def test_console_entry_point_runs(module: str, tmp_path: Path) -> None:
@@ -229,3 +442,107 @@ def test_console_entry_point_runs(module: str, tmp_path: Path) -> None:
     assert ok.returncode == 0 and "[only]" in ok.stdout
     bad = command("draw", f"{module}:nothing")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+FACTORIES = """
+from graphagent.agent import ReactAgent
+from graphagent.models import FakeChatModel
+
+
+def needs_args(model, *, name):
+    return ReactAgent(name=name, model=model)
+
+
+def raises():
+    raise RuntimeError("no API key configured\\nsecond line")
+
+
+def raises_silently():
+    raise KeyError
+
+
+class Builder:
+    def __init__(self, size):
+        self.size = size
+
+
+def optional_args(name="opt"):
+    return ReactAgent(name=name, model=FakeChatModel(["hi"]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("needs_args", "is a function that needs arguments (model, name)"),
+        ("Builder", "needs arguments (size)"),
+        ("raises", "calling '{m}:raises' failed: RuntimeError: no API key configured"),
+        ("raises_silently", "calling '{m}:raises_silently' failed: KeyError"),
+    ],
+)
+def test_factories_that_need_arguments_or_raise_are_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+    message: str,
+) -> None:
+    """A factory with required parameters, or one that raises: one line, exit 2, no call."""
+    name = f"cli_factories_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(FACTORIES))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        code, _ = run("draw", f"{name}:{target}")
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert message.replace("{m}", name) in err
+        code, text = run("draw", f"{name}:optional_args")
+        assert code == 0 and "[model]" in text  # defaults only: called as before
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_threads_limits_missing_threads_and_stray_ids(
+    module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--limit below 1, delete of a missing thread, list with an id: one clear line, exit 2."""
+    db = str(tmp_path / "threads.sqlite")
+    for thread in ("a", "b", "c"):
+        assert run("chat", f"{module}:agent", "--thread", thread, "--db", db, "-m", "hi")[0] == 0
+    capsys.readouterr()
+
+    def fails(*argv: str) -> str:
+        code, text = run(*argv)
+        err = capsys.readouterr().err
+        assert code == 2 and text == "" and err.count("\n") == 1, (code, text, err)
+        return err
+
+    for limit in ("0", "-3"):
+        err = fails("threads", "history", "a", "--db", db, "--limit", limit)
+        assert f"--limit must be 1 or more (got {limit})" in err
+        assert "--limit must be" in fails("threads", "list", "--db", db, "--limit", limit)
+    assert run("threads", "list", "--db", db, "--limit", "2") == (0, "a\nb\n")
+    assert len(run("threads", "history", "a", "--db", db, "--limit", "1")[1].splitlines()) == 1
+
+    err = fails("threads", "delete", "zzz", "--db", db)
+    assert "no thread 'zzz'" in err and "nothing deleted" in err
+    err = fails("threads", "list", "a", "--db", db)
+    assert "takes no thread id" in err and "graphagent threads show a" in err
+    assert "needs a thread id" in fails("threads", "history", "--db", db)
+    assert run("threads", "list", "--db", db) == (0, "a\nb\nc\n")  # nothing was deleted
+
+
+def test_threads_list_on_an_empty_or_invalid_prefix(
+    redis_url: str, redis_prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No threads: empty stdout, a note on stderr, exit 0; an invalid prefix is named as such."""
+    code, text = run("threads", "list", "--redis", redis_url, "--prefix", redis_prefix)
+    err = capsys.readouterr().err
+    assert (code, text) == (0, "")
+    assert f"no threads under prefix {redis_prefix!r}" in err
+    for bad in ("", "a:b"):
+        code, text = run("threads", "list", "--redis", redis_url, "--prefix", bad)
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1
+        assert "--prefix: invalid key prefix" in err and "cannot reach" not in err

@@ -16,6 +16,7 @@ MODULES = [
     "graphagent.errors",
     "graphagent.messages",
     "graphagent.mcp",
+    "graphagent.observability",
     "checkpoint",
 ]
 

@@ -13,12 +13,13 @@ from typing import Any
 
 import msgpack
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from checkpoint import serde as serde_module
 from checkpoint.errors import SerializationError
-from checkpoint.serde import MAX_DEPTH, Serde, dumps, loads
+from checkpoint.serde import MAX_DEPTH, Serde, base_serde, default_serde, dumps, loads
 from graphagent.messages import AssistantMessage, ToolCall, ToolResponseMessage
 
 
@@ -123,22 +124,26 @@ values = st.recursive(
     | st.booleans()
     | st.integers(min_value=-(2**63), max_value=2**64 - 1)
     | st.floats(allow_nan=False)
-    | st.text()
+    | st.text(st.characters(exclude_categories=()) | st.characters(categories=["Cs"]))
     | st.binary()
     | st.datetimes()
     | st.uuids(),
     lambda inner: (
         st.lists(inner, max_size=4)
         | st.tuples(inner, inner)
-        | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+        | st.dictionaries(
+            st.text(st.characters(exclude_categories=()), max_size=5), inner, max_size=4
+        )
     ),
     max_leaves=20,
 )
 
 
 @given(values)
+@example({"caf\udce9.txt": ["\ud800", ("\ud83d\ude00", "\U0001f600")]})
 def test_supported_values_round_trip(value: Any) -> None:
-    """Arbitrary supported values survive dumps/loads unchanged."""
+    """Arbitrary supported values survive dumps/loads unchanged, any str included (lone
+    surrogates: os.listdir on undecodable names, json.loads('"\\ud800"'))."""
     assert loads(dumps(value)) == value
 
 
@@ -243,3 +248,79 @@ def test_loading_deeply_nested_bytes_raises_instead_of_crashing() -> None:
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert done.stdout.split() == ["refused"] * 12, done.stdout
+
+
+def test_a_fresh_serde_stores_the_library_messages_and_pauses() -> None:
+    """MemorySaver(serde=Serde()) runs an agent with tools and a graph that pauses for a
+    human: the library's own types live in the base registry every Serde includes."""
+    from checkpoint import MemorySaver
+    from graphagent.agent import ReactAgent
+    from graphagent.graph import END, START, StateGraph, interrupt
+    from graphagent.messages import UserMessage
+    from graphagent.models import FakeChatModel
+
+    def lookup(q: str) -> str:
+        """Look it up."""
+        return f"found {q}"
+
+    call = AssistantMessage(
+        "", tool_calls=(ToolCall(id="c1", name="lookup", arguments='{"q":"x"}'),)
+    )
+    saver = MemorySaver(serde=Serde())
+    agent = ReactAgent(name="a", model=FakeChatModel([call, "done"]), tools=[lookup], saver=saver)
+    agent.invoke("hi", {"thread_id": "t"})
+    stored = saver.get("t")
+    assert stored is not None
+    kinds = [type(m) for m in stored.values["messages"]]
+    assert kinds == [UserMessage, AssistantMessage, ToolResponseMessage, AssistantMessage]
+    assert stored.values["messages"][1].tool_calls[0].name == "lookup"
+
+    g = StateGraph()
+    g.add_node("ask", lambda s: {"answer": interrupt({"question": ("ok?", 1)})})
+    g.add_edge(START, "ask").add_edge("ask", END)
+    app = g.compile(saver=MemorySaver(serde=Serde()))
+    paused = app.invoke({"answer": None}, {"thread_id": "h"})
+    assert paused["__interrupt__"][0].value == {"question": ("ok?", 1)}
+    from graphagent.graph import Command
+
+    assert app.invoke(Command(resume="yes"), {"thread_id": "h"})["answer"] == "yes"
+
+
+def test_registries_are_layered() -> None:
+    """A type registered on one Serde is known to it and to Serdes layered on it, not to
+    others or to the process-wide one; library names cannot be taken over."""
+    mine = Serde()
+    mine.register(Point, name="app.Point")
+    assert mine.loads(mine.dumps(Point(1, 2))) == Point(1, 2)
+    on_top = Serde(base=mine)
+    on_top.register(Color, name="app.Color")
+    assert on_top.loads(on_top.dumps([Point(3, 4), Color.RED])) == [Point(3, 4), Color.RED]
+    assert on_top.is_registered(AssistantMessage)  # the library's base is still underneath
+    assert not mine.is_registered(Color)
+    for other in (Serde(), default_serde):
+        assert not other.is_registered(Point)
+        with pytest.raises(SerializationError, match="not registered"):
+            other.loads(mine.dumps(Point(1, 2)))
+    with pytest.raises(SerializationError, match="already registered for graphagent"):
+        mine.register(Weather, name="graphagent.UserMessage")
+    bare = Serde(base=None)
+    assert not bare.is_registered(AssistantMessage)
+
+
+def test_types_registered_in_the_base_later_reach_every_serde() -> None:
+    """A Serde made before a base registration sees it (the layers are merged again)."""
+
+    @dataclasses.dataclass
+    class Late:
+        v: int
+
+    made_before = Serde()
+    assert not made_before.is_registered(Late)
+    base_serde.register(Late, name="tests.Late")
+    try:
+        assert made_before.loads(made_before.dumps(Late(5))) == Late(5)
+        assert default_serde.is_registered(Late)
+    finally:
+        # keep the process-wide base as the library left it
+        base_serde._own.pop(Late)
+        serde_module._registrations[0] += 1

@@ -58,7 +58,17 @@ class BaseAgent:
 
     name: str
     description: str
-    graph: CompiledGraph
+    _graph: CompiledGraph
+
+    @property
+    def graph(self) -> CompiledGraph:
+        """The agent's compiled graph: draw it, inspect its threads."""
+        return self._graph
+
+    @graph.setter
+    def graph(self, graph: CompiledGraph) -> None:
+        graph.agent = self  # its runs are this agent's runs (traces say invoke_agent)
+        self._graph = graph
 
     # -- input -------------------------------------------------------------------------
 
@@ -112,15 +122,17 @@ class BaseAgent:
         thread_id: str | None = None,
         tools: Sequence[Any] | None = None,
         tool_names: Sequence[str] | None = None,
+        progress: bool = False,
     ) -> dict[str, Any]:
         """Run to the end (or an interrupt) and return the final state.
 
         ``tools`` adds tools for this run only and ``tool_names`` narrows the tools
         offered and run to those names (a ``ReactAgent``'s; also settable as
-        ``config["configurable"]["tools"]`` / ``["tool_names"]``).
+        ``config["configurable"]["tools"]`` / ``["tool_names"]``). ``progress=True``
+        shows the current node, tool and elapsed time while it runs.
         """
         cfg = self._config(config, thread_id, tools, tool_names)
-        return self.graph.invoke(self.prepare_input(input), cfg)
+        return self.graph.invoke(self.prepare_input(input), cfg, progress=progress)
 
     async def ainvoke(
         self,
@@ -130,10 +142,11 @@ class BaseAgent:
         thread_id: str | None = None,
         tools: Sequence[Any] | None = None,
         tool_names: Sequence[str] | None = None,
+        progress: bool = False,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`."""
         cfg = self._config(config, thread_id, tools, tool_names)
-        return await self.graph.ainvoke(self.prepare_input(input), cfg)
+        return await self.graph.ainvoke(self.prepare_input(input), cfg, progress=progress)
 
     def call(
         self,
@@ -143,13 +156,16 @@ class BaseAgent:
         config: ConfigLike = None,
         tools: Sequence[Any] | None = None,
         tool_names: Sequence[str] | None = None,
+        progress: bool = False,
     ) -> AssistantMessage:
         """Send a message and return the agent's answer.
 
         With a saver and a ``thread_id`` the conversation continues where it left off
         (in any process); without one, each call starts fresh. If the run pauses for a
         human (an interrupt), the last assistant message is returned and
-        ``get_state(...).interrupts`` holds the question.
+        ``get_state(...).interrupts`` holds the question. ``progress=True`` shows the
+        current node, tool and elapsed time while it runs (in Jupyter, one output
+        updated in place; in a terminal, a status line).
 
         Example:
             >>> from graphagent.agent import ReactAgent
@@ -159,7 +175,12 @@ class BaseAgent:
             'Hello!'
         """
         values = self.invoke(
-            message, config, thread_id=thread_id, tools=tools, tool_names=tool_names
+            message,
+            config,
+            thread_id=thread_id,
+            tools=tools,
+            tool_names=tool_names,
+            progress=progress,
         )
         return last_answer(values)
 
@@ -171,10 +192,16 @@ class BaseAgent:
         config: ConfigLike = None,
         tools: Sequence[Any] | None = None,
         tool_names: Sequence[str] | None = None,
+        progress: bool = False,
     ) -> AssistantMessage:
         """Async :meth:`call`."""
         values = await self.ainvoke(
-            message, config, thread_id=thread_id, tools=tools, tool_names=tool_names
+            message,
+            config,
+            thread_id=thread_id,
+            tools=tools,
+            tool_names=tool_names,
+            progress=progress,
         )
         return last_answer(values)
 

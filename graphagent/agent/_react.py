@@ -574,6 +574,7 @@ class ReactAgent(BaseAgent):
         last, pending, runnable, answers = self._split(state)
         if last is None or not pending:
             return {}
+        self._emit_answered(config, pending, answers)
         result = self.manager.execute_tool_calls(
             [],
             last,
@@ -589,6 +590,7 @@ class ReactAgent(BaseAgent):
         last, pending, runnable, answers = self._split(state)
         if last is None or not pending:
             return {}
+        self._emit_answered(config, pending, answers)
         result = await self.manager.aexecute_tool_calls(
             [],
             last,
@@ -599,6 +601,16 @@ class ReactAgent(BaseAgent):
             on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
         )
         return self._after_tools(state, pending, answers, result)
+
+    def _emit_answered(
+        self, config: RunnableConfig, pending: list[ToolCall], answers: dict[str, str]
+    ) -> None:
+        """Stream the results of calls answered without running (a human rejected them)."""
+        if config.emit is not None:
+            for c in pending:
+                if c.id in answers:
+                    message = ToolResponseMessage(answers[c.id], tool_call_id=c.id, name=c.name)
+                    self._emit(config, message, TOOLS)
 
     def _after_tools(
         self,

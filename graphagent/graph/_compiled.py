@@ -56,6 +56,7 @@ from graphagent.graph._run import run_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._strategies import Change, ReplaceStrategy
 from graphagent.graph._validate import Topology
+from graphagent.observability import _hooks as observe
 
 if TYPE_CHECKING:
     from graphagent.graph._builder import StateGraph
@@ -89,8 +90,25 @@ class _Result:
         self.value: Any = None
 
 
+def _observed(watch: observe.Watch, outcome: Outcome) -> Outcome:
+    """Tell a node's watch how the node ended; returns ``outcome``."""
+    if type(outcome) is Failed:
+        watch.failed(outcome.error)
+    elif type(outcome) is Paused:
+        watch.record(observe.INTERRUPTED)
+    return outcome
+
+
 def _call(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool = True) -> Outcome:
     """Run one node in this thread; with ``resolve``, an awaitable it returns is run too."""
+    if not observe.ACTIVE:
+        return _call_node(task, state, config, resolve)
+    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
+    with watch:
+        return _observed(watch, _call_node(task, state, config, resolve))
+
+
+def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool) -> Outcome:
     spec = task.spec
     token = _TASK.set(task.scope)
     try:
@@ -120,6 +138,14 @@ async def _awaited(ret: Awaitable[Any]) -> Any:
 
 async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
     """Run one node under the event loop; sync nodes run in a worker thread."""
+    if not observe.ACTIVE:
+        return await _acall_node(task, state, config)
+    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
+    with watch:
+        return _observed(watch, await _acall_node(task, state, config))
+
+
+async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
     spec = task.spec
     if spec.subgraph is not None:
         return await _in_scope(task, spec.subgraph._anode(state, config, spec.metadata))
@@ -128,7 +154,7 @@ async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Out
     elif spec.is_async:
         fn = spec.fn
     else:
-        outcome = await in_thread(functools.partial(_call, task, state, config, False))
+        outcome = await in_thread(functools.partial(_call_node, task, state, config, False))
         if type(outcome) is Done and inspect.isawaitable(outcome.value):
             return await _in_scope(task, outcome.value)
         return outcome
@@ -155,6 +181,36 @@ async def _in_scope(task: Task, ret: Any) -> Outcome:
         return Failed(exc)
     finally:
         _TASK.reset(token)
+
+
+def _observed_run(events: Iterator[Any], watch: observe.Watch) -> Iterator[Any]:
+    """``events``, with the run's watch entered while the run works (not while the caller
+    handles an event), so node spans nest under the run in this and the engine's threads."""
+    with watch:
+        try:
+            while True:
+                with watch.entered():
+                    item = next(events, _DONE)
+                if item is _DONE:
+                    return
+                yield item
+        finally:
+            events.close()  # type: ignore[attr-defined]
+
+
+async def _aobserved_run(events: AsyncIterator[Any], watch: observe.Watch) -> AsyncIterator[Any]:
+    """Async :func:`_observed_run`: entered around each step of ``events`` in this task."""
+    with watch:
+        try:
+            while True:
+                with watch.entered():
+                    try:
+                        item = await events.__anext__()
+                    except StopAsyncIteration:
+                        return
+                yield item
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
 
 
 def _parent_has(parent: Schema, key: str, state: Mapping[str, Any] | None) -> bool:
@@ -210,6 +266,22 @@ class CompiledGraph:
         self.interrupt_after = interrupt_after
         self.name = name
         self.replace = ReplaceStrategy()
+        self.agent: Any = None
+        """The agent whose graph this is (set by the agent; traces name it)."""
+
+    # -- observing runs ----------------------------------------------------------------
+
+    def _watched(self, events: Iterator[Any], config: RunnableConfig, nested: bool) -> Any:
+        if not observe.ACTIVE:
+            return events
+        watch = observe.run(self.name, config.thread_id, nested=nested, agent=self.agent)
+        return events if watch is observe.IDLE else _observed_run(events, watch)
+
+    def _awatched(self, events: AsyncIterator[Any], config: RunnableConfig, nested: bool) -> Any:
+        if not observe.ACTIVE:
+            return events
+        watch = observe.run(self.name, config.thread_id, nested=nested, agent=self.agent)
+        return events if watch is observe.IDLE else _aobserved_run(events, watch)
 
     # -- the sync driver ------------------------------------------------------------
 
@@ -417,7 +489,12 @@ class CompiledGraph:
     # -- public run API --------------------------------------------------------------
 
     def invoke(
-        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        progress: bool = False,
     ) -> dict[str, Any]:
         """Run the graph to the end (or to an interrupt) and return the final state.
 
@@ -426,30 +503,47 @@ class CompiledGraph:
                 ``Command(resume=answer)`` to answer an ``interrupt()``.
             config: a :class:`RunnableConfig` or a dict with its keys.
             thread_id: shortcut for ``config={"thread_id": ...}``.
+            progress: show the current node, tool and elapsed time while it runs (in
+                Jupyter one output updated in place; in a terminal a status line).
 
         Example::
 
             app.invoke({"count": 0}, {"thread_id": "t1"})
         """
+        if progress:
+            from graphagent.observability import progress as show
+
+            with show():
+                return self.invoke(input, config, thread_id=thread_id)
         cfg = self._config(config, thread_id)
         if self._inside_run(cfg):
             return self.run_nested(input, cfg)[0]
         result = _Result()
-        for _ in self._drive(run_program(self, input, cfg, frozenset()), frozenset(), result):
+        events = self._drive(run_program(self, input, cfg, frozenset()), frozenset(), result)
+        for _ in self._watched(events, cfg, False):
             pass
         return result.value  # type: ignore[no-any-return]
 
     async def ainvoke(
-        self, input: Any, config: ConfigLike = None, *, thread_id: str | None = None
+        self,
+        input: Any,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        progress: bool = False,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`; async nodes and async savers are awaited natively."""
+        if progress:
+            from graphagent.observability import progress as show
+
+            with show():
+                return await self.ainvoke(input, config, thread_id=thread_id)
         cfg = self._config(config, thread_id)
         if self._inside_run(cfg):
             return (await self.arun_nested(input, cfg))[0]
         result = _Result()
-        async for _ in self._adrive(
-            run_program(self, input, cfg, frozenset()), frozenset(), result
-        ):
+        events = self._adrive(run_program(self, input, cfg, frozenset()), frozenset(), result)
+        async for _ in self._awatched(events, cfg, False):
             pass
         return result.value  # type: ignore[no-any-return]
 
@@ -491,7 +585,8 @@ class CompiledGraph:
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
         result = _Result()
-        for m, payload in self._drive(self._program(input, cfg, modes), modes, result):
+        events = self._drive(self._program(input, cfg, modes), modes, result)
+        for m, payload in self._watched(events, cfg, False):
             if m in modes:
                 yield (m, payload) if pairs else payload
 
@@ -508,7 +603,8 @@ class CompiledGraph:
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
         result = _Result()
-        async for m, payload in self._adrive(self._program(input, cfg, modes), modes, result):
+        events = self._adrive(self._program(input, cfg, modes), modes, result)
+        async for m, payload in self._awatched(events, cfg, False):
             if m in modes:
                 yield (m, payload) if pairs else payload
 
@@ -521,9 +617,8 @@ class CompiledGraph:
         errors pass up. Returns the final values and the changes the run made."""
         net: dict[str, Change] = {}
         result = _Result()
-        for _ in self._drive(
-            run_program(self, input, config, frozenset(), net=net), frozenset(), result
-        ):
+        program = run_program(self, input, config, frozenset(), net=net)
+        for _ in self._watched(self._drive(program, frozenset(), result), config, True):
             pass
         return result.value, net
 
@@ -534,7 +629,7 @@ class CompiledGraph:
         net: dict[str, Change] = {}
         result = _Result()
         program = run_program(self, input, config, frozenset(), net=net)
-        async for _ in self._adrive(program, frozenset(), result):
+        async for _ in self._awatched(self._adrive(program, frozenset(), result), config, True):
             pass
         return result.value, net
 

@@ -162,6 +162,7 @@ class AnthropicChatModel(HTTPChatModel):
     """
 
     path = "/v1/messages"
+    provider = "anthropic"
 
     def __init__(
         self,

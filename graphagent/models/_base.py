@@ -14,12 +14,14 @@ from graphagent.models._sse import EventDecoder, ServerSentEvent, iter_events
 from graphagent.models._types import (
     AssistantChunk,
     ChatOptions,
+    ChunkAccumulator,
     ToolSpec,
     as_options,
     chunks_of,
     messages_list,
     tool_specs,
 )
+from graphagent.observability import _hooks as observe
 
 __all__ = ["ChatModel", "HTTPChatModel", "OptionsLike", "StreamParser"]
 
@@ -132,6 +134,8 @@ class HTTPChatModel:
 
     path = ""
     supports_response_format = False
+    provider = ""
+    """The provider's name in logs and traces (``gen_ai.provider.name``)."""
 
     def __init__(self, model: str, http: ModelHTTP, options: ChatOptions) -> None:
         self.model = model
@@ -153,10 +157,17 @@ class HTTPChatModel:
         raise NotImplementedError
 
     def _body(
-        self, messages: Sequence[Message], tools: Iterable[Any], options: OptionsLike, stream: bool
+        self, messages: Sequence[Message], tools: list[Any], options: ChatOptions, stream: bool
     ) -> dict[str, Any]:
-        merged = self.default_options.merged(as_options(options))
-        return self.build_body(messages_list(messages), tool_specs(tools), merged, stream)
+        return self.build_body(messages_list(messages), tool_specs(tools), options, stream)
+
+    def _observe(
+        self, messages: Sequence[Message], tools: list[Any], options: ChatOptions, stream: bool
+    ) -> observe.Watch:
+        where = self.http.where
+        return observe.chat(
+            self.provider, self.model, messages, tools, options, stream=stream, server=where
+        )
 
     def _parse(self, body: dict[str, Any]) -> AssistantMessage:
         try:
@@ -176,15 +187,23 @@ class HTTPChatModel:
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AssistantMessage:
         """The model's answer (see :class:`ChatModel`)."""
-        body = self._body(messages, tools, options, stream=False)
-        return self._parse(self.http.post_json(self.path, body))
+        tools, merged = list(tools), self.default_options.merged(as_options(options))
+        with self._observe(messages, tools, merged, stream=False) as watch:
+            body = self._body(messages, tools, merged, stream=False)
+            answer = self._parse(self.http.post_json(self.path, body))
+            watch.record(answer)
+        return answer
 
     async def agenerate(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AssistantMessage:
         """Async :meth:`generate`."""
-        body = self._body(messages, tools, options, stream=False)
-        return self._parse(await self.http.apost_json(self.path, body))
+        tools, merged = list(tools), self.default_options.merged(as_options(options))
+        with self._observe(messages, tools, merged, stream=False) as watch:
+            body = self._body(messages, tools, merged, stream=False)
+            answer = self._parse(await self.http.apost_json(self.path, body))
+            watch.record(answer)
+        return answer
 
     def stream(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
@@ -195,39 +214,59 @@ class HTTPChatModel:
         tools are given) is asked once more without streaming: nothing was received, so
         nothing is repeated, and the answer arrives as chunks all the same.
         """
-        body = self._body(messages, tools, options, stream=True)
-        feed = _Feed(self)
-        for event in iter_events(self.http.stream_lines(self.path, body)):
-            yield from feed(event)
-        if feed.events == 0:
-            _log.info("%s sent an empty stream; asking without streaming", self.http.where)
-            yield from chunks_of(self.generate(messages, tools=tools, options=options), 1 << 20)
-            return
-        feed.finish()
+        tools, merged = list(tools), self.default_options.merged(as_options(options))
+        with self._observe(messages, tools, merged, stream=True) as watch:
+            body = self._body(messages, tools, merged, stream=True)
+            feed = _Feed(self)
+            seen = ChunkAccumulator() if watch is not observe.IDLE else None
+            for event in iter_events(self.http.stream_lines(self.path, body)):
+                for chunk in feed(event):
+                    if seen is not None:
+                        seen.add(chunk)
+                    yield chunk
+            if feed.events == 0:
+                _log.info("%s sent an empty stream; asking without streaming", self.http.where)
+                answer = self.generate(messages, tools=tools, options=options)
+                watch.record(answer)
+                yield from chunks_of(answer, 1 << 20)
+                return
+            feed.finish()
+            if seen is not None:
+                watch.record(seen.message())
 
     async def astream(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AsyncIterator[AssistantChunk]:
         """Async :meth:`stream`."""
-        body = self._body(messages, tools, options, stream=True)
-        feed = _Feed(self)
-        decoder = EventDecoder()
-        async for line in self.http.astream_lines(self.path, body):
-            event = decoder.feed(line)
-            if event is not None:
-                for chunk in feed(event):
+        tools, merged = list(tools), self.default_options.merged(as_options(options))
+        with self._observe(messages, tools, merged, stream=True) as watch:
+            body = self._body(messages, tools, merged, stream=True)
+            feed = _Feed(self)
+            seen = ChunkAccumulator() if watch is not observe.IDLE else None
+            decoder = EventDecoder()
+            async for line in self.http.astream_lines(self.path, body):
+                event = decoder.feed(line)
+                if event is not None:
+                    for chunk in feed(event):
+                        if seen is not None:
+                            seen.add(chunk)
+                        yield chunk
+            last = decoder.flush()
+            if last is not None:
+                for chunk in feed(last):
+                    if seen is not None:
+                        seen.add(chunk)
                     yield chunk
-        last = decoder.flush()
-        if last is not None:
-            for chunk in feed(last):
-                yield chunk
-        if feed.events == 0:
-            _log.info("%s sent an empty stream; asking without streaming", self.http.where)
-            message = await self.agenerate(messages, tools=tools, options=options)
-            for chunk in chunks_of(message, 1 << 20):
-                yield chunk
-            return
-        feed.finish()
+            if feed.events == 0:
+                _log.info("%s sent an empty stream; asking without streaming", self.http.where)
+                answer = await self.agenerate(messages, tools=tools, options=options)
+                watch.record(answer)
+                for chunk in chunks_of(answer, 1 << 20):
+                    yield chunk
+                return
+            feed.finish()
+            if seen is not None:
+                watch.record(seen.message())
 
     def close(self) -> None:
         """Close the HTTP connections."""

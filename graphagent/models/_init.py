@@ -82,7 +82,11 @@ def init_chat_model(spec: str, **kwargs: Any) -> HTTPChatModel:
     if provider.key_required and provider.key_env:
         kwargs.setdefault("key_env", provider.key_env)
     # "" and not None: the client must not fall back to another provider's variable
+    client: HTTPChatModel
     if provider.anthropic:
-        return AnthropicChatModel(model, base_url=base_url, api_key=api_key or "", **kwargs)
-    kwargs.setdefault("stream_usage", provider.stream_usage)
-    return OpenAIChatModel(model, base_url=base_url, api_key=api_key or "", **kwargs)
+        client = AnthropicChatModel(model, base_url=base_url, api_key=api_key or "", **kwargs)
+    else:
+        kwargs.setdefault("stream_usage", provider.stream_usage)
+        client = OpenAIChatModel(model, base_url=base_url, api_key=api_key or "", **kwargs)
+    client.provider = provider_name.lower()  # logs and traces name the provider, not the API
+    return client

@@ -181,6 +181,7 @@ class OpenAIChatModel(HTTPChatModel):
     """
 
     path = "/chat/completions"
+    provider = "openai"
     supports_response_format = True
 
     def __init__(

@@ -19,6 +19,7 @@ from graphagent.models._types import (
     messages_list,
     tool_specs,
 )
+from graphagent.observability import _hooks as observe
 
 __all__ = ["FakeChatModel", "FunctionChatModel", "ModelCall"]
 
@@ -38,6 +39,8 @@ def _as_message(value: AssistantMessage | str) -> AssistantMessage:
 
 class _Double:
     supports_response_format = False
+    provider = "fake"
+    """The provider's name in logs and traces."""
 
     def __init__(self, chunk_size: int, keep_calls: bool) -> None:
         self.chunk_size = chunk_size
@@ -48,36 +51,47 @@ class _Double:
         raise NotImplementedError
 
     def _record(
-        self, messages: Sequence[Message], tools: Iterable[Any], options: OptionsLike
+        self, messages: Sequence[Message], tools: Iterable[Any], options: OptionsLike, stream: bool
     ) -> AssistantMessage:
         call = ModelCall(messages_list(messages), tool_specs(tools), as_options(options))
         if self.keep_calls:
             self.calls.append(call)
-        return self._answer(call)
+        watch = observe.chat(
+            self.provider,
+            type(self).__name__,
+            call.messages,
+            call.tools,
+            call.options,
+            stream=stream,
+        )
+        with watch:
+            answer = self._answer(call)
+            watch.record(answer)
+        return answer
 
     def generate(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AssistantMessage:
         """The next scripted answer."""
-        return self._record(messages, tools, options)
+        return self._record(messages, tools, options, False)
 
     async def agenerate(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AssistantMessage:
         """Async :meth:`generate`."""
-        return self._record(messages, tools, options)
+        return self._record(messages, tools, options, False)
 
     def stream(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> Iterator[AssistantChunk]:
         """The next answer in chunks of ``chunk_size`` characters (they add up to it)."""
-        yield from chunks_of(self._record(messages, tools, options), self.chunk_size)
+        yield from chunks_of(self._record(messages, tools, options, True), self.chunk_size)
 
     async def astream(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AsyncIterator[AssistantChunk]:
         """Async :meth:`stream`."""
-        for chunk in chunks_of(self._record(messages, tools, options), self.chunk_size):
+        for chunk in chunks_of(self._record(messages, tools, options, True), self.chunk_size):
             yield chunk
 
 

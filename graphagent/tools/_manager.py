@@ -13,6 +13,7 @@ from graphagent._executor import call_with_timeout, run_all
 from graphagent.config import ConfigLike
 from graphagent.errors import GraphBubbleUp, ToolArgumentsError, ToolExecutionError, UserError
 from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
+from graphagent.observability import _hooks as observe
 from graphagent.tools._calls import arguments_of, clip_name, unique_call_ids
 from graphagent.tools._context import ToolContext
 from graphagent.tools._convert import as_text
@@ -102,6 +103,15 @@ class _Planned:
     call: ToolCall
     tool: ToolCallback | None
     context: ToolContext
+    failure: BaseException | None = None  # what went wrong, when a failure became text
+
+    def observed(self, text: str, watch: observe.Watch) -> str:
+        """Tell the watch how the call ended; returns ``text``."""
+        if self.failure is not None:
+            watch.failed(self.failure)
+        else:
+            watch.record(text)
+        return text
 
 
 class ToolCallingManager:
@@ -196,6 +206,7 @@ class ToolCallingManager:
         error = ToolExecutionError(text, tool_name=call.name, tool_call_id=call.id)
         if exc is not None:
             error.__cause__ = exc
+        planned.failure = exc if exc is not None else error
         return self.exception_processor.process(error)
 
     def _outcome(self, planned: _Planned, run: Callable[[], Any]) -> str:
@@ -308,7 +319,8 @@ class ToolCallingManager:
             return run
 
         def outcome(p: _Planned) -> str:
-            text = self._outcome(p, runner(p))
+            with observe.tool(p.call.name, p.call.id, p.call.arguments) as watch:
+                text = p.observed(self._outcome(p, runner(p)), watch)
             if on_response is not None:
                 on_response(ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name))
             return text
@@ -360,7 +372,8 @@ class ToolCallingManager:
             return self._outcome(p, lambda: value)
 
         async def one(p: _Planned) -> str:
-            text = await attempt(p)
+            with observe.tool(p.call.name, p.call.id, p.call.arguments) as watch:
+                text = p.observed(await attempt(p), watch)
             if on_response is not None:
                 on_response(ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name))
             return text

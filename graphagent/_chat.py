@@ -1,0 +1,239 @@
+"""``graphagent chat``: a conversation with an agent on a thread, in the terminal.
+
+The loop reads a line, streams the agent's answer, and at a human-in-the-loop pause
+shows the question and reads the answer: ``approve``, ``reject <reason>``,
+``edit <json>`` or any JSON (plain text for questions that are not tool approvals).
+A failed turn (a model that is down, a wrong answer shape) is reported on its own line
+and the session goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TextIO
+
+from graphagent.errors import GraphAgentError
+from graphagent.graph import Command
+from graphagent.graph._command import Interrupt
+from graphagent.observability._progress import status_line
+
+__all__ = ["PAUSED", "Chat", "describe", "parse_answer"]
+
+PAUSED = 3
+"""Exit code of ``chat -m`` when the thread waits for a human."""
+
+HELP = "approve | reject <reason> | edit <json arguments> | JSON"
+
+
+def _requests(value: Any) -> list[Mapping[str, Any]] | None:
+    """The tool calls awaiting approval, when ``value`` is a HumanInTheLoopHook question."""
+    if isinstance(value, Mapping):
+        found = value.get("action_requests")
+        if isinstance(found, list) and all(isinstance(r, Mapping) for r in found):
+            return found
+    return None
+
+
+def _compact(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+
+
+def describe(question: Interrupt) -> list[str]:
+    """The lines that show a pending question to a person."""
+    requests = _requests(question.value)
+    if requests is None:
+        return [f"  waiting for your answer (from {question.node}): {_compact(question.value)}"]
+    count = len(requests)
+    lines = [f"  waiting for your decision on {count} tool call{'s' if count > 1 else ''}:"]
+    for n, request in enumerate(requests, 1):
+        lines.append(f"    {n}. {request.get('name')}({_compact(request.get('arguments', {}))})")
+        if request.get("description"):
+            lines.append(f"       why: {request['description']}")
+    lines.append(f"  answer: {HELP}")
+    return lines
+
+
+def parse_answer(text: str, question: Interrupt) -> Any:
+    """The resume value for what the person typed at ``question``.
+
+    Raises:
+        ValueError: the text is not an answer this question takes (the message says why).
+    """
+    requests = _requests(question.value)
+    stripped = text.strip()
+    if requests is not None:
+        word, _, rest = stripped.partition(" ")
+        word, rest = word.lower(), rest.strip()
+        if word in ("approve", "approved", "yes", "y"):
+            return [{"type": "approve"} for _ in requests]
+        if word in ("reject", "no", "n"):
+            return [{"type": "reject", "reason": rest or "no reason given"} for _ in requests]
+        if word == "edit":
+            if len(requests) != 1:
+                raise ValueError(
+                    f"edit changes one call, and {len(requests)} are waiting: answer with a JSON "
+                    'list, one decision per call, e.g. [{"type": "approve"}, {"type": "edit", '
+                    '"arguments": {...}}]'
+                )
+            try:
+                arguments = json.loads(rest)
+            except ValueError as exc:
+                raise ValueError(f"edit takes the new arguments as JSON ({exc})") from None
+            if not isinstance(arguments, dict):
+                raise ValueError('edit takes a JSON object of arguments, e.g. edit {"to": "bob"}')
+            return [{"type": "edit", "arguments": arguments}]
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        if requests is not None:
+            raise ValueError(f"not an answer to a tool approval; type {HELP}") from None
+        return text
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed or not a real stream
+        return False
+
+
+class Chat:
+    """One chat session: the agent, its thread, and where text goes."""
+
+    def __init__(
+        self,
+        agent: Any,
+        thread: str,
+        out: TextIO,
+        read: Callable[[str], str],
+        err: TextIO | None = None,
+        again: str = "graphagent chat ...",
+    ) -> None:
+        self.agent = agent
+        self.again = again
+        self.thread = thread
+        self.out = out
+        self.err = err or sys.stderr
+        self.read = read
+        self.scripted = False
+
+    def pending(self) -> tuple[Interrupt, ...]:
+        """The questions the thread waits on."""
+        return tuple(self.agent.get_state(thread_id=self.thread).interrupts)
+
+    def show(self, questions: Sequence[Interrupt]) -> None:
+        """Print each pending question."""
+        for question in questions:
+            for line in describe(question):
+                print(line, file=self.out)
+
+    def turn(self, payload: Any) -> bool:
+        """Send ``payload``, stream the answer; ``False`` if the turn failed (reported)."""
+        if not _is_tty(self.out):
+            return self._turn(payload, self.out.write, lambda hidden: None)
+        # on a terminal, a status line says which tool runs (and for how long) while
+        # the answer is not being written
+        with status_line(self.out) as status:
+            return self._turn(payload, status.write, status.hide)
+
+    def _turn(
+        self, payload: Any, write: Callable[[str], Any], hide: Callable[[bool], None]
+    ) -> bool:
+        name, out = self.agent.name, self.out
+        mid_line = False  # the agent's name is written with its first words, not before
+        try:
+            for chunk, _info in self.agent.stream(payload, thread_id=self.thread, mode="messages"):
+                if getattr(chunk, "role", None) == "tool":
+                    write(f"{chr(10) if mid_line else ''}  [{chunk.name}] {chunk.text}\n")
+                    mid_line = False
+                elif chunk.text:
+                    write(chunk.text if mid_line else f"{name}> {chunk.text}")
+                    mid_line = True
+                hide(mid_line)
+                out.flush()
+        except GraphAgentError as exc:
+            hide(True)
+            if mid_line:
+                write("\n")
+            out.flush()
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            print(f"graphagent: error: {message}", file=self.err)
+            self.err.flush()
+            return False
+        hide(True)
+        if mid_line:
+            write("\n")
+        return True
+
+    def answer(self, questions: Sequence[Interrupt], texts: Callable[[], str]) -> Command | None:
+        """Read an answer to each question; the resume command (``None``: an empty line).
+
+        Raises:
+            ValueError: a scripted answer (``-m``) that does not fit; typed answers that
+                do not fit are explained and asked again.
+        """
+        answers: dict[str, Any] = {}
+        for question in questions:
+            while True:
+                text = texts()
+                if not text.strip():
+                    return None
+                try:
+                    answers[question.id] = parse_answer(text, question)
+                    break
+                except ValueError as exc:
+                    if self.scripted:
+                        raise
+                    print(f"  {exc}", file=self.out)
+        if len(questions) == 1:
+            return Command(resume=answers[questions[0].id])
+        return Command(resume=answers)
+
+    def run(self, messages: list[str] | None) -> int:
+        """The session: typed lines, or ``messages`` (``-m``) then exit. Returns the exit
+        code: 0, 2 when a scripted turn failed, :data:`PAUSED` when ``-m`` leaves the
+        thread waiting for a human."""
+        self.scripted = messages is not None
+
+        def texts() -> str:
+            if messages is None:
+                return self.read("answer> " if pending else "you> ")
+            if not messages:
+                raise EOFError
+            return messages.pop(0)
+
+        pending = self.pending()
+        self.show(pending)
+        while True:
+            try:
+                if pending:
+                    payload: Any = self.answer(pending, texts)
+                    if payload is None:
+                        continue
+                else:
+                    payload = texts()
+                    if not payload.strip():
+                        continue
+            except EOFError:
+                if messages is None:
+                    print(file=self.out)
+                    return 0
+                return self._paused(pending) if pending else 0
+            except ValueError as exc:  # a scripted answer that does not fit
+                print(f"graphagent: error: {exc}", file=self.err)
+                return 2
+            if not self.turn(payload) and self.scripted:
+                return 2
+            pending = self.pending()
+            self.show(pending)
+
+    def _paused(self, pending: Sequence[Interrupt]) -> int:
+        print(
+            f"graphagent: thread {self.thread!r} is waiting for a human; answer with: "
+            f"{self.again} -m '<answer>' (approve, reject <reason>, edit <json>), or "
+            "without -m to answer at the prompt",
+            file=self.err,
+        )
+        return PAUSED
