@@ -62,9 +62,14 @@ LAYOUT = 2
 """Version of the stored record layout (1: one value field per key; 2: per checkpoint)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Record:
-    """A checkpoint's bookkeeping as stored (values live in data fields)."""
+    """A checkpoint's bookkeeping as stored (values live in data fields).
+
+    Never changed once built (records are cached and shared); not ``frozen`` because a
+    frozen dataclass pays a ``object.__setattr__`` call per field, and one is built
+    every step.
+    """
 
     id: str
     parent_id: str | None
@@ -231,7 +236,7 @@ def log_field(key: str, branch: str, index: int) -> str:
     return f"l{SEP}{key}{SEP}{branch}{SEP}{index}"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PutPlan:
     """What to store for one checkpoint: its record and the data fields it adds."""
 
@@ -283,17 +288,25 @@ def plan_put(
             extended in place.
         dumps: the value encoder.
     """
-    vals = dict(parent.vals) if parent else {}
-    logs = {k: list(v) for k, v in parent.logs.items()} if parent else {}
-    owned = set(parent.own) if parent and on_head else set()
+    wid = write.id
+    if parent is not None:
+        vals = dict(parent.vals)
+        logs = parent.logs  # copied before the first change: most steps change no log
+        owned: set[str] | tuple[str, ...] = parent.own if on_head else ()
+    else:
+        vals, logs, owned = {}, {}, ()
+    logs_changed = False
     data: dict[str, bytes] = {}
     sets: dict[str, Any] = {}
     for key, (kind, payload) in write.changes.items():
         if SEP in key:
             raise SerializationError(f"state key {key!r} contains {SEP!r}; rename the key")
         if kind == "set":
-            logs.pop(key, None)
-            vals[key] = write.id
+            if key in logs:
+                if not logs_changed:
+                    logs, owned, logs_changed = dict(logs), set(owned), True
+                del logs[key]
+            vals[key] = wid
             sets[key] = payload
             continue
         if kind == "append" and key in vals:
@@ -301,6 +314,9 @@ def plan_put(
                 f"key {key!r} was stored replaced and is now appended to; its strategy "
                 "changed: start a new thread or write the whole list once (a reset)"
             )
+        if not logs_changed:
+            logs, owned, logs_changed = dict(logs), set(owned), True
+        assert isinstance(owned, set)
         items = list(payload)
         ranges = logs.get(key, []) if kind == "append" else []
         vals.pop(key, None)
@@ -309,16 +325,21 @@ def plan_put(
             ranges = [*ranges[:-1], (branch, start, end + len(items))]
             base = end
         else:
-            branch, base = write.id, 0
+            branch, base = wid, 0
             ranges = [*ranges, (branch, 0, len(items))]
             owned.add(branch)
         for offset, item in enumerate(items):
             data[log_field(key, branch, base + offset)] = dumps(item)
         logs[key] = ranges
     if sets:
-        data[val_field(write.id)] = dumps(sets)
+        data[val_field(wid)] = dumps(sets)
+    if logs_changed:
+        # the branches this line may extend: those it started that its logs still use
+        own = tuple(sorted(set(owned) & {r[0] for ranges in logs.values() for r in ranges}))
+    else:
+        own = owned if isinstance(owned, tuple) else tuple(sorted(owned))
     record = Record(
-        id=write.id,
+        id=wid,
         parent_id=write.parent_id,
         step=write.step,
         created_at=write.created_at,
@@ -327,7 +348,7 @@ def plan_put(
         extra=dict(write.extra),
         vals=vals,
         logs=logs,
-        own=tuple(sorted(owned & {r[0] for ranges in logs.values() for r in ranges})),
+        own=own,
     )
     return PutPlan(record, dumps(record.to_plain()), data)
 

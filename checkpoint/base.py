@@ -23,12 +23,13 @@ from contextlib import (
     nullcontext,
 )
 from dataclasses import dataclass, field, replace
-from typing import Any, overload
+from typing import Any, Literal, NamedTuple, overload
 
 from checkpoint.locks import LockPolicy
 
 __all__ = [
     "Change",
+    "ChangeKind",
     "Checkpoint",
     "CheckpointHistory",
     "CheckpointSaver",
@@ -39,8 +40,25 @@ __all__ = [
     "new_checkpoint_id",
 ]
 
-Change = tuple[str, Any]
-"""``("set", value)``, ``("append", items)`` or ``("reset", items)``."""
+ChangeKind = Literal["set", "append", "reset"]
+
+
+class Change(NamedTuple):
+    """What one step did to one state key, in the form a checkpoint stores.
+
+    ``Change("set", value)`` stores the value whole. For list values,
+    ``Change("append", items)`` says the new list is the old one plus ``items`` (a saver
+    stores only the items, so a step costs what it added, not the list's length), and
+    ``Change("reset", items)`` that the list was replaced by ``items``.
+
+    Example:
+        >>> kind, value = Change("append", ["hi"])
+        >>> kind, value
+        ('append', ['hi'])
+    """
+
+    kind: ChangeKind
+    value: Any
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from graphagent._mcp_cli import add_mcp_command
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
 from graphagent.graph import CompiledGraph, StateSnapshot
+from graphagent.graph._constants import is_private
 from graphagent.graph._draw import FORMATS
 from graphagent.graph._snapshot import (
     conversation,
@@ -244,7 +245,7 @@ def _print_snapshot(snap: StateSnapshot, out: TextIO) -> None:
         for call in calls:
             print(f"  {'':>9}  -> {call}", file=out)
     for key, value in snap.values.items():
-        if key != "messages":
+        if key != "messages" and not is_private(key):
             print(f"  {key} = {value!r}"[:300], file=out)
     for question in snap.interrupts:
         print(f"  waiting for an answer to: {question.value!r}", file=out)

@@ -21,7 +21,7 @@ from typing import Any
 
 from checkpoint import RedisSaver, SqliteSaver
 from checkpoint.base import CheckpointSaver
-from graphagent.agent import ReactAgent
+from graphagent.agent import AgentRecord, ReactAgent
 from graphagent.messages import (
     AssistantMessage,
     Message,
@@ -133,7 +133,8 @@ def main() -> int:
     print("user:      What did I ask you before?")
     print("assistant:", resumed.call("What did I ask you before?", thread_id=THREAD).text)
     state = resumed.get_state(thread_id=THREAD)
-    count, calls = len(state.values["messages"]), state.values["model_calls"]
+    count = len(state.values["messages"])
+    calls = AgentRecord.of(state.values).model_calls
     print(f"thread {THREAD!r} holds {count} messages after {calls} model calls")
 
     print("\n--- checkpoints (newest first)")

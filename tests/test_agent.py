@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from checkpoint.base import CheckpointSaver
-from graphagent.agent import ReactAgent
+from graphagent.agent import AgentRecord, ReactAgent
 from graphagent.errors import MaxIterationsError, StructuredOutputError, UserError
 from graphagent.messages import AssistantMessage, SystemMessage, ToolCall, ToolResponseMessage
 from graphagent.models import AssistantChunk, FakeChatModel, FunctionChatModel
@@ -61,8 +61,8 @@ def test_thread_continues_across_calls_and_instances(
         "Hello Ada.",
         "What is my name?",
     ]
-    state = again.get_state(thread_id="t1").values
-    assert state["model_calls"] == 2 and state["run_model_calls"] == 1
+    record = AgentRecord.of(again.get_state(thread_id="t1").values)
+    assert record.model_calls == 2 and record.run_model_calls == 1
 
 
 def test_without_saver_each_call_is_fresh() -> None:

@@ -30,7 +30,7 @@ from checkpoint import (
 )
 from checkpoint._redis_wire import pack
 from checkpoint.base import CheckpointSaver
-from graphagent.agent import ReactAgent
+from graphagent.agent import AgentRecord, ReactAgent
 from graphagent.messages import AssistantMessage, Message, ToolCall
 from graphagent.models import FunctionChatModel
 
@@ -257,7 +257,8 @@ async def _conversations(saver: CheckpointSaver, threads: int, turns: int) -> li
             async for _ in agent.astream(f"turn {turn}", thread_id=thread, mode="updates"):
                 pass
         state = await agent.graph.aget_state({"thread_id": thread})
-        return [(m.role, m.text) for m in state.values["messages"]], state.values["tool_calls"]
+        calls = dict(AgentRecord.of(state.values).tool_calls)
+        return [(m.role, m.text) for m in state.values["messages"]], calls
 
     return await asyncio.gather(*(one(f"c{i}") for i in range(threads)))
 

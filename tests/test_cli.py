@@ -248,6 +248,7 @@ def test_chat_keeps_a_thread_in_a_sqlite_file(module: str, tmp_path: Path) -> No
     assert run("threads", "list", "--db", db) == (0, "s-1\n")
     code, text = run("threads", "show", "s-1", "--db", db)
     assert code == 0 and "user: again" in text
+    assert "__agent" not in text and "AgentRecord" not in text  # private bookkeeping
     code, text = run("threads", "history", "s-1", "--db", db, "--limit", "2")
     assert code == 0 and len(text.splitlines()) == 2
     assert run("threads", "delete", "s-1", "--db", db)[0] == 0

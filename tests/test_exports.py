@@ -109,12 +109,14 @@ def _agent_after_one_lookup(question: str) -> Any:
 
 
 def test_state_snapshot_renders_as_html() -> None:
-    """A snapshot shows the conversation (tool calls and results), other keys and the step."""
+    """A snapshot shows the conversation (tool calls and results) and the step, not the
+    agent's private bookkeeping."""
     agent = _agent_after_one_lookup("find <it>")
     page = agent.get_state(thread_id="h")._repr_html_()
     assert "find &lt;it&gt;" in page and "&lt;found&gt;" in page
     assert "lookup({&quot;q&quot;: &quot;x&quot;})" in page
-    assert "<code>model_calls</code>" in page and "next: <code>nothing (finished)</code>" in page
+    assert "__agent" not in page and "AgentRecord" not in page  # private bookkeeping
+    assert "next: <code>nothing (finished)</code>" in page
 
 
 def test_history_is_a_list_and_a_timeline() -> None:

@@ -37,9 +37,11 @@ from graphagent.agent._multi import (
     SequentialAgent,
 )
 from graphagent.agent._react import ReactAgent, pending_tool_calls
+from graphagent.agent._record import AgentRecord, answer_tool_calls
 
 __all__ = [
     "AgentHook",
+    "AgentRecord",
     "AgentTool",
     "BaseAgent",
     "Hook",
@@ -64,6 +66,7 @@ __all__ = [
     "approximate_tokens",
     "after_agent",
     "after_model",
+    "answer_tool_calls",
     "before_agent",
     "before_model",
     "pending_tool_calls",

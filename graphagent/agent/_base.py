@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
+from checkpoint.base import CheckpointSaver
+from graphagent.agent._record import AGENT_KEY, AgentRecordStrategy, legacy_layout, new_run
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
 from graphagent.errors import InvalidUpdateError
 from graphagent.graph import (
@@ -13,33 +15,29 @@ from graphagent.graph import (
     CompiledGraph,
     Drawing,
     ReplaceStrategy,
+    StateGraph,
     StateHistory,
     StateSnapshot,
 )
 from graphagent.graph._strategies import MergeStrategy
 from graphagent.messages import AssistantMessage, Message, coerce_message
 
-__all__ = ["AGENT_SCHEMA", "BaseAgent", "last_answer"]
+__all__ = ["AGENT_SCHEMA", "BaseAgent", "compile_agent", "last_answer"]
 
 AGENT_SCHEMA: dict[str, Any] = {
     "messages": AppendStrategy(),
     "structured_response": ReplaceStrategy(),
-    "model_calls": ReplaceStrategy(),
-    "run_model_calls": ReplaceStrategy(),
-    "tool_calls": ReplaceStrategy(),
-    "run_tool_calls": ReplaceStrategy(),
-    "run_finished": ReplaceStrategy(),
-    "structured_retries": ReplaceStrategy(),
     "results": MergeStrategy(),
+    AGENT_KEY: AgentRecordStrategy(),
 }
-"""The state every agent keeps; per-run counters reset with each new input."""
+"""The state every agent keeps; its bookkeeping is the private ``"__agent"`` record."""
 
-RUN_RESET: dict[str, Any] = {
-    "run_model_calls": 0,
-    "run_tool_calls": {},
-    "run_finished": False,
-    "structured_retries": 0,
-}
+
+def compile_agent(graph: StateGraph, saver: CheckpointSaver | None, name: str) -> CompiledGraph:
+    """Compile an agent's graph; it refuses threads saved with the old state layout."""
+    compiled = graph.compile(saver=saver, name=name)
+    compiled.stored_layout_problem = legacy_layout
+    return compiled
 
 
 def last_answer(values: Mapping[str, Any]) -> AssistantMessage:
@@ -86,11 +84,11 @@ class BaseAgent:
                 raw = data["messages"]
                 raw = [raw] if isinstance(raw, (str, Message, Mapping)) else raw
                 data["messages"] = [coerce_message(m) for m in raw]
-            return {**RUN_RESET, **data}
+            return {AGENT_KEY: new_run(), **data}
         if isinstance(input, (str, Message)):
-            return {**RUN_RESET, "messages": [coerce_message(input)]}
+            return {AGENT_KEY: new_run(), "messages": [coerce_message(input)]}
         if isinstance(input, Sequence):
-            return {**RUN_RESET, "messages": [coerce_message(m) for m in input]}
+            return {AGENT_KEY: new_run(), "messages": [coerce_message(m) for m in input]}
         raise InvalidUpdateError(
             f"cannot run {self.name!r} on {type(input).__name__}: pass a string, a message, a "
             "list of messages, a state dict, Command(resume=...) or None"

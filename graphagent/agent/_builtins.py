@@ -16,6 +16,7 @@ from graphagent.agent._interceptors import (
     ToolRequest,
 )
 from graphagent.agent._react import pending_tool_calls
+from graphagent.agent._record import AgentRecord, answer_tool_calls
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphBubbleUp, LimitExceededError, ModelError, UserError
 from graphagent.graph import Command, OverAllState
@@ -73,8 +74,8 @@ class ModelCallLimitHook(ModelHook):
 
     def before_model(self, state: OverAllState, config: RunnableConfig) -> Any:
         """End (or raise) when a limit is reached."""
-        run = state.get("run_model_calls", 0) or 0
-        thread = state.get("model_calls", 0) or 0
+        record = AgentRecord.of(state)
+        run, thread = record.run_model_calls, record.model_calls
         hit = None
         if self.run_limit is not None and run >= self.run_limit:
             hit = f"run limit of {self.run_limit} model calls"
@@ -93,8 +94,8 @@ class ToolCallLimitHook(ModelHook):
 
     Calls past the limit are not run: each gets a tool message saying the limit was
     reached (``exit_behavior="continue"``, the model can answer without them), or the
-    run ends (``"end"``) or raises (``"error"``). Hooks pre-answer calls by setting
-    ``metadata["answers"] = {call_id: text}`` on the assistant message.
+    run ends (``"end"``) or raises (``"error"``). Blocked calls are answered through
+    :func:`answer_tool_calls`, as any hook can.
 
     Args:
         limit: most calls allowed.
@@ -125,7 +126,8 @@ class ToolCallLimitHook(ModelHook):
         last, pending = pending_tool_calls(state.get("messages", []))
         if last is None or not pending:
             return None
-        counts = state.get("run_tool_calls" if self.per == "run" else "tool_calls") or {}
+        record = AgentRecord.of(state)
+        counts = record.run_tool_calls if self.per == "run" else record.tool_calls
         used = counts.get(self.tool_name, 0) if self.tool_name else sum(counts.values())
         blocked = []
         for call in pending:
@@ -153,9 +155,7 @@ class ToolCallLimitHook(ModelHook):
             final = AssistantMessage(text, metadata={"limit": what})
             return Command(update={"messages": [*notes, final]}, goto="end")
         # pre-answer the blocked calls: the tools node writes them in call order
-        answers = {**last.metadata.get("answers", {}), **{c.id: text for c in blocked}}
-        marked = last.model_copy(update={"metadata": {**last.metadata, "answers": answers}})
-        return {"messages": [marked]}
+        return answer_tool_calls(state, {c.id: text for c in blocked})
 
 
 def approximate_tokens(messages: Sequence[Message]) -> int:

@@ -8,10 +8,11 @@ from typing import Any
 
 from graphagent.agent._hooks import ModelHook
 from graphagent.agent._react import pending_tool_calls
+from graphagent.agent._record import answer_tool_calls
 from graphagent.config import RunnableConfig
 from graphagent.errors import UserError
 from graphagent.graph import OverAllState, interrupt
-from graphagent.messages import AssistantMessage, ToolCall
+from graphagent.messages import ToolCall
 
 __all__ = ["HumanInTheLoopHook"]
 
@@ -59,7 +60,8 @@ class HumanInTheLoopHook(ModelHook):
         )
         decisions = self._decisions(answer, asked)
         calls: list[ToolCall] = []
-        answers = dict(last.metadata.get("answers", {}))
+        answers: dict[str, str] = {}
+        edits = False
         for call in last.tool_calls:
             decision = decisions.get(call.id, {"type": "approve"})
             kind = decision.get("type")
@@ -67,19 +69,19 @@ class HumanInTheLoopHook(ModelHook):
                 arguments = decision.get("arguments", {})
                 text = arguments if isinstance(arguments, str) else json.dumps(arguments)
                 calls.append(call.model_copy(update={"arguments": text}))
+                edits = True
                 continue
             calls.append(call)
             if kind == "reject":
                 reason = decision.get("reason") or "no reason given"
                 answers[call.id] = f"The user rejected this call: {reason}"
-        # the tools node writes pre-answered calls' results in call order with the others
-        edited = AssistantMessage(
-            last.content,
-            id=last.id,
-            tool_calls=tuple(calls),
-            metadata={**last.metadata, "answers": answers},
-        )
-        return {"messages": [edited]}
+        # rejected calls are answered, not run: the tools node writes their results in
+        # call order with the others
+        update = answer_tool_calls(state, answers) if answers else {}
+        if edits:
+            edited = last.model_copy(update={"tool_calls": tuple(calls)})
+            update["messages"] = [edited]
+        return update or None
 
     @staticmethod
     def _decisions(answer: Any, asked: list[ToolCall]) -> dict[str, dict[str, Any]]:

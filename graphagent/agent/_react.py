@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from checkpoint.base import CheckpointSaver
-from graphagent.agent._base import AGENT_SCHEMA, BaseAgent
+from graphagent.agent._base import AGENT_SCHEMA, BaseAgent, compile_agent
 from graphagent.agent._hooks import Hook
 from graphagent.agent._interceptors import (
     ModelInterceptor,
@@ -27,6 +27,7 @@ from graphagent.agent._interceptors import (
     chain_model,
     chain_tool,
 )
+from graphagent.agent._record import AGENT_KEY, AgentRecord
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
     MaxIterationsError,
@@ -209,7 +210,7 @@ class ReactAgent(BaseAgent):
                 + " Call this to give your final answer.",
                 output_type.model_json_schema(),
             )
-        self.graph = self._build().compile(saver=saver, name=name)
+        self.graph = compile_agent(self._build(), saver, name)
 
     # -- building the graph ----------------------------------------------------------------
 
@@ -289,7 +290,7 @@ class ReactAgent(BaseAgent):
         if has_tools:
             g.add_conditional_edges(
                 TOOLS,
-                lambda s: RETURN_DIRECT if s.get("run_finished") else RESULTS,
+                lambda s: RETURN_DIRECT if AgentRecord.of(s).run_finished else RESULTS,
                 {RETURN_DIRECT: end_entry, RESULTS: model_entry},
             )
         chain(aa, END)
@@ -297,7 +298,7 @@ class ReactAgent(BaseAgent):
 
     @staticmethod
     def _route_after_model(state: OverAllState, has_tools: bool) -> str:
-        if state.get("run_finished"):
+        if AgentRecord.of(state).run_finished:
             return ANSWER
         messages = state.get("messages", [])
         _, pending = pending_tool_calls(messages)
@@ -340,7 +341,7 @@ class ReactAgent(BaseAgent):
     # -- the model node ----------------------------------------------------------------------
 
     def _request(self, state: OverAllState, config: RunnableConfig) -> ModelRequest:
-        run_calls = state.get("run_model_calls", 0) or 0
+        run_calls = AgentRecord.of(state).run_model_calls
         if run_calls >= self.max_iterations:
             raise MaxIterationsError(
                 f"agent {self.name!r} called its model {run_calls} times in one run without "
@@ -404,24 +405,30 @@ class ReactAgent(BaseAgent):
     def _after_model_response(
         self, state: OverAllState, response: AssistantMessage
     ) -> dict[str, Any]:
-        update: dict[str, Any] = {
-            "messages": [response],
-            "run_model_calls": (state.get("run_model_calls", 0) or 0) + 1,
-            "model_calls": (state.get("model_calls", 0) or 0) + 1,
+        record = AgentRecord.of(state)
+        counts = {
+            "run_model_calls": record.run_model_calls + 1,
+            "model_calls": record.model_calls + 1,
         }
+        update: dict[str, Any] = {"messages": [response], AGENT_KEY: counts}
         if self.output_type is not None:
-            update.update(self._structured(state, response))
+            structured, fields = self._structured(record, response)
+            update.update(structured)
+            counts.update(fields)
         return update
 
-    def _structured(self, state: OverAllState, response: AssistantMessage) -> dict[str, Any]:
+    def _structured(
+        self, record: AgentRecord, response: AssistantMessage
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The structured answer's update and the record fields it changes."""
         assert self.output_type is not None
-        retries = state.get("structured_retries", 0) or 0
+        retries = record.structured_retries
         feedback: list[Message] = []
         if self._output_tool is not None:
             call = next((c for c in response.tool_calls if c.name == self._output_tool.name), None)
             if call is None:
                 if response.tool_calls:
-                    return {}  # ordinary tool calls first
+                    return {}, {}  # ordinary tool calls first
                 problem = f"you must answer by calling {self._output_tool.name}"
                 feedback = [UserMessage(f"Your answer is not valid: {problem}.")]
             else:
@@ -451,11 +458,10 @@ class ReactAgent(BaseAgent):
                     return {
                         "messages": [response, answered, *others],
                         "structured_response": value,
-                        "run_finished": True,
-                    }
+                    }, {"run_finished": True}
         else:
             if response.tool_calls:
-                return {}
+                return {}, {}
             try:
                 value = self.output_type.model_validate_json(response.content)
             except ValidationError as exc:
@@ -467,13 +473,13 @@ class ReactAgent(BaseAgent):
                     )
                 ]
             else:
-                return {"structured_response": value, "run_finished": True}
+                return {"structured_response": value}, {"run_finished": True}
         if retries >= 1:
             raise StructuredOutputError(
                 f"agent {self.name!r}: the model's answer did not fit "
                 f"{self.output_type.__name__} after a retry: {problem}"
             )
-        return {"messages": [response, *feedback], "structured_retries": retries + 1}
+        return {"messages": [response, *feedback]}, {"structured_retries": retries + 1}
 
     def _tools_now(self, config: RunnableConfig) -> dict[str, ToolCallback]:
         # providers are asked again on every model call (as Spring AI does), so tools a
@@ -564,17 +570,18 @@ class ReactAgent(BaseAgent):
 
     def _split(
         self, state: OverAllState
-    ) -> tuple[AssistantMessage | None, list[ToolCall], list[ToolCall], dict[str, str]]:
+    ) -> tuple[AssistantMessage | None, list[ToolCall], list[ToolCall], AgentRecord]:
         last, pending = pending_tool_calls(state.get("messages", []))
-        answers: dict[str, str] = dict(last.metadata.get("answers", {})) if last else {}
-        runnable = [c for c in pending if c.id not in answers]
-        return last, pending, runnable, answers
+        record = AgentRecord.of(state)
+        answers = record.answers
+        runnable = [c for c in pending if c.id not in answers] if answers else pending
+        return last, pending, runnable, record
 
     def _tools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        last, pending, runnable, answers = self._split(state)
+        last, pending, runnable, record = self._split(state)
         if last is None or not pending:
             return {}
-        self._emit_answered(config, pending, answers)
+        self._emit_answered(config, pending, record.answers)
         result = self.manager.execute_tool_calls(
             [],
             last,
@@ -584,13 +591,13 @@ class ReactAgent(BaseAgent):
             invoke=self._invoke_tool if self.tool_interceptors else None,
             on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
         )
-        return self._after_tools(state, pending, answers, result)
+        return self._after_tools(record, pending, result)
 
     async def _atools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        last, pending, runnable, answers = self._split(state)
+        last, pending, runnable, record = self._split(state)
         if last is None or not pending:
             return {}
-        self._emit_answered(config, pending, answers)
+        self._emit_answered(config, pending, record.answers)
         result = await self.manager.aexecute_tool_calls(
             [],
             last,
@@ -600,10 +607,10 @@ class ReactAgent(BaseAgent):
             invoke=self._ainvoke_tool if self.tool_interceptors else None,
             on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
         )
-        return self._after_tools(state, pending, answers, result)
+        return self._after_tools(record, pending, result)
 
     def _emit_answered(
-        self, config: RunnableConfig, pending: list[ToolCall], answers: dict[str, str]
+        self, config: RunnableConfig, pending: list[ToolCall], answers: Mapping[str, str]
     ) -> None:
         """Stream the results of calls answered without running (a human rejected them)."""
         if config.emit is not None:
@@ -613,35 +620,35 @@ class ReactAgent(BaseAgent):
                     self._emit(config, message, TOOLS)
 
     def _after_tools(
-        self,
-        state: OverAllState,
-        pending: list[ToolCall],
-        answers: dict[str, str],
-        result: Any,
+        self, record: AgentRecord, pending: list[ToolCall], result: Any
     ) -> dict[str, Any]:
+        answers = record.answers
         executed = {m.tool_call_id: m for m in result.tool_responses}
         responses: list[Message] = [
             executed.get(c.id)
             or ToolResponseMessage(answers.get(c.id, ""), tool_call_id=c.id, name=c.name)
             for c in pending
         ]
-        run_counts = dict(state.get("run_tool_calls") or {})
-        thread_counts = dict(state.get("tool_calls") or {})
+        run_counts = dict(record.run_tool_calls)
+        thread_counts = dict(record.tool_calls)
         for call in pending:
             if call.id in answers:
                 continue  # pre-answered calls did not run
             run_counts[call.name] = run_counts.get(call.name, 0) + 1
             thread_counts[call.name] = thread_counts.get(call.name, 0) + 1
-        update: dict[str, Any] = {"run_tool_calls": run_counts, "tool_calls": thread_counts}
+        fields: dict[str, Any] = {"run_tool_calls": run_counts, "tool_calls": thread_counts}
+        if answers:
+            fields["answers"] = {}  # used up: they answered these calls
+        update: dict[str, Any] = {AGENT_KEY: fields}
         if result.return_direct and not answers:
             text = "\n".join(m.content for m in result.tool_responses)
             responses.append(AssistantMessage(text, metadata={"return_direct": True}))
-            update["run_finished"] = True
+            fields["run_finished"] = True
         # tools' update_state writes, merged in call order through the key strategies
         for tool_update in result.state_updates:
             for key, value in tool_update.items():
                 strategy = AGENT_SCHEMA.get(key)
-                if strategy is None or getattr(strategy, "replaces", False):
+                if strategy is None or strategy.replaces:
                     update[key] = value
                 else:
                     update[key] = strategy.merge(update.get(key, MISSING), value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from checkpoint.base import Change
 from graphagent.graph._builder import StateGraph
 from graphagent.graph._command import Command, Interrupt, interrupt
 from graphagent.graph._compiled import CompiledGraph
@@ -10,6 +11,7 @@ from graphagent.graph._draw import Drawing
 from graphagent.graph._snapshot import StateHistory, StateSnapshot
 from graphagent.graph._state import OverAllState
 from graphagent.graph._strategies import (
+    MISSING,
     AppendStrategy,
     KeyStrategy,
     MergeStrategy,
@@ -18,8 +20,10 @@ from graphagent.graph._strategies import (
 
 __all__ = [
     "END",
+    "MISSING",
     "START",
     "AppendStrategy",
+    "Change",
     "Command",
     "CompiledGraph",
     "Drawing",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from checkpoint.base import CheckpointSaver
 from graphagent.errors import GraphValidationError
 from graphagent.graph._annotations import command_destinations, literal_destinations
 from graphagent.graph._constants import END, RESERVED, START
@@ -12,7 +13,6 @@ from graphagent.graph._nodes import Branch, Join, NodeSpec, accepts_config, is_a
 from graphagent.graph._state import parse_schema
 
 if TYPE_CHECKING:
-    from checkpoint.base import CheckpointSaver
     from graphagent.graph._compiled import CompiledGraph
 
 __all__ = ["StateGraph"]
@@ -175,7 +175,7 @@ class StateGraph:
         interrupt_before: Sequence[str] | str = (),
         interrupt_after: Sequence[str] | str = (),
         name: str = "graph",
-        checkpointer: CheckpointSaver | None = None,
+        checkpointer: CheckpointSaver | bool | None = None,
     ) -> CompiledGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledGraph`.
 
@@ -184,10 +184,14 @@ class StateGraph:
             interrupt_before: pause before these nodes run (``"*"`` for all).
             interrupt_after: pause after these nodes run (``"*"`` for all).
             name: the graph's name, used when drawing.
-            checkpointer: LangGraph's name for ``saver``.
+            checkpointer: LangGraph's name for ``saver``. ``False`` is the same as no
+                saver: the graph never checkpoints a thread of its own (run inside a
+                parent graph it still pauses and resumes with the parent's thread).
+                ``True`` (a subgraph keeping its own state across calls) is refused.
 
         Raises:
-            GraphValidationError: every problem found, each naming the node and the fix.
+            GraphValidationError: every problem found, each naming the node and the fix;
+                a saver that is not a :class:`~checkpoint.CheckpointSaver`.
         """
         from graphagent.graph._compiled import CompiledGraph
         from graphagent.graph._validate import validate
@@ -198,11 +202,30 @@ class StateGraph:
         return CompiledGraph(
             self,
             topology,
-            saver=saver if saver is not None else checkpointer,
+            saver=_saver(saver if saver is not None else checkpointer),
             interrupt_before=_names(interrupt_before, self.nodes),
             interrupt_after=_names(interrupt_after, self.nodes),
             name=name,
         )
+
+
+def _saver(value: Any) -> CheckpointSaver | None:
+    """The saver ``compile()`` was given, or a clear error for what cannot be one."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        raise GraphValidationError(
+            "compile(checkpointer=True) asks for a subgraph that keeps its own state across "
+            "calls on the parent's thread, which graphagent does not have: compile it with "
+            "a saver of its own and call it on a thread of its own inside the node "
+            "(sub.invoke(input, {'thread_id': ...})), or keep that state in the parent's keys"
+        )
+    if not isinstance(value, CheckpointSaver):
+        raise GraphValidationError(
+            f"compile(saver=...) takes a CheckpointSaver (MemorySaver(), SqliteSaver(...), "
+            f"RedisSaver...), got {type(value).__name__}"
+        )
+    return value
 
 
 def _agent_graph(fn: Any) -> Any:

@@ -26,18 +26,20 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from checkpoint.base import CheckpointSaver
+from checkpoint.base import Change, Checkpoint, CheckpointSaver
 from checkpoint.errors import CheckpointError
 from graphagent._executor import in_thread, run_all
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
 from graphagent.errors import (
     GraphBubbleUp,
     GraphInterrupt,
+    SerializationError,
     UserError,
     mirror_error,
     saver_errors,
 )
 from graphagent.graph._command import current_task
+from graphagent.graph._constants import is_private, public
 from graphagent.graph._effects import (
     Done,
     Emit,
@@ -54,7 +56,7 @@ from graphagent.graph._effects import (
 from graphagent.graph._loop import update_program
 from graphagent.graph._run import run_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
-from graphagent.graph._strategies import Change, ReplaceStrategy
+from graphagent.graph._strategies import ReplaceStrategy
 from graphagent.graph._validate import Topology
 from graphagent.observability import _hooks as observe
 
@@ -268,6 +270,20 @@ class CompiledGraph:
         self.replace = ReplaceStrategy()
         self.agent: Any = None
         """The agent whose graph this is (set by the agent; traces name it)."""
+        # why a stored thread cannot continue (a layout this graph no longer reads), or None
+        self.stored_layout_problem: Callable[[Mapping[str, Any]], str | None] | None = None
+
+    def check_stored(self, thread: str | None, saved: Checkpoint) -> None:
+        """Refuse a stored thread this graph cannot continue, naming what to do.
+
+        Raises:
+            SerializationError: ``stored_layout_problem`` found a problem with its values.
+        """
+        check = self.stored_layout_problem
+        if check is not None:
+            problem = check(saved.values)
+            if problem is not None:
+                raise SerializationError(f"thread {thread!r}: {problem}")
 
     # -- observing runs ----------------------------------------------------------------
 
@@ -652,9 +668,12 @@ class CompiledGraph:
         return self.net_update(net, values, parent, state)
 
     def _sub_input(self, state: OverAllState) -> dict[str, Any]:
+        # the parent's private keys are its own: the subgraph starts without them
         if self.schema.closed:
-            return {k: v for k, v in state.items() if k in self.schema.strategies}
-        return dict(state)
+            return {
+                k: v for k, v in state.items() if k in self.schema.strategies and not is_private(k)
+            }
+        return public(state)
 
     @staticmethod
     def net_update(
@@ -666,16 +685,19 @@ class CompiledGraph:
         """A nested run's changes as one update for the parent graph.
 
         Keys the parent does not have stay in the subgraph: a parent schema that names
-        keys gets only those (an open one also those already in its ``state``).
+        keys gets only those (an open one also those already in its ``state``). Private
+        keys (``__`` prefix) always stay.
         """
         # Appended items go up as items, so the parent's strategy appends them once;
         # a parent key that replaces gets the subgraph's final value instead.
         update: dict[str, Any] = {}
         for key, (kind, payload) in net.items():
+            if is_private(key):
+                continue  # private to the subgraph
             if parent is not None and not _parent_has(parent, key, state):
                 continue  # the subgraph's own key: it stays in the subgraph
             strategy = parent.strategies.get(key) if parent is not None else None
-            replaces = strategy is None or getattr(strategy, "replaces", False)
+            replaces = strategy is None or strategy.replaces
             update[key] = payload if kind == "append" and not replaces else values[key]
         return update
 

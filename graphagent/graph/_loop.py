@@ -10,7 +10,7 @@ import time
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from checkpoint.base import CheckpointWrite, new_checkpoint_id
+from checkpoint.base import Change, CheckpointWrite, new_checkpoint_id
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
     InvalidRouteError,
@@ -22,7 +22,7 @@ from graphagent.graph._constants import END, START
 from graphagent.graph._effects import Load, Put, PutWrites
 from graphagent.graph._nodes import Branch
 from graphagent.graph._state import OverAllState
-from graphagent.graph._strategies import MISSING, Change
+from graphagent.graph._strategies import MISSING
 
 if TYPE_CHECKING:
     from graphagent.graph._compiled import CompiledGraph
@@ -43,11 +43,12 @@ def attach_node(exc: BaseException, node: str) -> BaseException:
 
 
 def combine(prev: Change | None, new: Change, merged: Any) -> Change:
-    if prev is None or new[0] == "set":
+    """One change for a key written twice in a step (or over a nested run)."""
+    if prev is None or new.kind == "set":
         return new
-    if new[0] == "append" and prev[0] == "append":
-        return ("append", [*prev[1], *new[1]])
-    return ("reset", list(merged))
+    if new.kind == "append" and prev.kind == "append":
+        return Change("append", [*prev.value, *new.value])
+    return Change("reset", list(merged))
 
 
 class Loop:
@@ -104,7 +105,7 @@ class Loop:
                             "the schema or fix the key"
                         )
                     strategy = self.graph.replace
-                if getattr(strategy, "replaces", False):
+                if strategy.replaces:
                     if key in replaced:
                         raise InvalidUpdateError(
                             f"nodes {replaced[key]!r} and {node!r} both replaced key {key!r} in "
@@ -113,16 +114,11 @@ class Loop:
                         )
                     replaced[key] = node
                     values[key] = new
-                    changes[key] = ("set", new)
+                    changes[key] = Change("set", new)
                     continue
                 old = values.get(key, MISSING)
                 try:
-                    merge_change = getattr(strategy, "merge_change", None)
-                    if merge_change is not None:
-                        merged, change = merge_change(old, new)
-                    else:
-                        merged = strategy.merge(old, new)
-                        change = ("set", merged)
+                    merged, change = strategy.merge_change(old, new)
                 except (TypeError, ValueError) as exc:
                     raise InvalidUpdateError(
                         f"node {node!r}: cannot merge the update of key {key!r} with "
@@ -263,6 +259,7 @@ def update_program(
     loop = Loop(graph, config)
     loop.head = head
     if saved is not None:
+        graph.check_stored(thread, saved)
         loop.values = dict(saved.values)
         loop.step = saved.step
         loop.checkpoint_id = saved.id

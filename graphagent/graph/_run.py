@@ -11,16 +11,17 @@ with the paused step, so a resume continues the nested run where it stood.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
+from checkpoint.base import Change, Checkpoint, CheckpointWrite, PendingWrite
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
     EmptyInputError,
     GraphInterrupt,
     GraphRecursionError,
+    InvalidRouteError,
     UserError,
 )
 from graphagent.graph._command import (
@@ -31,7 +32,7 @@ from graphagent.graph._command import (
     current_task,
     path_key,
 )
-from graphagent.graph._constants import INTERRUPT, START
+from graphagent.graph._constants import END, INTERRUPT, START, is_private, public
 from graphagent.graph._effects import (
     Done,
     Emit,
@@ -45,7 +46,6 @@ from graphagent.graph._effects import (
 )
 from graphagent.graph._loop import Loop, attach_node, combine, normalize
 from graphagent.graph._state import OverAllState, as_input
-from graphagent.graph._strategies import Change
 
 if TYPE_CHECKING:
     from graphagent.graph._compiled import CompiledGraph
@@ -72,6 +72,13 @@ class Step:
         """Every interrupt asked in the step, in task-path order (so resumes are stable)."""
         found = [i for s in self.paused.values() for i in s.values if isinstance(i, Interrupt)]
         return tuple(sorted(found, key=lambda i: (i.path, i.id)))
+
+
+def _shown(update: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A node's update as stream events show it: without private keys."""
+    if update is None or not any(is_private(k) for k in update):
+        return update
+    return public(update)
 
 
 def run_program(
@@ -192,12 +199,15 @@ class Run:
             assert self.thread is not None
             saved, loop.head = yield Load(self.thread, loop.config.checkpoint_id)
         if saved is not None:
+            self.graph.check_stored(self.thread, saved)
             loop.values = dict(saved.values)
             loop.step = saved.step
             loop.checkpoint_id = saved.id
             loop.barriers = {k: list(v) for k, v in saved.extra.get("barriers", {}).items()}
         if isinstance(input, Command) and input.resume is not None:
             self._resume(saved, input)
+        elif isinstance(input, Command) and (input.goto is not None or input.update is not None):
+            self._redirect(saved, input)
         elif input is None:
             self._continue(saved)
         else:
@@ -205,11 +215,14 @@ class Run:
             if self.saver is not None:
                 self._defer(loop.write(changes, "input"))
         if "values" in self.modes:
-            yield Emit("values", dict(loop.values))
+            yield Emit("values", public(loop.values))
 
     def _merge_input(self, input: Any, saved: Checkpoint | None) -> dict[str, Change]:
         if isinstance(input, Command):
-            raise UserError("a Command as input must carry resume=...; to update, use update_state")
+            raise UserError(
+                "a Command as input needs resume=, goto= or update= (it was empty); "
+                "to continue a paused thread pass None"
+            )
         input = as_input(input)
         loop = self.loop
         updates: list[tuple[str, Mapping[str, Any]]] = [("__input__", input)]
@@ -243,11 +256,43 @@ class Run:
         if self.pending or not self.at_breakpoint:
             self._answer(command.resume)
         loop.skip_breakpoint = True
+        self._apply_command(saved, command)
+
+    def _redirect(self, saved: Checkpoint | None, command: Command) -> None:
+        """``Command(goto=..., update=...)`` as input: continue the thread (past a
+        breakpoint) with the update applied and the goto nodes added to what runs next."""
+        if saved is not None:
+            self.loop.next = saved.next
+            self._load_pending(saved)
+        self.loop.skip_breakpoint = True
+        self._apply_command(saved, command)
+
+    def _apply_command(self, saved: Checkpoint | None, command: Command) -> None:
+        """A Command input's update and goto land first, in a checkpoint of their own, so
+        the next step sees them and a pause in it resumes with them."""
+        loop = self.loop
+        if command.update is None and command.goto is None:
+            return
+        changes: dict[str, Change] = {}
         if command.update is not None:
-            # the update lands first, in a checkpoint of its own, so the resumed node sees it
-            loop.values, changes = loop.merge([("__resume__", dict(command.update))])
-            loop.step += 1
-            self._defer(loop.write(changes, "update"), tuple(saved.pending_writes))
+            loop.values, changes = loop.merge([("__resume__", as_input(command.update))])
+        if command.goto is not None:
+            loop.next = self._with_goto(loop.next, command.goto)
+        loop.step += 1
+        if self.saver is not None:
+            keep = tuple(saved.pending_writes) if saved is not None else ()
+            self._defer(loop.write(changes, "update"), keep)
+
+    def _with_goto(self, due: tuple[str, ...], goto: str | Sequence[str]) -> tuple[str, ...]:
+        targets = [goto] if isinstance(goto, str) else list(goto)
+        nodes = self.graph.topology.nodes
+        unknown = [t for t in targets if t != END and t not in nodes]
+        if unknown:
+            raise InvalidRouteError(
+                f"Command(goto=...) names {', '.join(map(repr, unknown))}, not a node of this "
+                f"graph; known nodes: {', '.join(sorted(nodes))}"
+            )
+        return tuple(sorted({*due, *(t for t in targets if t != END)}))
 
     def _load_pending(self, saved: Checkpoint) -> None:
         ctx, loop = self.ctx, self.loop
@@ -301,7 +346,7 @@ class Run:
         """Continue a nested run from the position it left when it paused (or finished)."""
         loop = self.loop
         loop.values = dict(position["values"])
-        net = {key: (kind, payload) for key, (kind, payload) in position["net"].items()}
+        net = {key: Change(kind, payload) for key, (kind, payload) in position["net"].items()}
         if loop.net is not None:
             loop.net.update(net)
         self.start_input = dict(input)
@@ -325,10 +370,10 @@ class Run:
             if key in before and before[key] == value:
                 continue
             change = net.get(key)
-            if change is None or change[0] == "append":
+            if change is None or change.kind == "append":
                 loop.values[key] = value
                 if change is not None:
-                    appended[key] = change[1]
+                    appended[key] = change.value
         if appended:
             loop.values, _ = loop.merge([("__nested__", appended)])
 
@@ -343,7 +388,7 @@ class Run:
                 "values": dict(loop.values),
                 "net": {k: [kind, payload] for k, (kind, payload) in (loop.net or {}).items()},
             }
-        return loop.values
+        return public(loop.values)
 
     # -- each step ---------------------------------------------------------------------
 
@@ -427,9 +472,9 @@ class Run:
         if "updates" in modes:
             # work kept from before a pause was done first, so it is reported first
             for node in sorted(ran, key=lambda n: n not in kept) if kept else ran:
-                yield Emit("updates", {node: results[node][0]})
+                yield Emit("updates", {node: _shown(results[node][0])})
         if "values" in modes:
-            yield Emit("values", dict(loop.values))
+            yield Emit("values", public(loop.values))
         if "debug" in modes:
             yield Emit("debug", self._debug_checkpoint())
 
@@ -477,11 +522,11 @@ class Run:
             raise attach_node(exc, node)
         asked = step.interrupts
         if not asked:
-            return loop.values
+            return public(loop.values)
         for mode in ("updates", "values"):
             if mode in self.modes:
                 yield Emit(mode, {INTERRUPT: asked})
-        return {**loop.values, INTERRUPT: asked}
+        return {**public(loop.values), INTERRUPT: asked}
 
     def _store_step(self, step: Step) -> Effects:
         """The unfinished step as pending writes, grouped by top-level task."""
@@ -521,7 +566,7 @@ class Run:
         if self.nested:
             self._leave_position(None, skip=False)
             raise GraphInterrupt(())
-        return self.loop.values
+        return public(self.loop.values)
         yield  # a generator like the other transitions
 
     def _leave_position(self, step: Step | None, *, skip: bool) -> None:

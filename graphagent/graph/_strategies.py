@@ -1,9 +1,9 @@
 """Key strategies: how a node's update to one state key merges with the old value.
 
-Besides the merged value, each strategy reports the *change* the merge made, in the
-form a checkpoint stores: ``("set", value)`` or, for append-style keys,
-``("append", items)`` when the old list is a prefix of the new one and
-``("reset", items)`` otherwise. That is what keeps a step's checkpoint as small as
+Besides the merged value, each strategy reports the *change* the merge made, as a
+:class:`Change`, the form a checkpoint stores: ``Change("set", value)`` or, for list
+values, ``Change("append", items)`` when the old list is a prefix of the new one and
+``Change("reset", items)`` otherwise. That is what keeps a step's checkpoint as small as
 the step's change.
 """
 
@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from checkpoint.base import Change
 from graphagent.messages import Message, RemoveMessage, add_messages, coerce_message
 
 __all__ = [
@@ -38,19 +39,50 @@ class _Missing:
 MISSING: Any = _Missing()
 """The old value of a key that has never been written."""
 
-Change = tuple[str, Any]
-
 
 @runtime_checkable
 class KeyStrategy(Protocol):
-    """How updates to one key merge. Implement ``merge``; the rest has defaults."""
+    """How updates to one state key merge, and what a checkpoint stores of each merge.
+
+    Subclass it and implement :meth:`merge`; the other members have defaults. An object
+    that only has a ``merge(old, new)`` method works too (it gets the defaults), and so
+    does a plain ``(old, new) -> merged`` function.
+
+    Attributes:
+        replaces: the new value simply replaces the old one: ``merge`` is not called,
+            and two writes of the key in one super-step are an error. Default ``False``.
+
+    Example:
+        >>> class Maximum(KeyStrategy):
+        ...     def merge(self, old, new):
+        ...         return new if old is MISSING else max(old, new)
+        >>> Maximum().merge_change(3, 5)
+        (5, Change(kind='set', value=5))
+    """
+
+    replaces: bool = False
 
     def merge(self, old: Any, new: Any) -> Any:
         """Return the key's value after ``new`` is applied to ``old`` (``MISSING`` if unset)."""
         ...
 
+    def merge_change(self, old: Any, new: Any) -> tuple[Any, Change]:
+        """Merge, and report the change for the checkpoint.
 
-class ReplaceStrategy:
+        The default stores the merged value whole (``Change("set", merged)``). A list
+        that grows can report ``Change("append", items)`` (the merged list is exactly
+        ``old + items``) so the checkpoint costs the items, not the list.
+        """
+        merged = self.merge(old, new)
+        return merged, Change("set", merged)
+
+    def empty(self) -> Any:
+        """What the key reads as before its first write; ``MISSING`` (the default): it is
+        absent until written."""
+        return MISSING
+
+
+class ReplaceStrategy(KeyStrategy):
     """The new value replaces the old one. Two replace-writes in one step conflict.
 
     Example:
@@ -64,11 +96,15 @@ class ReplaceStrategy:
         """Return ``new``."""
         return new
 
+    def merge_change(self, old: Any, new: Any) -> tuple[Any, Change]:
+        """``new``, stored whole."""
+        return new, Change("set", new)
+
     def __repr__(self) -> str:
         return "ReplaceStrategy()"
 
 
-class MergeStrategy:
+class MergeStrategy(KeyStrategy):
     """Dict values merge shallowly: new keys added, existing keys overwritten.
 
     Example:
@@ -106,7 +142,7 @@ class _IdList(list):  # type: ignore[type-arg]
     ids: dict[str, int]
 
 
-class AppendStrategy:
+class AppendStrategy(KeyStrategy):
     """List values grow: the update (one item or a list) is appended.
 
     Items that are :class:`~graphagent.messages.Message` follow ``add_messages``:
@@ -138,7 +174,8 @@ class AppendStrategy:
         return self.merge_change(old, new)[0]
 
     def merge_change(self, old: Any, new: Any) -> tuple[list[Any], Change]:
-        """Merge and report the change: ``("append", items)`` or ``("reset", whole)``."""
+        """Merge and report the change: ``Change("append", items)`` or, when a message
+        was replaced or removed, ``Change("reset", whole)``."""
         base: Sequence[Any] = () if old is MISSING or old is None else old
         items = _as_items(new)
         if self.messages:
@@ -165,13 +202,13 @@ class AppendStrategy:
             if isinstance(item, Message):
                 ids[item.id] = n + offset
         merged.ids = ids
-        return merged, ("append", items)
+        return merged, Change("append", items)
 
     @staticmethod
     def _slow(base: Sequence[Any], items: list[Any]) -> tuple[list[Any], Change]:
         whole = _IdList(add_messages(base, items))
         whole.ids = {m.id: i for i, m in enumerate(whole) if isinstance(m, Message)}
-        return whole, ("reset", list(whole))
+        return whole, Change("reset", list(whole))
 
     def __repr__(self) -> str:
         return (
@@ -187,7 +224,7 @@ def _as_items(new: Any) -> list[Any]:
     return list(new)
 
 
-class _FunctionStrategy:
+class _FunctionStrategy(KeyStrategy):
     """Wraps an ``(old, new) -> merged`` callable."""
 
     replaces = False
@@ -197,7 +234,7 @@ class _FunctionStrategy:
         self.initial = initial
 
     def empty(self) -> Any:
-        return None if self.initial is None else self.initial()
+        return MISSING if self.initial is None else self.initial()
 
     def merge(self, old: Any, new: Any) -> Any:
         if old is MISSING:
@@ -208,6 +245,32 @@ class _FunctionStrategy:
 
     def __repr__(self) -> str:
         return f"FunctionStrategy({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+class _Adapted(KeyStrategy):
+    """An object with a ``merge`` method but not the whole protocol, given its defaults."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.replaces = bool(getattr(inner, "replaces", False))
+        self._merge_change = getattr(inner, "merge_change", None)
+        self._empty = getattr(inner, "empty", None)
+
+    def merge(self, old: Any, new: Any) -> Any:
+        return self.inner.merge(old, new)
+
+    def merge_change(self, old: Any, new: Any) -> tuple[Any, Change]:
+        if self._merge_change is not None:
+            merged, change = self._merge_change(old, new)
+            return merged, Change(*change)
+        merged = self.inner.merge(old, new)
+        return merged, Change("set", merged)
+
+    def empty(self) -> Any:
+        return self._empty() if callable(self._empty) else MISSING
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
 
 
 def takes_two(fn: Callable[..., Any]) -> bool:
@@ -223,6 +286,8 @@ def takes_two(fn: Callable[..., Any]) -> bool:
 
 def arity_problem(strategy: Any) -> str | None:
     """Why ``strategy`` cannot merge ``(old, new)``, or ``None`` when it can."""
+    if isinstance(strategy, _Adapted):
+        strategy = strategy.inner
     fn = strategy.fn if isinstance(strategy, _FunctionStrategy) else strategy.merge
     if takes_two(fn):
         return None
@@ -239,12 +304,13 @@ def _signature(fn: Callable[..., Any]) -> str:
         return "unknown"
 
 
-def empty_factory(strategy: Any) -> Callable[[], Any] | None:
+def empty_factory(strategy: KeyStrategy) -> Callable[[], Any] | None:
     """What makes the key's value before its first write, or ``None`` (the key is absent)."""
     if isinstance(strategy, _FunctionStrategy):
         return strategy.initial
-    empty = getattr(strategy, "empty", None)
-    return empty if callable(empty) else None
+    if strategy.empty() is MISSING:
+        return None
+    return strategy.empty
 
 
 def as_strategy(value: Any, value_type: Any = None) -> KeyStrategy:
@@ -262,8 +328,10 @@ def as_strategy(value: Any, value_type: Any = None) -> KeyStrategy:
         value, (ReplaceStrategy, AppendStrategy, MergeStrategy)
     ):
         return value()
+    if isinstance(value, KeyStrategy):
+        return value
     if hasattr(value, "merge") and callable(value.merge):
-        return value  # type: ignore[no-any-return]
+        return _Adapted(value)
     if callable(value):
         origin = getattr(value_type, "__origin__", value_type)
         initial = origin if isinstance(origin, type) and origin in (list, dict, set, str) else None

@@ -117,18 +117,14 @@ def test_goto_replaces_static_edges() -> None:
 
 
 # origin: langgraph tests/test_pregel.py::test_command_goto_with_static_breakpoints
-@pytest.mark.xfail(
-    strict=True,
-    reason="unlisted: Command(goto=...) as run input (continue a "
-    "paused thread at another node) is refused",
-)
+# (the paused node1 runs with the goto node2, then node1's edge runs node2 again)
 def test_command_goto_as_input_at_breakpoint(saver: CheckpointSaver) -> None:
     calls = Calls()
     app = chain(saver, calls, [("node1", None), ("node2", None)], interrupt_before=["node1"])
     config = thread()
     app.invoke({"value": ["abc"]}, config)
     result = app.invoke(Command(goto=["node2"]), config)
-    assert result["value"][-1] == "node2"
+    assert result["value"] == ["abc", "node1", "node2", "node2"]
 
 
 # origin: langgraph tests/test_pregel.py::test_pydantic_state_update_command

@@ -3,8 +3,8 @@ libs/langgraph/tests/test_subgraph_persistence.py, on every saver.
 
 LangGraph's "stateless" subgraph (compiled without a checkpointer) inherits the running
 thread and saver just enough to pause and resume (issue 12 item 4). Its "stateful"
-``compile(checkpointer=True)`` has no graphagent counterpart; a bool saver must at least be
-refused clearly.
+``compile(checkpointer=True)`` has no graphagent counterpart and is refused at compile;
+``checkpointer=False`` is the same as no saver.
 """
 
 from __future__ import annotations
@@ -106,17 +106,22 @@ def test_checkpointer_false_no_persistence(saver: CheckpointSaver) -> None:
 
 
 # origin: langgraph tests/test_subgraph_persistence.py::test_stateful_state_accumulates
-# (graphagent has no stateful checkpointer=True subgraphs: the bool must be refused clearly)
-@pytest.mark.xfail(
-    strict=True,
-    reason="unlisted: compile(checkpointer=True|False) is accepted and "
-    "a run on a thread fails with AttributeError",
-)
+# graphagent has no stateful checkpointer=True subgraphs: compile() refuses it clearly,
+# naming the way that works (a saver and a thread of the subgraph's own, tested below).
+# checkpointer=False is the same as no saver: nothing is checkpointed, on any thread.
 def test_checkpointer_true_is_refused_clearly() -> None:
     g = StateGraph().add_node("n", lambda s: None).add_edge(START, "n").add_edge("n", END)
-    for flag in (True, False):
-        with pytest.raises(GraphAgentError, match="saver"):
-            g.compile(checkpointer=flag).invoke({}, {"thread_id": "t"})  # type: ignore[arg-type]
+    with pytest.raises(GraphAgentError, match=r"checkpointer=True.*saver of its own"):
+        g.compile(checkpointer=True)
+    with pytest.raises(GraphAgentError, match=r"takes a CheckpointSaver .*got str"):
+        g.compile(saver="memory")  # type: ignore[arg-type]
+    never = StateGraph({"n": lambda a, b: a + b}).add_node("n", lambda s: {"n": 1})
+    app = never.add_edge(START, "n").add_edge("n", END).compile(checkpointer=False)
+    assert app.saver is None
+    assert app.invoke({"n": 0}, {"thread_id": "t"}) == {"n": 1}
+    assert app.invoke({"n": 0}, {"thread_id": "t"}) == {"n": 1}  # nothing kept
+    with pytest.raises(GraphAgentError, match="needs a saver"):
+        app.get_state({"thread_id": "t"})
 
 
 # origin: langgraph tests/test_subgraph_persistence.py::
