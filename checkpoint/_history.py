@@ -43,6 +43,8 @@ def needed_fields(records: Sequence[layout.Record], stored: int | None = None) -
     versions: dict[str, None] = {}
     spans: dict[tuple[str, str], set[tuple[int, int]]] = {}
     for record in records:
+        if stored is not None:
+            layout.check_claim(record, stored)
         versions.update(dict.fromkeys(record.vals.values()))
         for key, ranges in record.logs.items():
             for branch, start, end in ranges:
@@ -54,10 +56,10 @@ def needed_fields(records: Sequence[layout.Record], stored: int | None = None) -
             if end > reach:
                 first = max(start, reach)
                 if stored is not None and len(fields) + end - first > stored:
-                    raise SerializationError(
-                        f"a stored checkpoint record claims items {first}..{end} of key "
-                        f"{key!r}, more than the {stored} values the thread stores: the "
-                        "record is damaged (restore the thread from a backup, or delete it)"
+                    raise layout.damaged(
+                        None,
+                        f"the listed records name more than the {stored} stored values and "
+                        f"list items the thread holds (items {first}..{end} of {key!r})",
                     )
                 stem = layout.log_field(key, branch, 0)[:-1]
                 fields.extend([f"{stem}{i}" for i in range(first, end)])
@@ -220,7 +222,10 @@ class History(CheckpointHistory):
         if written is None:
             written = self._loads(self._take(layout.val_field(version), key))
             if not isinstance(written, dict):
-                raise SerializationError(f"stored values of checkpoint {version!r} are not a map")
+                raise layout.damaged(
+                    version,
+                    f"the values it set (field {layout.val_field(version)!r}) are not a map",
+                )
             self._sets[version] = written
         return written
 

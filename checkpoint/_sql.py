@@ -266,7 +266,7 @@ class SqlLogic:
         # a listing decodes without caching: thousands of records would only evict the
         # ones the next step needs
         cached = self._records.get((thread_id, cid))
-        return cached or layout.decode_record(bytes(blob), self.serde.loads)
+        return cached or layout.decode_record(bytes(blob), self.serde.loads, cid)
 
     def _data(self, tid: bytes, fields: Sequence[str]) -> Stmt:
         marks = ", ".join("?" * len(fields))

@@ -592,7 +592,7 @@ class _RedisLogic:
             blobs = [blob for part in parts for blob in part]
             for cid, blob in zip(unread, blobs, strict=True):
                 if blob is not None:
-                    cached[cid] = layout.decode_record(bytes(blob), self.serde.loads)
+                    cached[cid] = layout.decode_record(bytes(blob), self.serde.loads, cid)
         return [record for record in cached.values() if record is not None]
 
     def delete(self, thread_id: str) -> _Program[None]:
