@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import threading
 import uuid
 from collections.abc import Callable
 from functools import partial
@@ -43,6 +44,8 @@ T = TypeVar("T", bound=type)
 
 _TUPLE, _SET, _FROZENSET, _DATETIME, _DATE, _TIMEDELTA, _UUID = 1, 2, 3, 4, 5, 6, 7
 _MODEL, _ENUM, _DATACLASS = 8, 9, 10
+# a reused packer keeps the largest buffer it filled: one that packed more is let go
+_KEEP_PACKER_BELOW = 1 << 20
 
 MAX_DEPTH = 100
 """How deeply a value may nest: lists, dicts, tuples, sets and registered objects inside one
@@ -117,6 +120,11 @@ class Serde:
         # made once: the fast path's encoders by frames left, the decoders by depth
         self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
         self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
+        # the fast path reuses its packers (making one costs more than packing a small
+        # value): a free list per frame depth, per thread
+        self._rooms: dict[Callable[[Any], Any], int] = {f: i for i, f in enumerate(self._fast)}
+        self._local = threading.local()
+        self._dataclass_fields: dict[type, tuple[str, ...]] = {}
 
     def _layers(self) -> list[Serde]:
         """This registry and those under it, the bottom one first."""
@@ -309,11 +317,25 @@ class Serde:
             raise SerializationError("cannot decode stored checkpoint data: extra bytes")
         return value
 
-    @staticmethod
-    def _pack(value: Any, default: Callable[[Any], Any], errors: str | None = None) -> bytes:
-        return msgpack.packb(  # type: ignore[no-any-return]
-            value, default=default, use_bin_type=True, strict_types=True, unicode_errors=errors
+    def _pack(self, value: Any, default: Callable[[Any], Any], errors: str | None = None) -> bytes:
+        room = self._rooms.get(default) if errors is None else None
+        if room is None:
+            return msgpack.packb(  # type: ignore[no-any-return]
+                value, default=default, use_bin_type=True, strict_types=True, unicode_errors=errors
+            )
+        pools: list[list[msgpack.Packer]] | None = getattr(self._local, "pools", None)
+        if pools is None:
+            pools = self._local.pools = [[] for _ in self._fast]
+        free = pools[room]
+        packer = (
+            free.pop()
+            if free
+            else msgpack.Packer(default=default, use_bin_type=True, strict_types=True)
         )
+        packed: bytes = packer.pack(value)  # a packer that raised is not given back
+        if len(packed) < _KEEP_PACKER_BELOW:
+            free.append(packer)
+        return packed
 
     def _frame(
         self, code: int, value: Any, dumped: dict[int, Any] | None, room: int
@@ -332,13 +354,17 @@ class Serde:
         cls = type(obj)
         name = self._names.get(cls)
         if name is not None:
+            if cls in self._shallow:  # the library's messages: the commonest objects
+                return self._frame(_MODEL, [name, obj.__dict__], dumped, room)
             if issubclass(cls, enum.Enum):
                 return self._frame(_ENUM, [name, obj.value], dumped, room)
-            if dataclasses.is_dataclass(obj):
-                fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+            names = self._dataclass_fields.get(cls)
+            if names is None and dataclasses.is_dataclass(obj):
+                names = tuple(f.name for f in dataclasses.fields(obj))
+                self._dataclass_fields[cls] = names
+            if names is not None:
+                fields = {n: getattr(obj, n) for n in names}
                 return self._frame(_DATACLASS, [name, fields], dumped, room)
-            if cls in self._shallow:
-                return self._frame(_MODEL, [name, obj.__dict__], dumped, room)
             known = dumped.get(id(obj)) if dumped else None
             model = known if known is not None else obj.model_dump(mode="python")
             return self._frame(_MODEL, [name, model], dumped, room)
