@@ -67,6 +67,7 @@ notebooks: $(STAMP) $(MCP_NODE)
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py
 	$(BIN)/python bench/checkpoint_growth.py
+	$(BIN)/python bench/history.py
 	$(BIN)/python bench/agent_loop.py
 	$(BIN)/python bench/load.py
 

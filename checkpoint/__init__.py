@@ -10,6 +10,7 @@ from checkpoint import serde
 from checkpoint.base import (
     Change,
     Checkpoint,
+    CheckpointHistory,
     CheckpointSaver,
     CheckpointWrite,
     PendingWrite,
@@ -36,6 +37,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointConflictError",
     "CheckpointError",
+    "CheckpointHistory",
     "CheckpointNotFoundError",
     "CheckpointSaver",
     "CheckpointStorageError",

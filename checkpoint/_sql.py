@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from checkpoint import _layout as layout
+from checkpoint._history import History, needed_fields
 from checkpoint._sqlschema import (
     LATEST,
     MIGRATIONS,
@@ -213,13 +214,12 @@ class SqlLogic:
         found = yield from self._load(thread_id, [record])
         return found[0]
 
-    def list(
-        self, thread_id: str, limit: int | None, before: str | None
-    ) -> Program[builtins.list[Checkpoint]]:
-        """Checkpoints newest first (by the thread's sequence, not by any clock)."""
+    def history(self, thread_id: str, limit: int | None, before: str | None) -> Program[History]:
+        """Checkpoints newest first (by the thread's sequence, not by any clock); every
+        field they need is read once, in one transaction, and states are built on read."""
         tid = encode_text(thread_id)
         if (yield from self.head(thread_id)) is None:
-            return []
+            return History(thread_id, [], {}, {}, self.serde.loads)
         where = "thread_id = ?"
         params: builtins.list[Any] = [tid]
         if before is not None:
@@ -240,9 +240,42 @@ class SqlLogic:
         )
         if limit is not None:
             query, params = query + " LIMIT ?", [*params, max(limit, 0)]
-        rows = yield self.stmt(query, *params)
-        records = [self._record(thread_id, str(cid), blob) for cid, blob in rows]
-        return (yield from self._load(thread_id, records))
+        rows, count = yield (
+            self.stmt(query, *params),
+            self.stmt("SELECT count(*) FROM {t}graphagent_data WHERE thread_id = ?", tid),
+        )
+        records = [self._listed(thread_id, str(cid), blob) for cid, blob in rows]
+        fields = needed_fields(records, int(count[0][0]))
+        batch = [self._data(tid, fields[i : i + _CHUNK]) for i in range(0, len(fields), _CHUNK)]
+        batch.append(
+            self.stmt(
+                "SELECT checkpoint_id, task, value FROM {t}graphagent_writes WHERE thread_id = ?",
+                tid,
+            )
+        )
+        *found, writes = yield tuple(batch)
+        blobs: dict[str, bytes | None] = {
+            decode_text(f): bytes(v) for part in found for f, v in part
+        }
+        pending: dict[str, dict[str, bytes]] = {}
+        for cid, task, value in writes:
+            pending.setdefault(str(cid), {})[decode_text(task)] = bytes(value)
+        return History(thread_id, records, blobs, pending, self.serde.loads)
+
+    def _listed(self, thread_id: str, cid: str, blob: bytes) -> layout.Record:
+        # a listing decodes without caching: thousands of records would only evict the
+        # ones the next step needs
+        cached = self._records.get((thread_id, cid))
+        return cached or layout.decode_record(bytes(blob), self.serde.loads, cid)
+
+    def _data(self, tid: bytes, fields: Sequence[str]) -> Stmt:
+        marks = ", ".join("?" * len(fields))
+        return self.stmt(
+            "SELECT field, value FROM {t}graphagent_data "
+            f"WHERE thread_id = ? AND field IN ({marks})",
+            tid,
+            *(encode_text(f) for f in fields),
+        )
 
     def _load(
         self, thread_id: str, records: builtins.list[layout.Record]

@@ -15,15 +15,15 @@ import random
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
     asynccontextmanager,
     nullcontext,
 )
-from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, NamedTuple, overload
 
 from checkpoint.locks import LockPolicy
 
@@ -31,8 +31,10 @@ __all__ = [
     "Change",
     "ChangeKind",
     "Checkpoint",
+    "CheckpointHistory",
     "CheckpointSaver",
     "CheckpointWrite",
+    "ListedHistory",
     "PendingWrite",
     "chain_of",
     "new_checkpoint_id",
@@ -128,6 +130,92 @@ class CheckpointWrite:
     metadata: Mapping[str, Any]
     created_at: float
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class CheckpointHistory(Sequence[Checkpoint]):
+    """A thread's listed checkpoints, newest first, each built when it is read.
+
+    What :meth:`CheckpointSaver.history` returns: the listing read what it needs from
+    the store once; indexing or iterating builds a :class:`Checkpoint` then, and
+    :meth:`bare` gives one without its state, for views that show no values.
+    States built from one history share the stored values and list items they have in
+    common (containers are new): copy a value before changing it in place.
+    """
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    @overload
+    def __getitem__(self, index: int) -> Checkpoint: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> builtins.list[Checkpoint]: ...
+
+    @abstractmethod
+    def __getitem__(self, index: int | slice) -> Checkpoint | builtins.list[Checkpoint]: ...
+
+    @abstractmethod
+    def bare(self, index: int) -> Checkpoint:
+        """Checkpoint ``index`` with empty ``values`` (nothing of its state is built)."""
+
+    @abstractmethod
+    def values(self, index: int) -> dict[str, Any]:
+        """The state at checkpoint ``index``, built anew on each call."""
+
+    @abstractmethod
+    def size(self, index: int, key: str) -> int | None:
+        """How many items list key ``key`` holds at checkpoint ``index``, when known
+        without building the state (``None``: unknown, or not a list)."""
+
+    def keys(self, index: int) -> builtins.list[str] | None:
+        """The state keys of checkpoint ``index``, found without building the state
+        (``None``: not known that way)."""
+        return None
+
+    def changed(self, index: int, other: int | None) -> builtins.list[str] | None:
+        """The keys whose value differs between checkpoints ``index`` and ``other``
+        (``None``: every key of ``index``), found without building either state
+        (``None``: not known that way)."""
+        return None
+
+
+class ListedHistory(CheckpointHistory):
+    """A :class:`CheckpointHistory` over checkpoints already built (any saver's ``list``).
+
+    Example:
+        >>> len(ListedHistory([]))
+        0
+    """
+
+    def __init__(self, checkpoints: Sequence[Checkpoint]) -> None:
+        self._checkpoints = builtins.list(checkpoints)
+
+    def __len__(self) -> int:
+        return len(self._checkpoints)
+
+    @overload
+    def __getitem__(self, index: int) -> Checkpoint: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> builtins.list[Checkpoint]: ...
+
+    def __getitem__(self, index: int | slice) -> Checkpoint | builtins.list[Checkpoint]:
+        return self._checkpoints[index]
+
+    def __iter__(self) -> Iterator[Checkpoint]:
+        return iter(self._checkpoints)
+
+    def bare(self, index: int) -> Checkpoint:
+        """Checkpoint ``index`` with empty ``values``."""
+        return replace(self._checkpoints[index], values={})
+
+    def values(self, index: int) -> dict[str, Any]:
+        """The state at checkpoint ``index`` (a shallow copy of the stored dict)."""
+        return dict(self._checkpoints[index].values)
+
+    def size(self, index: int, key: str) -> int | None:
+        """Always ``None``: the state is at hand, count it."""
+        return None
 
 
 _id_lock = threading.Lock()
@@ -258,6 +346,17 @@ class CheckpointSaver(ABC):
     ) -> builtins.list[Checkpoint]:
         """The thread's checkpoints, newest first, optionally only those before an id."""
 
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> CheckpointHistory:
+        """What :meth:`list` returns, each checkpoint built only when it is read.
+
+        Savers of this package read every stored item of the listed checkpoints once,
+        so listing ``n`` checkpoints costs ``O(n)`` reads plus the newest state's size;
+        this default wraps :meth:`list`.
+        """
+        return ListedHistory(self.list(thread_id, limit=limit, before=before))
+
     @abstractmethod
     def delete_thread(self, thread_id: str) -> None:
         """Remove everything stored for the thread."""
@@ -294,6 +393,12 @@ class CheckpointSaver(ABC):
     ) -> builtins.list[Checkpoint]:
         """Async :meth:`list`."""
         return await asyncio.to_thread(self.list, thread_id, limit=limit, before=before)
+
+    async def ahistory(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> CheckpointHistory:
+        """Async :meth:`history` (its reads happen here; building needs no I/O)."""
+        return await asyncio.to_thread(self.history, thread_id, limit=limit, before=before)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""

@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from checkpoint import _layout as layout
+from checkpoint._history import History, needed_fields
 from checkpoint.base import (
     Checkpoint,
     CheckpointSaver,
@@ -212,14 +213,23 @@ class MemorySaver(CheckpointSaver):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
+        return builtins.list(self.history(thread_id, limit=limit, before=before))
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> History:
+        """Checkpoints newest first, each stored item decoded once, states built on read."""
         with self._lock:
             t = self._threads.get(thread_id)
             if t is None:
-                return []
+                return History(thread_id, [], {}, {}, self.serde.loads)
             ids = layout.older_than(t.order, before)[::-1]
             if limit is not None:
-                ids = ids[:limit]
-            return [self._load(thread_id, t, i) for i in ids]
+                ids = ids[: max(limit, 0)]
+            records = [self._record(thread_id, t, i) for i in ids]
+            blobs = {f: t.data.get(f) for f in needed_fields(records, len(t.data))}
+            pending = {i: dict(t.writes[i]) for i in ids if i in t.writes}
+        return History(thread_id, records, blobs, pending, self.serde.loads)
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget the thread."""
@@ -267,6 +277,12 @@ class MemorySaver(CheckpointSaver):
     ) -> builtins.list[Checkpoint]:
         """Async :meth:`list` (runs inline)."""
         return self.list(thread_id, limit=limit, before=before)
+
+    async def ahistory(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> History:
+        """Async :meth:`history` (runs inline)."""
+        return self.history(thread_id, limit=limit, before=before)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread` (runs inline)."""

@@ -32,6 +32,7 @@ from redis.exceptions import NoPermissionError, NoScriptError, RedisError
 from typing_extensions import Self
 
 from checkpoint import _layout as layout
+from checkpoint._history import History, needed_fields
 from checkpoint._redis_wire import Wire
 from checkpoint.base import (
     Checkpoint,
@@ -168,6 +169,7 @@ return {id, false, writes, values}
 
 
 _PREFIX_SEPARATORS = ":{}"
+_BATCH = 1000  # fields per HMGET: big replies stay under a few MB each
 
 
 def glob_escape(text: str) -> str:
@@ -537,17 +539,61 @@ class _RedisLogic:
         pending = layout.group_writes(mine, self.serde.loads)
         return layout.to_checkpoint(thread_id, record, values, pending)
 
-    def list(
+    def history(self, thread_id: str, limit: int | None, before: str | None) -> _Program[History]:
+        """Newest first, in five round trips: ids, the number of data fields,
+        records, the fields they need, writes.
+
+        The reads are not one transaction: when a field is gone, a ``keep_last`` prune
+        ran in between, and the listing is read once more (the pruned ids are gone too).
+        """
+        history = yield from self._read_history(thread_id, limit, before)
+        if history.complete:
+            return history
+        return (yield from self._read_history(thread_id, limit, before))
+
+    def _read_history(
         self, thread_id: str, limit: int | None, before: str | None
-    ) -> _Program[builtins.list[Checkpoint]]:
+    ) -> _Program[History]:
+        k = self.keys(thread_id)
         ids = layout.older_than((yield from self._order(thread_id)), before)[::-1]
         if limit is not None:
             ids = ids[: max(limit, 0)]
-        out = []
-        for cid in ids:
-            record = yield from self.record(thread_id, cid)
-            out.append((yield from self._load(thread_id, record)))
-        return out
+        stored = yield _Call("hlen", (k.data,))
+        records = yield from self._records_of(thread_id, ids)
+        fields = needed_fields(records, int(stored))
+        calls = [
+            _Call("hmget", (k.data, fields[i : i + _BATCH])) for i in range(0, len(fields), _BATCH)
+        ]
+        calls.append(_Call("hgetall", (k.writes,)))
+        *found, writes = yield _Pipeline(calls, transaction=False)
+        blobs: dict[str, bytes | None] = dict(
+            zip(fields, [b for part in found for b in part], strict=True)
+        )
+        pending: dict[str, dict[str, bytes]] = {}
+        for raw, value in writes.items():
+            cid, _, task = _text(raw).partition("|")
+            pending.setdefault(cid, {})[task] = value
+        return History(thread_id, records, blobs, pending, self.serde.loads)
+
+    def _records_of(
+        self, thread_id: str, ids: builtins.list[str]
+    ) -> _Program[builtins.list[layout.Record]]:
+        """The records of ``ids`` (cached ones are not read again); ids pruned meanwhile
+        are left out."""
+        k = self.keys(thread_id)
+        cached = {i: self._records.get((thread_id, i)) for i in ids}
+        unread = [i for i, record in cached.items() if record is None]
+        if unread:
+            calls = [
+                _Call("hmget", (k.cp, unread[i : i + _BATCH]))
+                for i in range(0, len(unread), _BATCH)
+            ]
+            parts = yield _Pipeline(calls, transaction=False)
+            blobs = [blob for part in parts for blob in part]
+            for cid, blob in zip(unread, blobs, strict=True):
+                if blob is not None:
+                    cached[cid] = layout.decode_record(bytes(blob), self.serde.loads, cid)
+        return [record for record in cached.values() if record is not None]
 
     def delete(self, thread_id: str) -> _Program[None]:
         self._heads.pop(thread_id, None)
@@ -721,8 +767,14 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
+        return builtins.list(self.history(thread_id, limit=limit, before=before))
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> History:
+        """Checkpoints newest first, read in five round trips, states built on read."""
         action = f"listing thread {thread_id!r}"
-        return self._run(self.logic.list(thread_id, limit, before), action)
+        return self._run(self.logic.history(thread_id, limit, before), action)
 
     def delete_thread(self, thread_id: str) -> None:
         """Remove every key of the thread."""
@@ -847,8 +899,14 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
+        return builtins.list(await self.ahistory(thread_id, limit=limit, before=before))
+
+    async def ahistory(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> History:
+        """Checkpoints newest first, read in five round trips, states built on read."""
         action = f"listing thread {thread_id!r}"
-        return await self._run(self.logic.list(thread_id, limit, before), action)
+        return await self._run(self.logic.history(thread_id, limit, before), action)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Remove every key of the thread."""
@@ -907,6 +965,12 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Not available: use :meth:`alist`."""
+        raise self._sync_only()
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> History:
+        """Not available: use :meth:`ahistory`."""
         raise self._sync_only()
 
     def delete_thread(self, thread_id: str) -> None:

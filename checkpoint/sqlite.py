@@ -27,7 +27,13 @@ from typing_extensions import Self
 
 from checkpoint._sql import SqlLogic
 from checkpoint._sqlschema import Dialect, Program, Stmt
-from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
+from checkpoint.base import (
+    Checkpoint,
+    CheckpointHistory,
+    CheckpointSaver,
+    CheckpointWrite,
+    PendingWrite,
+)
 from checkpoint.errors import CheckpointError, CheckpointStorageError, ThreadLockedError
 from checkpoint.locks import LockPolicy, hold
 from checkpoint.serde import Serde
@@ -189,8 +195,15 @@ class SqliteSaver(CheckpointSaver):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
+        return builtins.list(self.history(thread_id, limit=limit, before=before))
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> CheckpointHistory:
+        """Checkpoints newest first, read in one transaction, states built on read."""
         action = f"listing thread {thread_id!r}"
-        return self._run(self.logic.list(thread_id, limit, before), write=False, action=action)
+        program = self.logic.history(thread_id, limit, before)
+        return self._run(program, write=False, action=action)
 
     def delete_thread(self, thread_id: str) -> None:
         """Remove everything stored for the thread."""
@@ -303,6 +316,12 @@ class AsyncSqliteSaver(SqliteSaver):
     ) -> builtins.list[Checkpoint]:
         """Async :meth:`list`."""
         return await self._off(self.list, thread_id, limit=limit, before=before)
+
+    async def ahistory(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> CheckpointHistory:
+        """Async :meth:`history`."""
+        return await self._off(self.history, thread_id, limit=limit, before=before)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""

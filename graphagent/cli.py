@@ -43,7 +43,12 @@ from graphagent.errors import GraphAgentError
 from graphagent.graph import CompiledGraph, StateSnapshot
 from graphagent.graph._constants import is_private
 from graphagent.graph._draw import FORMATS
-from graphagent.graph._snapshot import conversation, written_by
+from graphagent.graph._snapshot import (
+    conversation,
+    listed_snapshots,
+    message_count,
+    written_by,
+)
 from graphagent.tools import ToolCallback
 
 __all__ = ["CliError", "load_object", "main"]
@@ -277,22 +282,23 @@ def _threads(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) 
             print(f"graphagent: no threads {_where(args)}", file=sys.stderr)
         return 0
     limit = args.limit if args.action == "history" else 1
-    cps = saver.list(args.thread, limit=limit)
-    if not cps:
+    # a history: its rows need no state, so none is built (only "show" builds one)
+    history = saver.history(args.thread, limit=limit)
+    if not len(history):
         nothing = "; nothing deleted" if args.action == "delete" else ""
         raise CliError(f"no thread {args.thread!r} {_where(args)}{nothing}")
     if args.action == "delete":
         saver.delete_thread(args.thread)
         print(f"deleted thread {args.thread!r}", file=out)
         return 0
-    snaps = [StateSnapshot.from_checkpoint(cp, RunnableConfig(thread_id=args.thread)) for cp in cps]
+    snaps = listed_snapshots(history, RunnableConfig(thread_id=args.thread))
     if args.action == "show":
         _print_snapshot(snaps[0], out)
         return 0
     for snap in snaps:
         nodes = written_by(snap)
         when = snap.created_at.isoformat(timespec="seconds") if snap.created_at else ""
-        count = len(snap.values.get("messages", ()) or ())
+        count = message_count(snap)
         print(
             f"{snap.step:>4}  {nodes:<24} next={','.join(snap.next) or '-':<12} "
             f"messages={count:<4} {when}  {snap.checkpoint_id}",

@@ -21,7 +21,13 @@ from typing_extensions import Self
 
 from checkpoint._sql import SqlLogic
 from checkpoint._sqlschema import Program, Stmt
-from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
+from checkpoint.base import (
+    Checkpoint,
+    CheckpointHistory,
+    CheckpointSaver,
+    CheckpointWrite,
+    PendingWrite,
+)
 from checkpoint.locks import LockPolicy, hold
 from checkpoint.postgres._common import SETUP_HINT, dialect, errors, require, storage_error
 from checkpoint.postgres.aio import AsyncPostgresSaver
@@ -182,8 +188,15 @@ class PostgresSaver(CheckpointSaver):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
+        return builtins.list(self.history(thread_id, limit=limit, before=before))
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> CheckpointHistory:
+        """Checkpoints newest first, read in one transaction, states built on read."""
         action = f"listing thread {thread_id!r}"
-        return self._run(self.logic.list(thread_id, limit, before), write=False, action=action)
+        program = self.logic.history(thread_id, limit, before)
+        return self._run(program, write=False, action=action)
 
     def delete_thread(self, thread_id: str) -> None:
         """Remove everything stored for the thread."""

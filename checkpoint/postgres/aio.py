@@ -12,7 +12,13 @@ from typing_extensions import Self
 
 from checkpoint._sql import SqlLogic
 from checkpoint._sqlschema import Program, Stmt
-from checkpoint.base import Checkpoint, CheckpointSaver, CheckpointWrite, PendingWrite
+from checkpoint.base import (
+    Checkpoint,
+    CheckpointHistory,
+    CheckpointSaver,
+    CheckpointWrite,
+    PendingWrite,
+)
 from checkpoint.locks import LockPolicy, ahold
 from checkpoint.postgres._common import SETUP_HINT, dialect, errors, require, storage_error
 from checkpoint.serde import Serde
@@ -168,8 +174,14 @@ class AsyncPostgresSaver(CheckpointSaver):
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Checkpoints newest first."""
+        return builtins.list(await self.ahistory(thread_id, limit=limit, before=before))
+
+    async def ahistory(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> CheckpointHistory:
+        """Checkpoints newest first, read in one transaction, states built on read."""
         action = f"listing thread {thread_id!r}"
-        program = self.logic.list(thread_id, limit, before)
+        program = self.logic.history(thread_id, limit, before)
         return await self._run(program, write=False, action=action)
 
     async def adelete_thread(self, thread_id: str) -> None:

@@ -55,7 +55,7 @@ from graphagent.graph._effects import (
 )
 from graphagent.graph._loop import update_program
 from graphagent.graph._run import run_program
-from graphagent.graph._snapshot import StateHistory, StateSnapshot
+from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._strategies import ReplaceStrategy
 from graphagent.graph._validate import Topology
 from graphagent.observability import _hooks as observe
@@ -755,8 +755,8 @@ class CompiledGraph:
         """
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
-            cps = saver.list(thread, limit=limit, before=before)
-        return StateHistory(StateSnapshot.from_checkpoint(cp, cfg, self) for cp in cps)
+            listed = saver.history(thread, limit=limit, before=before)
+        return StateHistory(listed_snapshots(listed, cfg, self))
 
     async def aget_state_history(
         self,
@@ -769,8 +769,8 @@ class CompiledGraph:
         """Async :meth:`get_state_history`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
         with saver_errors():
-            cps = await saver.alist(thread, limit=limit, before=before)
-        return StateHistory(StateSnapshot.from_checkpoint(cp, cfg, self) for cp in cps)
+            listed = await saver.ahistory(thread, limit=limit, before=before)
+        return StateHistory(listed_snapshots(listed, cfg, self))
 
     def update_state(
         self,

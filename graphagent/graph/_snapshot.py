@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from checkpoint.base import Checkpoint
+from checkpoint.base import Checkpoint, CheckpointHistory
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt
 
-__all__ = ["StateHistory", "StateSnapshot", "conversation", "written_by"]
+__all__ = [
+    "StateHistory",
+    "StateSnapshot",
+    "changed_keys",
+    "conversation",
+    "holds",
+    "listed_snapshots",
+    "message_count",
+    "written_by",
+]
 
 
 @dataclass(frozen=True)
@@ -88,24 +97,143 @@ class StateSnapshot:
         """
         if cp is None:
             return StateSnapshot({}, (), None, None, {}, None, (), config, -1, False, graph)
-        interrupts = tuple(
-            Interrupt.load(w.value) for w in cp.pending_writes if w.kind == "interrupt"
-        )
-        # nodes whose work in the paused step is already kept are not "next" any more
-        finished = {w.task for w in cp.pending_writes if w.kind == "update"}
         return StateSnapshot(
             values=cp.values,
-            next=tuple(n for n in cp.next if n not in finished) if finished else cp.next,
-            checkpoint_id=cp.id,
-            parent_id=cp.parent_id,
-            metadata=cp.metadata,
-            created_at=_dt.datetime.fromtimestamp(cp.created_at, tz=_dt.timezone.utc),
-            interrupts=interrupts,
             config=config.model_copy(update={"checkpoint_id": cp.id}),
-            step=cp.step,
-            at_breakpoint=any(w.kind == "breakpoint" for w in cp.pending_writes),
             _graph=graph,
+            **_fields_of(cp),
         )
+
+
+def _fields_of(cp: Checkpoint) -> dict[str, Any]:
+    """A snapshot's fields from its checkpoint, all but ``values`` and ``config``."""
+    # nodes whose work in the paused step is already kept are not "next" any more
+    finished = {w.task for w in cp.pending_writes if w.kind == "update"}
+    return {
+        "next": tuple(n for n in cp.next if n not in finished) if finished else cp.next,
+        "checkpoint_id": cp.id,
+        "parent_id": cp.parent_id,
+        "metadata": cp.metadata,
+        "created_at": _dt.datetime.fromtimestamp(cp.created_at, tz=_dt.timezone.utc),
+        "interrupts": tuple(
+            Interrupt.load(w.value) for w in cp.pending_writes if w.kind == "interrupt"
+        ),
+        "step": cp.step,
+        "at_breakpoint": any(w.kind == "breakpoint" for w in cp.pending_writes),
+    }
+
+
+class _ListedSnapshot(StateSnapshot):
+    """A snapshot from a history listing: its state is built from the listing each time
+    ``values`` is read, never kept, so a history of ``n`` snapshots holds ``O(n)``."""
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The whole state, built anew on each read (bind it once to reuse it)."""
+        fixed = self.__dict__.get("_fixed")
+        if fixed is not None:
+            return fixed  # type: ignore[no-any-return]
+        history: CheckpointHistory = self.__dict__["_history"]
+        return history.values(self.__dict__["_index"])
+
+    @values.setter
+    def values(self, value: dict[str, Any]) -> None:
+        # reached only from the dataclass __init__ (dataclasses.replace): a fixed state
+        self.__dict__["_fixed"] = value
+
+    @property
+    def config(self) -> RunnableConfig:
+        """A config that points at this checkpoint (made on first read: a pydantic copy
+        per row would be most of the cost of listing a long thread)."""
+        made = self.__dict__.get("_config")
+        if made is None:
+            base: RunnableConfig = self.__dict__["_base_config"]
+            made = base.model_copy(update={"checkpoint_id": self.checkpoint_id})
+            self.__dict__["_config"] = made
+        return made
+
+    @config.setter
+    def config(self, value: RunnableConfig) -> None:
+        self.__dict__["_config"] = value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StateSnapshot):
+            return NotImplemented
+        return all(
+            getattr(self, f.name) == getattr(other, f.name) for f in fields(self) if f.compare
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        return f"StateSnapshot({shown})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a copy or a pickle is a plain snapshot: it must drag neither the listing nor
+        # the graph along
+        kept = (getattr(self, f.name) for f in fields(self) if f.name != "_graph")
+        return (StateSnapshot, tuple(kept))
+
+    def message_count(self) -> int:
+        """Messages in the state, counted without building it when the saver can."""
+        history: CheckpointHistory | None = self.__dict__.get("_history")
+        count = None if history is None else history.size(self.__dict__["_index"], "messages")
+        return _count(self.values) if count is None else count
+
+
+def holds(snap: StateSnapshot, key: str) -> bool:
+    """Whether the snapshot's state has ``key`` (a listed one: without building it)."""
+    if isinstance(snap, _ListedSnapshot) and "_history" in snap.__dict__:
+        known = snap.__dict__["_history"].keys(snap.__dict__["_index"])
+        if known is not None:
+            return key in known
+    return key in snap.values
+
+
+def changed_keys(snap: StateSnapshot, parent: StateSnapshot | None) -> list[str] | None:
+    """The keys whose value differs between two snapshots of one listing (every key of
+    ``snap`` without a parent), found from what is stored, without building either
+    state (``None``: not known that way)."""
+    if not isinstance(snap, _ListedSnapshot):
+        return None
+    history: CheckpointHistory | None = snap.__dict__.get("_history")
+    if history is None:
+        return None
+    index: int = snap.__dict__["_index"]
+    if parent is None:
+        return history.changed(index, None)
+    theirs: object = parent.__dict__.get("_history")
+    if not isinstance(parent, _ListedSnapshot) or theirs is not history:
+        return None
+    return history.changed(index, parent.__dict__["_index"])
+
+
+def listed_snapshots(
+    history: CheckpointHistory, config: RunnableConfig, graph: Any = None
+) -> list[StateSnapshot]:
+    """Snapshots of every checkpoint of ``history``, their states built only when read.
+
+    ``graph``: the compiled graph they belong to, which Jupyter uses to draw the run.
+    """
+    out: list[StateSnapshot] = []
+    for index in range(len(history)):
+        snap = object.__new__(_ListedSnapshot)
+        state = snap.__dict__
+        state.update(_fields_of(history.bare(index)))
+        state["_graph"] = graph
+        state["_history"], state["_index"], state["_base_config"] = history, index, config
+        out.append(snap)
+    return out
+
+
+def _count(values: dict[str, Any]) -> int:
+    return len(values.get("messages", ()) or ())
+
+
+def message_count(snap: StateSnapshot) -> int:
+    """How many messages the snapshot's state holds (a listed one: without building it)."""
+    return snap.message_count() if isinstance(snap, _ListedSnapshot) else _count(snap.values)
 
 
 def conversation(snap: StateSnapshot) -> list[tuple[str, str, list[str]]]:
@@ -133,6 +261,10 @@ def written_by(snap: StateSnapshot) -> str:
 
 class StateHistory(list[StateSnapshot]):
     """A thread's checkpoints, newest first: a plain list that Jupyter shows as a timeline.
+
+    From ``get_state_history``, each snapshot builds its ``values`` when they are read
+    (from items the listing decoded once) and does not keep them, so the list holds
+    ``O(n)`` however long the thread.
 
     Example:
         >>> history = StateHistory([])

@@ -230,6 +230,12 @@ def snapshot_html(snap: StateSnapshot, drawing: str | None = None) -> str:
 
 def _changed(snap: StateSnapshot, parent: StateSnapshot | None) -> list[str]:
     """The public keys whose value differs from the parent checkpoint's."""
+    from graphagent.graph._snapshot import changed_keys
+
+    # snapshots of one listing compare what they store: no state is built for a row
+    known = changed_keys(snap, parent)
+    if known is not None:
+        return [key for key in known if not str(key).startswith("__")]
     new = public(snap.values)
     if parent is None:
         return list(new)
@@ -257,12 +263,12 @@ _MISSING = object()
 
 def history_html(history: Sequence[StateSnapshot]) -> str:
     """The timeline: one row per checkpoint, newest first, with the keys each step changed."""
-    from graphagent.graph._snapshot import written_by
+    from graphagent.graph._snapshot import holds, message_count, written_by
 
     if not history:
         return f"<div {_BOX}>no checkpoints (no such thread, or nothing saved yet)</div>"
     by_id = {s.checkpoint_id: s for s in history}
-    with_messages = any("messages" in s.values for s in history)
+    with_messages = any(holds(s, "messages") for s in history)
     rows: list[str] = []
     for snap in history:
         source = str(snap.metadata.get("source", ""))
@@ -277,7 +283,7 @@ def history_html(history: Sequence[StateSnapshot]) -> str:
             f"<code>{esc(', '.join(snap.next) or '-')}</code>{waiting}",
         ]
         if with_messages:
-            cells.append(str(len(snap.values.get("messages", ()) or ())))
+            cells.append(str(message_count(snap)))
         cells += [
             f'<span style="color:#666">{esc(when(snap.created_at))}</span>',
             f"<code>{esc(str(snap.checkpoint_id))}</code>",
