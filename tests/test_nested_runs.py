@@ -8,6 +8,7 @@ Every test runs on every saver.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import uuid
 from typing import Annotated, Any, TypedDict
@@ -287,6 +288,29 @@ def test_nested_fan_outs_wider_than_the_pool_finish() -> None:
     runner.join(120)  # a safety net: before the fix this never returned
     assert box, "the run deadlocked"
     assert sorted(box[0]["log"]) == ["x"] * 64 + ["y"] * 64
+
+
+def test_parallel_nested_runs_share_the_run_context_safely() -> None:
+    """Nested runs on pool threads write the run's shared tables while others walk them.
+
+    With a thread switch every microsecond, every run of this graph failed with
+    "dictionary changed size during iteration" before the tables were locked.
+    """
+    sub = StateGraph(Log).add_node("x", lambda s: {"log": ["x"]})
+    sub.add_node("y", lambda s: {"log": ["y"]})
+    child = sub.add_edge(START, "x").add_edge(START, "y").add_edge("x", END).add_edge("y", END)
+    g = StateGraph(Log)
+    for i in range(64):
+        g.add_node(f"s{i:02}", child.compile()).add_edge(START, f"s{i:02}")
+        g.add_edge(f"s{i:02}", END)
+    app = g.compile()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(3):
+            assert sorted(app.invoke({"log": []})["log"]) == ["x"] * 64 + ["y"] * 64
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def test_tool_timeout_counts_from_the_tools_own_start() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -97,25 +98,50 @@ class RunContext:
     inside a node finds both here, so its interrupts resume where they asked.
     """
 
-    __slots__ = ("answers", "persistent", "suspended", "thread")
+    __slots__ = ("answers", "lock", "persistent", "suspended", "thread")
 
     def __init__(self, thread: str | None, persistent: bool) -> None:
         self.thread = thread
         self.persistent = persistent
         self.answers: dict[str, list[Any]] = {}
         self.suspended: dict[str, dict[str, Any]] = {}
+        # nested runs of parallel nodes share these tables from several threads; writers
+        # hold the lock so that a reader walking a table never sees it change size
+        self.lock = threading.Lock()
 
     def under(self, table: Mapping[str, Any], top: str) -> list[tuple[str, Any]]:
         """The entries of ``table`` for task path ``top`` and every path below it."""
         prefix = top + "|"
-        return [(k, v) for k, v in table.items() if k == top or k.startswith(prefix)]
+        with self.lock:
+            return [(k, v) for k, v in table.items() if k == top or k.startswith(prefix)]
 
     def forget(self, top: str) -> None:
         """Drop answers and suspended runs of ``top`` and below: its step is committed."""
-        for table in (self.answers, self.suspended):
-            if table:
-                for key, _ in self.under(table, top):
+        prefix = top + "|"
+        with self.lock:
+            for table in (self.answers, self.suspended):
+                for key in [k for k in table if k == top or k.startswith(prefix)]:
                     del table[key]
+
+    def suspend(self, key: str, position: dict[str, Any]) -> None:
+        """Keep a nested run's position under its task path."""
+        with self.lock:
+            self.suspended[key] = position
+
+    def resume_position(self, key: str) -> dict[str, Any] | None:
+        """Take (and drop) the position a nested run left under its task path."""
+        with self.lock:
+            return self.suspended.pop(key, None)
+
+    def set_answers(self, key: str, answers: list[Any]) -> None:
+        """The answers given so far to the task at ``key``."""
+        with self.lock:
+            self.answers[key] = answers
+
+    def add_answer(self, key: str, answer: Any) -> None:
+        """One more answer for the task at ``key``."""
+        with self.lock:
+            self.answers.setdefault(key, []).append(answer)
 
 
 class TaskScope:

@@ -187,7 +187,7 @@ class Run:
         loop = self.loop
         if self.nested:
             assert self.ctx is not None
-            position = self.ctx.suspended.pop(self.key, None)
+            position = self.ctx.resume_position(self.key)
             if position is not None:
                 self._restore(position, input)
             else:
@@ -302,13 +302,13 @@ class Run:
             if kind == "update":
                 loop.done[w.task] = w.value
             elif kind == "answers":
-                ctx.answers[w.value[0]] = list(w.value[1])
+                ctx.set_answers(w.value[0], list(w.value[1]))
             elif kind == "resume":  # layout before nested answers: the node's own answers
-                ctx.answers[w.task] = list(w.value)
+                ctx.set_answers(w.task, list(w.value))
             elif kind == "interrupt":
                 self.pending.append(Interrupt.load(w.value))
             elif kind == "nested":
-                ctx.suspended[w.value[0]] = dict(w.value[1])
+                ctx.suspend(w.value[0], dict(w.value[1]))
             elif kind == "breakpoint":
                 self.at_breakpoint = True
                 loop.skip_breakpoint = True
@@ -340,7 +340,7 @@ class Run:
                 "Command(resume={interrupt_id: answer, ...}) (ids in get_state(config).interrupts)"
             )
         for i in sorted(interrupts, key=lambda i: (i.path, i.id)):
-            ctx.answers.setdefault(path_key(i.path), []).append(answers[i.id])
+            ctx.add_answer(path_key(i.path), answers[i.id])
 
     def _restore(self, position: Mapping[str, Any], input: Mapping[str, Any]) -> None:
         """Continue a nested run from the position it left when it paused (or finished)."""
@@ -383,11 +383,14 @@ class Run:
         loop = self.loop
         if self.nested:
             assert self.ctx is not None
-            self.ctx.suspended[self.key] = {
-                "finished": True,
-                "values": dict(loop.values),
-                "net": {k: [kind, payload] for k, (kind, payload) in (loop.net or {}).items()},
-            }
+            self.ctx.suspend(
+                self.key,
+                {
+                    "finished": True,
+                    "values": dict(loop.values),
+                    "net": {k: [kind, payload] for k, (kind, payload) in (loop.net or {}).items()},
+                },
+            )
         return public(loop.values)
 
     # -- each step ---------------------------------------------------------------------
@@ -578,7 +581,7 @@ class Run:
             done = {
                 n: [dict(u) if u is not None else None, g] for n, (u, g) in step.results.items()
             }
-        ctx.suspended[self.key] = {
+        position = {
             "values": dict(loop.values),
             "step": loop.step,
             "next": list(loop.next),
@@ -588,6 +591,7 @@ class Run:
             "net": {k: [kind, payload] for k, (kind, payload) in (loop.net or {}).items()},
             "input": self.start_input,
         }
+        ctx.suspend(self.key, position)
 
     # -- checkpoints -------------------------------------------------------------------
 
