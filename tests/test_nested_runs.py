@@ -272,8 +272,8 @@ async def test_failing_async_node_cancels_its_siblings() -> None:
 # -- item 15: one executor policy -------------------------------------------------------------
 
 
-def test_nested_fan_outs_wider_than_the_pool_finish() -> None:
-    """64 parallel subgraph nodes, each fanning out to 2 nodes, finish (the pool has 16)."""
+def _wide_fan_out() -> Any:
+    """64 parallel subgraph nodes, each fanning out to 2 nodes (the pool has 16 workers)."""
     sub = StateGraph(Log).add_node("x", lambda s: {"log": ["x"]})
     sub.add_node("y", lambda s: {"log": ["y"]})
     child = sub.add_edge(START, "x").add_edge(START, "y").add_edge("x", END).add_edge("y", END)
@@ -281,7 +281,12 @@ def test_nested_fan_outs_wider_than_the_pool_finish() -> None:
     for i in range(64):
         g.add_node(f"s{i:02}", child.compile()).add_edge(START, f"s{i:02}")
         g.add_edge(f"s{i:02}", END)
-    app = g.compile()
+    return g.compile()
+
+
+def test_nested_fan_outs_wider_than_the_pool_finish() -> None:
+    """64 parallel subgraph nodes, each fanning out to 2 nodes, finish (the pool has 16)."""
+    app = _wide_fan_out()
     box: list[dict[str, Any]] = []
     runner = threading.Thread(target=lambda: box.append(app.invoke({"log": []})), daemon=True)
     runner.start()
@@ -296,14 +301,7 @@ def test_parallel_nested_runs_share_the_run_context_safely() -> None:
     With a thread switch every microsecond, every run of this graph failed with
     "dictionary changed size during iteration" before the tables were locked.
     """
-    sub = StateGraph(Log).add_node("x", lambda s: {"log": ["x"]})
-    sub.add_node("y", lambda s: {"log": ["y"]})
-    child = sub.add_edge(START, "x").add_edge(START, "y").add_edge("x", END).add_edge("y", END)
-    g = StateGraph(Log)
-    for i in range(64):
-        g.add_node(f"s{i:02}", child.compile()).add_edge(START, f"s{i:02}")
-        g.add_edge(f"s{i:02}", END)
-    app = g.compile()
+    app = _wide_fan_out()
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
