@@ -7,11 +7,11 @@ tests fail with a message saying what to install: they never skip.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+import _npm
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".venv" / "mcp-node"
@@ -21,7 +21,6 @@ PACKAGES = {
     "@modelcontextprotocol/server-filesystem": "2026.8.31",
     "@modelcontextprotocol/inspector": "2.12.0",
 }
-STAMP = CACHE / "installed.json"
 
 
 class NodeMissing(RuntimeError):
@@ -41,22 +40,8 @@ def _require(tool: str) -> str:
 def install() -> Path:
     """Install the pinned packages into the cache (once); returns its ``node_modules``."""
     _require("node")
-    wanted = json.dumps(PACKAGES, sort_keys=True)
-    if STAMP.is_file() and STAMP.read_text() == wanted:
-        return CACHE / "node_modules"
-    npm = _require("npm")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    specs = [f"{name}@{version}" for name, version in PACKAGES.items()]
-    done = subprocess.run(
-        [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", "--silent", *specs],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"npm install {' '.join(specs)} failed:\n{done.stderr[-2000:]}")
-    STAMP.write_text(wanted)
+    if not _npm.installed(CACHE, PACKAGES):
+        _npm.install(_require("npm"), CACHE, PACKAGES)
     return CACHE / "node_modules"
 
 

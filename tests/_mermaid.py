@@ -16,10 +16,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import _npm
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".venv" / "mermaid-node"
 PACKAGES = {"mermaid": "12.3.0"}  # pinned: every run checks against the same parser
-STAMP = CACHE / "installed.json"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 _PAGE = """<!doctype html><html><body><pre id="out">pending</pre>
@@ -80,22 +81,8 @@ def install() -> Path:
     """Install the pinned mermaid package into the cache (once); returns its bundle."""
     _require("node", "Node.js 20 or newer, e.g. `apt-get install nodejs npm`")
     bundle = CACHE / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
-    wanted = json.dumps(PACKAGES, sort_keys=True)
-    if STAMP.is_file() and STAMP.read_text() == wanted and bundle.is_file():
-        return bundle
-    npm = _require("npm", "`apt-get install npm`")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    specs = [f"{name}@{version}" for name, version in PACKAGES.items()]
-    done = subprocess.run(
-        [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", "--silent", *specs],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"npm install {' '.join(specs)} failed:\n{done.stderr[-2000:]}")
-    STAMP.write_text(wanted)
+    if not (_npm.installed(CACHE, PACKAGES) and bundle.is_file()):
+        _npm.install(_require("npm", "`apt-get install npm`"), CACHE, PACKAGES)
     return bundle
 
 
