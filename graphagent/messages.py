@@ -158,8 +158,13 @@ class RemoveMessage(Message):
 
     role: ClassVar[str] = "remove"
 
-    def __init__(self, id: str, /, **data: Any) -> None:
-        super().__init__(id=id, **data)
+    def __init__(self, id: str | None = None, /, **data: Any) -> None:
+        # keyword ``id`` too: loading a stored one validates its fields by name
+        if id is not None:
+            data["id"] = id
+        if "id" not in data:
+            raise TypeError("RemoveMessage needs the id of the message to remove")
+        super().__init__(**data)
 
 
 AnyMessage = Union[  # noqa: UP007 - a runtime alias, valid on Python 3.10
