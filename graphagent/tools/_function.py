@@ -195,7 +195,8 @@ class FunctionToolCallback:
                 f"tool {self.name!r} is a method: use it from an instance (obj.{self.name}) "
                 "or through method_tools(obj)"
             )
-        if isinstance(tool_input, Mapping):
+        # a str first: the Mapping check alone is an ABC instance check
+        if type(tool_input) is not str and isinstance(tool_input, Mapping):
             raw: Any = dict(tool_input)
         else:
             try:

@@ -197,8 +197,10 @@ class ToolCallingManager:
             found = toolset.get(call.name)
             if found is None and self.resolver is not None:
                 found = resolve_with(self.resolver, call.name)
-            normalized = call.model_copy(update={"arguments": arguments_of(call)})
-            plan.append(_Planned(normalized, found, base.for_call(call.id)))
+            arguments = arguments_of(call)
+            if arguments is not call.arguments:  # blank: the tool gets "{}"
+                call = call.model_copy(update={"arguments": arguments})
+            plan.append(_Planned(call, found, base.for_call(call.id)))
         return plan
 
     def _failure(self, planned: _Planned, exc: BaseException | None, text: str) -> str:
@@ -306,30 +308,41 @@ class ToolCallingManager:
             messages, assistant_message, tools, state, config, tool_context, context, calls
         )
 
-        def runner(p: _Planned) -> Callable[[], Any]:
-            def run() -> Any:
-                assert p.tool is not None
-                tool = p.tool
-                if invoke is not None:
-                    target: Callable[[], str] = lambda: invoke(p.call, tool, p.context)  # noqa: E731
-                else:
-                    target = lambda: call_tool(tool, p.call.arguments, p.context)  # noqa: E731
-                return call_with_timeout(target, self.timeout)
-
-            return run
-
-        def outcome(p: _Planned) -> str:
-            with observe.tool(p.call.name, p.call.id, p.call.arguments) as watch:
-                text = p.observed(self._outcome(p, runner(p)), watch)
-            if on_response is not None:
-                on_response(ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name))
-            return text
-
         if len(plan) <= 1:
-            texts = [outcome(p) for p in plan]
+            texts = [self._one(p, invoke, on_response) for p in plan]
         else:
-            texts = run_all([functools.partial(outcome, p) for p in plan], self.max_workers)
+            one = self._one
+            texts = run_all(
+                [functools.partial(one, p, invoke, on_response) for p in plan], self.max_workers
+            )
         return self._result(messages, assistant_message, plan, texts)
+
+    def _one(
+        self,
+        planned: _Planned,
+        invoke: ToolInvoker | None,
+        on_response: Callable[[ToolResponseMessage], None] | None,
+    ) -> str:
+        """Run one planned call, observed; its text for the model."""
+        call = planned.call
+        with observe.tool(call.name, call.id, call.arguments) as watch:
+            text = planned.observed(
+                self._outcome(planned, functools.partial(self._run, planned, invoke)), watch
+            )
+        if on_response is not None:
+            on_response(ToolResponseMessage(text, tool_call_id=call.id, name=call.name))
+        return text
+
+    def _run(self, planned: _Planned, invoke: ToolInvoker | None) -> Any:
+        tool = planned.tool
+        assert tool is not None
+        if invoke is not None:
+            target = functools.partial(invoke, planned.call, tool, planned.context)
+        else:
+            target = functools.partial(call_tool, tool, planned.call.arguments, planned.context)
+        if self.timeout is None:
+            return target()
+        return call_with_timeout(target, self.timeout)
 
     async def aexecute_tool_calls(
         self,

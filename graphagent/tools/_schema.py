@@ -148,13 +148,15 @@ class FunctionSchema:
         """The model's arguments validated (raises pydantic's ``ValidationError``)."""
         if self.forbid_extra:
             return self.model.model_validate(raw, extra="forbid")  # type: ignore[call-arg,unused-ignore]
-        return self.model.model_validate(raw)
+        # model_validate's own work, without its keyword handling (once per tool call)
+        return self.model.__pydantic_validator__.validate_python(raw)  # type: ignore[no-any-return]
 
     def kwargs(self, validated: BaseModel) -> dict[str, Any]:
         """The call's keyword arguments from validated input."""
         if self.single_input is not None:
             return {self.single_input: validated}
-        return {name: getattr(validated, name) for name in type(validated).model_fields}
+        # a model's __dict__ holds exactly its fields, in order (extras live elsewhere)
+        return dict(validated.__dict__)
 
 
 def function_schema(
