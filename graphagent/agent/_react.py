@@ -8,6 +8,7 @@ START -> [before_agent] -> [before_model] -> model -> [after_model]
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -600,14 +601,15 @@ class ReactAgent(BaseAgent):
         if last is None or not pending:
             return {}
         self._emit_answered(config, pending, record.answers)
-        result = self.manager.execute_tool_calls(
+        # the context is made only if a tool or an interceptor can see it
+        result = self.manager._execute(
             [],
             last,
-            tools=self._executable(config, runnable),
-            context=self._tool_context(state, config),
-            calls=runnable,
-            invoke=self._invoke_tool if self.tool_interceptors else None,
-            on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
+            self._executable(config, runnable),
+            functools.partial(self._tool_context, state, config),
+            runnable,
+            self._invoke_tool if self.tool_interceptors else None,
+            (lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
         )
         return self._after_tools(record, pending, result)
 
@@ -616,14 +618,14 @@ class ReactAgent(BaseAgent):
         if last is None or not pending:
             return {}
         self._emit_answered(config, pending, record.answers)
-        result = await self.manager.aexecute_tool_calls(
+        result = await self.manager._aexecute(
             [],
             last,
-            tools=self._executable(config, runnable),
-            context=self._tool_context(state, config),
-            calls=runnable,
-            invoke=self._ainvoke_tool if self.tool_interceptors else None,
-            on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
+            self._executable(config, runnable),
+            functools.partial(self._tool_context, state, config),
+            runnable,
+            self._ainvoke_tool if self.tool_interceptors else None,
+            (lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
         )
         return self._after_tools(record, pending, result)
 

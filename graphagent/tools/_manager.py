@@ -24,6 +24,7 @@ from graphagent.tools._definition import (
     acall_tool,
     call_tool,
 )
+from graphagent.tools._function import FunctionToolCallback
 from graphagent.tools._resolve import ResolverLike, ToolsLike, collect_tools, resolve_with
 
 __all__ = [
@@ -102,7 +103,7 @@ class ToolExecutionResult:
 class _Planned:
     call: ToolCall
     tool: ToolCallback | None
-    context: ToolContext
+    context: ToolContext | None  # None: nothing that runs the call can see one
     failure: BaseException | None = None  # what went wrong, when a failure became text
 
     def observed(self, text: str, watch: observe.Watch) -> str:
@@ -176,22 +177,14 @@ class ToolCallingManager:
 
     def _plan(
         self,
-        messages: Sequence[Message],
         assistant_message: AssistantMessage,
         tools: ToolsLike | Mapping[str, ToolCallback],
-        state: Mapping[str, Any] | None,
-        config: ConfigLike,
-        tool_context: Mapping[str, Any] | None,
-        context: ToolContext | None,
-        calls: Sequence[ToolCall] | None = None,
+        make_context: Callable[[], ToolContext],
+        calls: Sequence[ToolCall] | None,
+        invoke: Callable[..., Any] | None,
     ) -> list[_Planned]:
         toolset = tools if isinstance(tools, Mapping) else collect_tools(tools=tools)
-        base = context or ToolContext(
-            state=state,
-            config=config,
-            context=tool_context,
-            history=[*messages, assistant_message],
-        )
+        base: ToolContext | None = None
         plan = []
         for call in assistant_message.tool_calls if calls is None else calls:
             found = toolset.get(call.name)
@@ -200,7 +193,12 @@ class ToolCallingManager:
             arguments = arguments_of(call)
             if arguments is not call.arguments:  # blank: the tool gets "{}"
                 call = call.model_copy(update={"arguments": arguments})
-            plan.append(_Planned(call, found, base.for_call(call.id)))
+            context = None
+            if invoke is not None or _reads_context(found):
+                if base is None:
+                    base = make_context()
+                context = base.for_call(call.id)
+            plan.append(_Planned(call, found, context))
         return plan
 
     def _failure(self, planned: _Planned, exc: BaseException | None, text: str) -> str:
@@ -255,7 +253,7 @@ class ToolCallingManager:
         direct = bool(plan) and all(
             p.tool is not None and _metadata(p.tool).return_direct for p in plan
         )
-        updates = [u for p in plan for u in p.context.updates]
+        updates = [u for p in plan if p.context is not None for u in p.context.updates]
         return ToolExecutionResult(
             conversation_history=[*messages, assistant_message, *responses],
             return_direct=direct,
@@ -304,10 +302,30 @@ class ToolCallingManager:
             UserError: ``assistant_message`` is not an assistant message with tool calls.
         """
         assistant_message = self._checked(assistant_message, calls)
-        plan = self._plan(
-            messages, assistant_message, tools, state, config, tool_context, context, calls
+        make_context = _context_maker(messages, assistant_message, state, config, tool_context)
+        return self._execute(
+            messages,
+            assistant_message,
+            tools,
+            (lambda: context) if context is not None else make_context,
+            calls,
+            invoke,
+            on_response,
         )
 
+    def _execute(
+        self,
+        messages: Sequence[Message],
+        assistant_message: AssistantMessage,
+        tools: ToolsLike | Mapping[str, ToolCallback],
+        make_context: Callable[[], ToolContext],
+        calls: Sequence[ToolCall] | None,
+        invoke: ToolInvoker | None,
+        on_response: Callable[[ToolResponseMessage], None] | None,
+    ) -> ToolExecutionResult:
+        """:meth:`execute_tool_calls` after its checks; ``make_context`` is called only when
+        something that runs a call can see its :class:`ToolContext`."""
+        plan = self._plan(assistant_message, tools, make_context, calls, invoke)
         if len(plan) <= 1:
             texts = [self._one(p, invoke, on_response) for p in plan]
         else:
@@ -337,6 +355,7 @@ class ToolCallingManager:
         tool = planned.tool
         assert tool is not None
         if invoke is not None:
+            assert planned.context is not None  # made for every call when there is an invoke
             target = functools.partial(invoke, planned.call, tool, planned.context)
         else:
             target = functools.partial(call_tool, tool, planned.call.arguments, planned.context)
@@ -360,15 +379,36 @@ class ToolCallingManager:
     ) -> ToolExecutionResult:
         """Async :meth:`execute_tool_calls`: async tools are gathered, sync ones run in threads."""
         assistant_message = self._checked(assistant_message, calls)
-        plan = self._plan(
-            messages, assistant_message, tools, state, config, tool_context, context, calls
+        make_context = _context_maker(messages, assistant_message, state, config, tool_context)
+        return await self._aexecute(
+            messages,
+            assistant_message,
+            tools,
+            (lambda: context) if context is not None else make_context,
+            calls,
+            invoke,
+            on_response,
         )
+
+    async def _aexecute(
+        self,
+        messages: Sequence[Message],
+        assistant_message: AssistantMessage,
+        tools: ToolsLike | Mapping[str, ToolCallback],
+        make_context: Callable[[], ToolContext],
+        calls: Sequence[ToolCall] | None,
+        invoke: AsyncToolInvoker | None,
+        on_response: Callable[[ToolResponseMessage], None] | None,
+    ) -> ToolExecutionResult:
+        """Async :meth:`_execute`."""
+        plan = self._plan(assistant_message, tools, make_context, calls, invoke)
 
         async def attempt(p: _Planned) -> str:
             if p.tool is None:
                 return self._outcome(p, lambda: "")
             try:
                 if invoke is not None:
+                    assert p.context is not None  # made for every call when there is an invoke
                     pending = invoke(p.call, p.tool, p.context)
                 else:
                     pending = acall_tool(p.tool, p.call.arguments, p.context)
@@ -393,6 +433,32 @@ class ToolCallingManager:
 
         texts = list(await asyncio.gather(*(one(p) for p in plan)))
         return self._result(messages, assistant_message, plan, texts)
+
+
+def _context_maker(
+    messages: Sequence[Message],
+    assistant_message: AssistantMessage,
+    state: Mapping[str, Any] | None,
+    config: ConfigLike,
+    tool_context: Mapping[str, Any] | None,
+) -> Callable[[], ToolContext]:
+    return functools.partial(
+        ToolContext,
+        state=state,
+        config=config,
+        context=tool_context,
+        history=[*messages, assistant_message],
+    )
+
+
+def _reads_context(tool: ToolCallback | None) -> bool:
+    """Whether running ``tool`` may see its ToolContext (a function tool without a
+    ``ToolContext`` parameter never does; an unknown name is not run)."""
+    if tool is None:
+        return False
+    if type(tool) is FunctionToolCallback:
+        return tool.schema.context_param is not None
+    return True
 
 
 def _metadata(tool: ToolCallback) -> ToolMetadata:
