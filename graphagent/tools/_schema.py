@@ -146,10 +146,11 @@ class FunctionSchema:
 
     def validate(self, raw: dict[str, Any]) -> BaseModel:
         """The model's arguments validated (raises pydantic's ``ValidationError``)."""
-        if self.forbid_extra:
-            return self.model.model_validate(raw, extra="forbid")  # type: ignore[call-arg,unused-ignore]
         # model_validate's own work, without its keyword handling (once per tool call)
-        return self.model.__pydantic_validator__.validate_python(raw)  # type: ignore[no-any-return]
+        validator = self.model.__pydantic_validator__
+        if self.forbid_extra:
+            return validator.validate_python(raw, extra="forbid")  # type: ignore[call-arg,no-any-return,unused-ignore]
+        return validator.validate_python(raw)  # type: ignore[no-any-return]
 
     def kwargs(self, validated: BaseModel) -> dict[str, Any]:
         """The call's keyword arguments from validated input."""
