@@ -603,7 +603,6 @@ class ReactAgent(BaseAgent):
         self._emit_answered(config, pending, record.answers)
         # the context is made only if a tool or an interceptor can see it
         result = self.manager._execute(
-            [],
             last,
             self._executable(config, runnable),
             functools.partial(self._tool_context, state, config),
@@ -619,7 +618,6 @@ class ReactAgent(BaseAgent):
             return {}
         self._emit_answered(config, pending, record.answers)
         result = await self.manager._aexecute(
-            [],
             last,
             self._executable(config, runnable),
             functools.partial(self._tool_context, state, config),

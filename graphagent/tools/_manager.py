@@ -7,7 +7,7 @@ import concurrent.futures
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from graphagent._executor import call_with_timeout, run_all
 from graphagent.config import ConfigLike
@@ -97,6 +97,14 @@ class ToolExecutionResult:
     return_direct: bool
     tool_responses: list[ToolResponseMessage] = field(default_factory=list)
     state_updates: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Executed(NamedTuple):
+    """What running the calls gave, before it is dressed as a ToolExecutionResult."""
+
+    tool_responses: list[ToolResponseMessage]
+    return_direct: bool
+    state_updates: list[dict[str, Any]]
 
 
 @dataclass
@@ -218,8 +226,9 @@ class ToolCallingManager:
                 f"unknown tool {clip_name(call.name)!r}; call one of the tools you were given",
             )
         try:
+            text = run()
             # a hand-written tool may return None or a non-string; the model needs text
-            return as_text(run())
+            return text if type(text) is str else as_text(text)
         except ToolArgumentsError as exc:
             return self._failure(planned, exc, f"{exc} Call the tool again with valid arguments.")
         except (TimeoutError, concurrent.futures.TimeoutError) as exc:
@@ -238,27 +247,31 @@ class ToolCallingManager:
                 tool_call_id=call.id,
             ) from exc
 
-    def _result(
-        self,
-        messages: Sequence[Message],
-        assistant_message: AssistantMessage,
-        plan: list[_Planned],
-        texts: list[str],
-    ) -> ToolExecutionResult:
-        # a "direct" answer needs every called tool to be return_direct
+    @staticmethod
+    def _result(plan: list[_Planned], texts: list[str]) -> _Executed:
         responses = [
             ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name)
             for p, text in zip(plan, texts, strict=True)
         ]
-        direct = bool(plan) and all(
-            p.tool is not None and _metadata(p.tool).return_direct for p in plan
-        )
-        updates = [u for p in plan if p.context is not None for u in p.context.updates]
+        # a "direct" answer needs every called tool to be return_direct
+        direct = bool(plan)
+        updates: list[dict[str, Any]] = []
+        for p in plan:
+            if direct and (p.tool is None or not _metadata(p.tool).return_direct):
+                direct = False
+            if p.context is not None:
+                updates.extend(p.context.updates)
+        return _Executed(responses, direct, updates)
+
+    @staticmethod
+    def _public(
+        messages: Sequence[Message], assistant_message: AssistantMessage, done: _Executed
+    ) -> ToolExecutionResult:
         return ToolExecutionResult(
-            conversation_history=[*messages, assistant_message, *responses],
-            return_direct=direct,
-            tool_responses=responses,
-            state_updates=updates,
+            conversation_history=[*messages, assistant_message, *done.tool_responses],
+            return_direct=done.return_direct,
+            tool_responses=done.tool_responses,
+            state_updates=done.state_updates,
         )
 
     def execute_tool_calls(
@@ -303,8 +316,7 @@ class ToolCallingManager:
         """
         assistant_message = self._checked(assistant_message, calls)
         make_context = _context_maker(messages, assistant_message, state, config, tool_context)
-        return self._execute(
-            messages,
+        done = self._execute(
             assistant_message,
             tools,
             (lambda: context) if context is not None else make_context,
@@ -312,17 +324,17 @@ class ToolCallingManager:
             invoke,
             on_response,
         )
+        return self._public(messages, assistant_message, done)
 
     def _execute(
         self,
-        messages: Sequence[Message],
         assistant_message: AssistantMessage,
         tools: ToolsLike | Mapping[str, ToolCallback],
         make_context: Callable[[], ToolContext],
         calls: Sequence[ToolCall] | None,
         invoke: ToolInvoker | None,
         on_response: Callable[[ToolResponseMessage], None] | None,
-    ) -> ToolExecutionResult:
+    ) -> _Executed:
         """:meth:`execute_tool_calls` after its checks; ``make_context`` is called only when
         something that runs a call can see its :class:`ToolContext`."""
         plan = self._plan(assistant_message, tools, make_context, calls, invoke)
@@ -333,7 +345,7 @@ class ToolCallingManager:
             texts = run_all(
                 [functools.partial(one, p, invoke, on_response) for p in plan], self.max_workers
             )
-        return self._result(messages, assistant_message, plan, texts)
+        return self._result(plan, texts)
 
     def _one(
         self,
@@ -357,6 +369,8 @@ class ToolCallingManager:
         if invoke is not None:
             assert planned.context is not None  # made for every call when there is an invoke
             target = functools.partial(invoke, planned.call, tool, planned.context)
+        elif type(tool) is FunctionToolCallback:  # its call(input, context): no lookup
+            target = functools.partial(tool.call, planned.call.arguments, planned.context)
         else:
             target = functools.partial(call_tool, tool, planned.call.arguments, planned.context)
         if self.timeout is None:
@@ -380,8 +394,7 @@ class ToolCallingManager:
         """Async :meth:`execute_tool_calls`: async tools are gathered, sync ones run in threads."""
         assistant_message = self._checked(assistant_message, calls)
         make_context = _context_maker(messages, assistant_message, state, config, tool_context)
-        return await self._aexecute(
-            messages,
+        done = await self._aexecute(
             assistant_message,
             tools,
             (lambda: context) if context is not None else make_context,
@@ -389,17 +402,17 @@ class ToolCallingManager:
             invoke,
             on_response,
         )
+        return self._public(messages, assistant_message, done)
 
     async def _aexecute(
         self,
-        messages: Sequence[Message],
         assistant_message: AssistantMessage,
         tools: ToolsLike | Mapping[str, ToolCallback],
         make_context: Callable[[], ToolContext],
         calls: Sequence[ToolCall] | None,
         invoke: AsyncToolInvoker | None,
         on_response: Callable[[ToolResponseMessage], None] | None,
-    ) -> ToolExecutionResult:
+    ) -> _Executed:
         """Async :meth:`_execute`."""
         plan = self._plan(assistant_message, tools, make_context, calls, invoke)
 
@@ -432,7 +445,7 @@ class ToolCallingManager:
             return text
 
         texts = list(await asyncio.gather(*(one(p) for p in plan)))
-        return self._result(messages, assistant_message, plan, texts)
+        return self._result(plan, texts)
 
 
 def _context_maker(
