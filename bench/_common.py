@@ -5,9 +5,15 @@ from __future__ import annotations
 import gc
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+# measure this checkout's code, even when the virtual env's editable install points at
+# another checkout (git worktrees sharing one .venv)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def best_of(fn: Callable[[], Any], repeat: int = 7, number: int = 1) -> float:

@@ -99,6 +99,55 @@ class Record:
         ]
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+_MAX_DEPTH = 100  # as the serde's (checkpoint.serde.MAX_DEPTH)
+
+
+def _own(value: Any, depth: int = 0) -> Any:
+    """``value`` with its dicts, lists and tuples copied (the rest by reference: atoms
+    are immutable, and anything else is checked by encoding it)."""
+    cls = type(value)
+    if cls in _ATOMS:
+        return value
+    if depth > _MAX_DEPTH:
+        raise SerializationError(
+            f"cannot store metadata nested more than {_MAX_DEPTH} levels deep, or that "
+            "contains itself: flatten it"
+        )
+    if cls is dict:
+        return {k: _own(v, depth + 1) for k, v in value.items()}
+    if cls is list:
+        return [_own(v, depth + 1) for v in value]
+    if cls is tuple:
+        return tuple(_own(v, depth + 1) for v in value)
+    return value
+
+
+def own_map(part: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """A copy of a write's metadata or extra that later changes to the caller's objects
+    cannot reach (records are cached and shared by reads), and whether it is plain: text
+    keys, atoms and flat lists of atoms, storable as they are without encoding to check.
+    """
+    out = dict(part)
+    plain = True
+    for key, value in out.items():
+        if type(key) is not str:
+            plain = False
+        cls = type(value)
+        if cls in _ATOMS:
+            continue
+        if cls is list:
+            for item in value:
+                if type(item) not in _ATOMS:
+                    break
+            else:
+                out[key] = value.copy()
+                continue
+        out[key] = _own(value)
+        plain = False
+    return out, plain
+
+
 def decode_record(blob: bytes, loads: Loads, cid: str | None = None) -> Record:
     """Decode a record stored by :func:`plan_put`, checking every part of its shape.
 
@@ -236,13 +285,31 @@ def log_field(key: str, branch: str, index: int) -> str:
     return f"l{SEP}{key}{SEP}{branch}{SEP}{index}"
 
 
-@dataclass(slots=True)
 class PutPlan:
-    """What to store for one checkpoint: its record and the data fields it adds."""
+    """What to store for one checkpoint: its record and the data fields it adds.
 
-    record: Record
-    record_blob: bytes
-    data: dict[str, bytes]
+    The record's bytes are encoded when first asked for: savers that store bytes
+    (Redis, SQL) ask, :class:`~checkpoint.MemorySaver` keeps the record itself.
+    """
+
+    __slots__ = ("_blob", "_dumps", "data", "plain", "record")
+
+    def __init__(
+        self, record: Record, data: dict[str, bytes], dumps: Dumps, plain: bool = False
+    ) -> None:
+        self.record = record
+        self.data = data
+        # the record's metadata and extra are text keys, atoms and flat lists of atoms
+        self.plain = plain
+        self._dumps = dumps
+        self._blob: bytes | None = None
+
+    @property
+    def record_blob(self) -> bytes:
+        """The record as stored bytes."""
+        if self._blob is None:
+            self._blob = self._dumps(self.record.to_plain())
+        return self._blob
 
     @property
     def size(self) -> int:
@@ -290,7 +357,7 @@ def plan_put(
     """
     wid = write.id
     if parent is not None:
-        vals = dict(parent.vals)
+        vals = parent.vals.copy()
         logs = parent.logs  # copied before the first change: most steps change no log
         owned: set[str] | tuple[str, ...] = parent.own if on_head else ()
     else:
@@ -332,25 +399,33 @@ def plan_put(
             data[log_field(key, branch, base + offset)] = dumps(item)
         logs[key] = ranges
     if sets:
-        data[val_field(wid)] = dumps(sets)
+        data[f"v{SEP}{wid}"] = dumps(sets)  # val_field(wid)
     if logs_changed:
         # the branches this line may extend: those it started that its logs still use
         own = tuple(sorted(set(owned) & {r[0] for ranges in logs.values() for r in ranges}))
     else:
-        own = owned if isinstance(owned, tuple) else tuple(sorted(owned))
+        assert isinstance(owned, tuple)  # a set only once a log changed
+        own = owned
+    metadata, plain = own_map(write.metadata)
+    if write.extra:
+        extra, plain_extra = own_map(write.extra)
+        plain = plain and plain_extra
+    else:
+        extra = {}
+    nxt = write.next
     record = Record(
-        id=wid,
-        parent_id=write.parent_id,
-        step=write.step,
-        created_at=write.created_at,
-        next=tuple(write.next),
-        metadata=dict(write.metadata),
-        extra=dict(write.extra),
-        vals=vals,
-        logs=logs,
-        own=own,
+        wid,
+        write.parent_id,
+        write.step,
+        write.created_at,
+        nxt if type(nxt) is tuple else tuple(nxt),
+        metadata,
+        extra,
+        vals,
+        logs,
+        own,
     )
-    return PutPlan(record, dumps(record.to_plain()), data)
+    return PutPlan(record, data, dumps, plain)
 
 
 def _versions(record: Record) -> list[str]:

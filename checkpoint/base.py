@@ -222,6 +222,7 @@ _id_lock = threading.Lock()
 # Not for secrecy: the suffix only separates ids minted in the same nanosecond by
 # different processes. The module-level generator is re-seeded in forked children.
 _rand = random.getrandbits
+_take, _give = _id_lock.acquire, _id_lock.release
 _clock = time.time_ns
 _last_ns = 0
 
@@ -233,11 +234,13 @@ def new_checkpoint_id() -> str:
     (clocks drift), so savers order a thread's history by its own write order, never by id.
     """
     global _last_ns
-    with _id_lock:
-        now = _clock()
-        _last_ns = now if now > _last_ns else _last_ns + 1
-        stamp = _last_ns
-    return f"{stamp:016x}{_rand(32):08x}"
+    # acquire/release rather than ``with``: one is minted per step, and nothing between
+    # them can raise
+    _take()
+    now = _clock()
+    _last_ns = stamp = now if now > _last_ns else _last_ns + 1
+    _give()
+    return "%024x" % ((stamp << 32) | _rand(32))
 
 
 def chain_of(writes: Sequence[CheckpointWrite]) -> Sequence[CheckpointWrite]:

@@ -1,8 +1,12 @@
-"""``MemorySaver``: checkpoints in this process's memory, stored as encoded bytes.
+"""``MemorySaver``: checkpoints in this process's memory, values stored as encoded bytes.
 
-Values are encoded on the way in, exactly as :class:`~checkpoint.RedisSaver` stores
-them, so nothing a caller does to a value after a step (or to a loaded state) can
-change what is stored, and a graph that runs on memory runs on Redis.
+Values and list items are encoded on the way in, exactly as :class:`~checkpoint.RedisSaver`
+stores them, so nothing a caller does to a value after a step (or to a loaded state) can
+change what is stored, and a graph that runs on memory runs on Redis. A checkpoint's
+record (its bookkeeping: ids, step, next nodes, where each value lives) is built by the
+saver itself and kept as it is, not encoded: nobody else holds it, and encoding it was a
+fifth of a step's cost. A record whose metadata holds more than text and numbers is
+encoded once on the way in, so that what cannot be stored fails here as on Redis.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ __all__ = ["MemorySaver"]
 @dataclass
 class _Thread:
     head: str | None = None
-    records: dict[str, bytes] = field(default_factory=dict)
+    # records as built; bytes (a record as another saver stores it) are decoded on read
+    records: dict[str, layout.Record | bytes] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     data: dict[str, bytes] = field(default_factory=dict)
     writes: dict[str, dict[str, bytes]] = field(default_factory=dict)
@@ -68,7 +73,6 @@ class MemorySaver(CheckpointSaver):
         self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
         self._threads: dict[str, _Thread] = {}
         self._lock = threading.Lock()
-        self._record_cache: dict[tuple[str, str], layout.Record] = {}
         # thread -> (token, lease end on the monotonic clock)
         self._run_locks: dict[str, tuple[str, float]] = {}
 
@@ -103,17 +107,17 @@ class MemorySaver(CheckpointSaver):
         return hold(policy, thread_id, take, renew, release)
 
     def _record(self, thread_id: str, t: _Thread, checkpoint_id: str) -> layout.Record:
-        cached = self._record_cache.get((thread_id, checkpoint_id))
-        if cached is not None:
-            return cached
-        blob = t.records.get(checkpoint_id)
-        if blob is None:
+        record = t.records.get(checkpoint_id)
+        if type(record) is layout.Record:
+            return record
+        if record is None:
             raise CheckpointNotFoundError(
                 f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}"
             )
-        record = layout.decode_record(blob, self.serde.loads, checkpoint_id)
-        self._record_cache[(thread_id, checkpoint_id)] = record
-        return record
+        assert isinstance(record, bytes)
+        decoded = layout.decode_record(record, self.serde.loads, checkpoint_id)
+        t.records[checkpoint_id] = decoded
+        return decoded
 
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
         """Store ``write`` as the new head (see :meth:`CheckpointSaver.put`)."""
@@ -123,38 +127,47 @@ class MemorySaver(CheckpointSaver):
         self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
     ) -> None:
         """Store a chain of writes as one step (see :meth:`CheckpointSaver.put_many`)."""
-        chain_of(writes)
+        if len(writes) != 1:
+            chain_of(writes)
+        dumps = self.serde.dumps
         with self._lock:
-            t = self._threads.get(thread_id) or _Thread()
+            t = self._threads.get(thread_id)
+            if t is None:
+                t = _Thread()
             if t.head != expected_head:
                 raise CheckpointConflictError(
                     f"thread {thread_id!r} moved to checkpoint {t.head!r} while this run "
                     f"expected {expected_head!r}; reload the thread and run again"
                 )
             first = writes[0]
-            parent = (
-                self._record(thread_id, t, first.parent_id) if first.parent_id is not None else None
-            )
+            parent_id = first.parent_id
+            parent = self._record(thread_id, t, parent_id) if parent_id is not None else None
             # plan (encode) every write before storing any: a value that cannot be
             # encoded fails the whole step with nothing stored
             plans = []
-            on_head = first.parent_id == t.head
+            on_head = parent_id == t.head
             for write in writes:
-                plan = layout.plan_put(parent, write, on_head=on_head, dumps=self.serde.dumps)
+                plan = layout.plan_put(parent, write, on_head=on_head, dumps=dumps)
+                record = plan.record
+                if not plan.plain:
+                    # checked (and copied) as the other savers would store them
+                    record.metadata, record.extra = self.serde.loads(
+                        dumps([record.metadata, record.extra])
+                    )
                 plans.append(plan)
-                parent, on_head = plan.record, True
-            for write, plan in zip(writes, plans, strict=True):
+                parent, on_head = record, True
+            records, order = t.records, t.order
+            for plan in plans:
                 t.data.update(plan.data)
-                t.records[write.id] = plan.record_blob
-                self._record_cache[(thread_id, write.id)] = plan.record
-                t.order.append(write.id)
-            if first.parent_id is not None:
-                t.writes.pop(first.parent_id, None)
+                record = plan.record
+                records[record.id] = record
+                order.append(record.id)
+                layout.log_put(thread_id, plan)
+            if parent_id is not None:
+                t.writes.pop(parent_id, None)
             t.head = writes[-1].id
             self._threads[thread_id] = t
-            for plan in plans:
-                layout.log_put(thread_id, plan)
-            if self.keep_last is not None and len(t.order) > self.keep_last:
+            if self.keep_last is not None and len(order) > self.keep_last:
                 self._prune(thread_id, t, self.keep_last)
 
     def _prune(self, thread_id: str, t: _Thread, keep: int) -> None:
@@ -167,7 +180,6 @@ class MemorySaver(CheckpointSaver):
         for cid in ids:
             t.records.pop(cid, None)
             t.writes.pop(cid, None)
-            self._record_cache.pop((thread_id, cid), None)
         for f in fields:
             t.data.pop(f, None)
         t.order = keep_ids
@@ -234,10 +246,7 @@ class MemorySaver(CheckpointSaver):
     def delete_thread(self, thread_id: str) -> None:
         """Forget the thread."""
         with self._lock:
-            t = self._threads.pop(thread_id, None)
-            if t is not None:
-                for cid in t.records:
-                    self._record_cache.pop((thread_id, cid), None)
+            self._threads.pop(thread_id, None)
 
     def head(self, thread_id: str) -> str | None:
         """The thread's head id, without loading its state."""

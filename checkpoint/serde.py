@@ -3,9 +3,10 @@
 Plain data (None, bool, int, float, str, bytes, lists, dicts) is native msgpack; any
 ``str`` is stored, lone surrogates included.
 These travel as extension types: tuple, set, frozenset, datetime, date, timedelta,
-UUID, and the classes registered by name: pydantic models, enums and dataclasses.
-Loading looks a type up in the registry by its registered name and never imports
-a module or runs code named by the stored bytes.
+UUID, and the classes registered by name: pydantic models, enums and dataclasses
+(and any class registered with its own ``encode``/``decode`` pair, stored as one flat
+frame: graphagent's messages are). Loading looks a type up in the registry by its
+registered name and never imports a module or runs code named by the stored bytes.
 
 Values nest at most :data:`MAX_DEPTH` containers deep: ``dumps`` refuses deeper ones, and
 ``loads`` refuses stored bytes that claim more (each stored tuple, set or object is decoded
@@ -32,7 +33,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgpack
 
@@ -43,7 +44,7 @@ __all__ = ["MAX_DEPTH", "Serde", "base_serde", "default_serde", "dumps", "loads"
 T = TypeVar("T", bound=type)
 
 _TUPLE, _SET, _FROZENSET, _DATETIME, _DATE, _TIMEDELTA, _UUID = 1, 2, 3, 4, 5, 6, 7
-_MODEL, _ENUM, _DATACLASS = 8, 9, 10
+_MODEL, _ENUM, _DATACLASS, _ENCODED = 8, 9, 10, 11
 # a reused packer keeps the largest buffer it filled: one that packed more is let go
 _KEEP_PACKER_BELOW = 1 << 20
 
@@ -63,9 +64,38 @@ _FAST_FRAMES = 4
 # scalars: no nested frame (a timedelta is stored as one, so it counts as a container)
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), _dt.datetime, _dt.date, uuid.UUID})
 _SEQUENCES = (list, tuple, set, frozenset)
+# msgpack's ext headers by payload size: fixext 1/2/4/8/16, else ext 8/16/32
+_FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
 # Any Python str is stored: lone surrogates as the bytes "surrogatepass" gives them, which
 # valid UTF-8 never contains, so every string keeps its own encoding and comes back as itself.
 _LONE = "surrogatepass"
+
+
+Encode = Callable[[Any], Any]
+Decode = Callable[[Any], Any]
+
+
+class _Entry(NamedTuple):
+    """One registration: the stored name, and how the value is taken apart."""
+
+    name: str
+    shallow: bool = False
+    encode: Encode | None = None
+    decode: Decode | None = None
+
+
+def _ext(code: int, data: bytes) -> bytes:
+    """``data`` as a msgpack extension value of type ``code`` (what packing an ``ExtType``
+    writes), built without a packer."""
+    size = len(data)
+    fixed = _FIXEXT.get(size)
+    if fixed is not None:
+        return bytes((fixed, code)) + data
+    if size < 0x100:
+        return bytes((0xC7, size, code)) + data
+    if size < 0x10000:
+        return b"\xc8" + size.to_bytes(2, "big") + bytes((code,)) + data
+    return b"\xc9" + size.to_bytes(4, "big") + bytes((code,)) + data
 
 
 class _Library(enum.Enum):
@@ -112,11 +142,13 @@ class Serde:
 
     def __init__(self, base: Serde | _Library | None = _Library.BASE) -> None:
         self._base = base_serde if base is _Library.BASE else base
-        self._own: dict[type, tuple[str, bool]] = {}
+        self._own: dict[type, _Entry] = {}
         self._seen = -1
         self._names: dict[type, str] = {}
         self._types: dict[str, type] = {}
         self._shallow: set[type] = set()
+        self._encoders: dict[type, tuple[str, Encode]] = {}
+        self._decoders: dict[str, Decode] = {}
         # made once: the fast path's encoders by frames left, the decoders by depth
         self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
         self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
@@ -140,17 +172,35 @@ class Serde:
         seen = _registrations[0]
         if self._seen == seen:
             return
-        merged: dict[type, tuple[str, bool]] = {}
+        merged: dict[type, _Entry] = {}
         types: dict[str, type] = {}
         for layer in self._layers():
             merged.update(layer._own)
-            types.update({name: cls for cls, (name, _) in layer._own.items()})
-        self._names = {cls: name for cls, (name, _) in merged.items()}
+            types.update({entry.name: cls for cls, entry in layer._own.items()})
+        self._names = {cls: entry.name for cls, entry in merged.items()}
         self._types = types
-        self._shallow = {cls for cls, (_, shallow) in merged.items() if shallow}
+        self._shallow = {cls for cls, entry in merged.items() if entry.shallow}
+        self._encoders = {
+            cls: (entry.name, entry.encode)
+            for cls, entry in merged.items()
+            if entry.encode is not None
+        }
+        self._decoders = {
+            entry.name: entry.decode
+            for cls, entry in merged.items()
+            if entry.decode is not None and types.get(entry.name) is cls
+        }
         self._seen = seen
 
-    def register(self, cls: T, name: str | None = None, *, shallow: bool = False) -> T:
+    def register(
+        self,
+        cls: T,
+        name: str | None = None,
+        *,
+        shallow: bool = False,
+        encode: Encode | None = None,
+        decode: Decode | None = None,
+    ) -> T:
         """Let instances of ``cls`` (pydantic model, enum or dataclass) be stored and loaded.
 
         Usable as a decorator. The name (default ``module.QualName``) is what is stored;
@@ -161,11 +211,25 @@ class Serde:
             name: the stored name.
             shallow: for pydantic models whose field values are all plain data or
                 registered types: store the fields as they are instead of through
-                ``model_dump`` (several times faster; used for the library's messages).
+                ``model_dump`` (several times faster).
+            encode: with ``decode``: takes an instance apart into storable data (best a
+                list of plain values: a list inside it costs nothing, where a tuple or
+                a registered object is a frame of its own). The instance is stored as
+                one frame holding the name and that data. The library's messages use
+                this: one frame per message, its tool calls included.
+            decode: with ``encode``: builds an instance from what ``encode`` gave
+                (anything it raises makes loading fail with ``SerializationError``).
+                Loading still reads values stored as a model, enum or dataclass under
+                the same name, so a class can gain a codec without breaking old data.
 
         Raises:
-            SerializationError: ``cls`` is not a supported kind, or the name is taken.
+            SerializationError: ``cls`` is not a supported kind, the name is taken, or
+                only one of ``encode`` and ``decode`` is given.
         """
+        if (encode is None) != (decode is None):
+            raise SerializationError(
+                f"cannot register {cls!r}: give both encode and decode, or neither"
+            )
         if not isinstance(cls, type) or not (
             hasattr(cls, "model_validate")
             or issubclass(cls, enum.Enum)
@@ -183,7 +247,7 @@ class Serde:
                 f"the serde name {key!r} is already registered for {_qualname(taken)}; "
                 "pass name= to register under another name"
             )
-        self._own[cls] = (key, shallow)
+        self._own[cls] = _Entry(key, shallow, encode, decode)
         _registrations[0] += 1
         return cls
 
@@ -204,6 +268,12 @@ class Serde:
             try:
                 # fast path: no walk; a value whose tuples, sets and objects nest more than
                 # a few deep, or whose lists nest past msgpack's limit, is measured first
+                codec = self._encoders.get(type(value))
+                if codec is not None:
+                    # one stored message (the commonest value): its frame is the whole
+                    # value, so no outer packer is needed
+                    inner = [codec[0], codec[1](value)]
+                    return _ext(_ENCODED, self._pack(inner, self._fast[_FAST_FRAMES - 1]))
                 return self._pack(value, self._fast[_FAST_FRAMES])
             except (_Deeper, UnicodeEncodeError):
                 # a lone surrogate (os.listdir on undecodable names, json.loads('"\\ud800"'))
@@ -253,6 +323,10 @@ class Serde:
         """What ``value`` holds as stored (nothing for a scalar or a refused type)."""
         cls = type(value)
         if cls in self._names:
+            codec = self._encoders.get(cls)
+            if codec is not None:
+                encoded = codec[1](value)
+                return encoded if type(encoded) is list else (encoded,)
             if issubclass(cls, enum.Enum):
                 return (value.value,)
             if dataclasses.is_dataclass(value):
@@ -352,9 +426,12 @@ class Serde:
 
     def _default(self, dumped: dict[int, Any] | None, room: int, obj: Any) -> Any:
         cls = type(obj)
+        codec = self._encoders.get(cls)
+        if codec is not None:  # the library's messages: the commonest objects
+            return self._frame(_ENCODED, [codec[0], codec[1](obj)], dumped, room)
         name = self._names.get(cls)
         if name is not None:
-            if cls in self._shallow:  # the library's messages: the commonest objects
+            if cls in self._shallow:
                 return self._frame(_MODEL, [name, obj.__dict__], dumped, room)
             if issubclass(cls, enum.Enum):
                 return self._frame(_ENUM, [name, obj.value], dumped, room)
@@ -428,7 +505,7 @@ class Serde:
             return _dt.timedelta(days=days, seconds=seconds, microseconds=micros)
         if code == _UUID:
             return uuid.UUID(bytes=data)
-        if code in (_MODEL, _ENUM, _DATACLASS):
+        if code in (_ENCODED, _MODEL, _ENUM, _DATACLASS):
             name, payload = self._unpack(data, depth)
             cls = self._types.get(name)
             if cls is None:
@@ -437,8 +514,25 @@ class Serde:
                     "import the module that defines it and call checkpoint.serde.register(cls) "
                     "before loading"
                 )
+            if code == _ENCODED:
+                return self._decode(cls, name, payload)
             return self._build(code, cls, payload)
         raise SerializationError(f"stored data holds unknown extension type {code}")
+
+    def _decode(self, cls: type, name: str, payload: Any) -> Any:
+        decode = self._decoders.get(name)
+        if decode is None:
+            raise SerializationError(
+                f"stored data holds a {name!r} written by its own encoder, and "
+                f"{_qualname(cls)} is registered here without one: register it with the "
+                "encode and decode it was stored with"
+            )
+        try:
+            return decode(payload)
+        except Exception as exc:
+            raise SerializationError(
+                f"stored {_qualname(cls)} no longer fits its class: {exc}"
+            ) from exc
 
     @staticmethod
     def _build(code: int, cls: type, payload: Any) -> Any:

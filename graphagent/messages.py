@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -158,8 +158,13 @@ class RemoveMessage(Message):
 
     role: ClassVar[str] = "remove"
 
-    def __init__(self, id: str, /, **data: Any) -> None:
-        super().__init__(id=id, **data)
+    def __init__(self, id: str | None = None, /, **data: Any) -> None:
+        # keyword ``id`` too: loading a stored one validates its fields by name
+        if id is not None:
+            data["id"] = id
+        if "id" not in data:
+            raise TypeError("RemoveMessage needs the id of the message to remove")
+        super().__init__(**data)
 
 
 AnyMessage = Union[  # noqa: UP007 - a runtime alias, valid on Python 3.10
@@ -240,15 +245,76 @@ def add_messages(left: Sequence[Any] | None, right: Any) -> list[Message]:
     return [m for m in merged if m is not None] if None in merged else merged  # type: ignore[return-value]
 
 
+# How each message is stored: one flat list per message (its tool calls as lists inside
+# it), so encoding one is a single msgpack frame. New fields go at the end of a list.
+_STORED_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {
+    SystemMessage: ("content", "id", "metadata"),
+    UserMessage: ("content", "id", "metadata"),
+    RemoveMessage: ("content", "id", "metadata"),
+    AssistantMessage: ("content", "id", "metadata", "tool_calls"),
+    ToolResponseMessage: ("content", "id", "metadata", "tool_call_id", "name"),
+    ToolCall: ("id", "name", "arguments"),
+}
+_CALL_FIELDS = _STORED_FIELDS[ToolCall]
+
+
+def _encode_simple(message: Any) -> list[Any]:
+    d = message.__dict__
+    return [d["content"], d["id"], d["metadata"]]
+
+
+def _encode_assistant(message: Any) -> list[Any]:
+    d = message.__dict__
+    calls = [[c.id, c.name, c.arguments] for c in d["tool_calls"]]
+    return [d["content"], d["id"], d["metadata"], calls]
+
+
+def _encode_tool(message: Any) -> list[Any]:
+    d = message.__dict__
+    return [d["content"], d["id"], d["metadata"], d["tool_call_id"], d["name"]]
+
+
+def _encode_call(call: Any) -> list[Any]:
+    d = call.__dict__
+    return [d["id"], d["name"], d["arguments"]]
+
+
+def _decoder(cls: type[BaseModel]) -> Any:
+    names = _STORED_FIELDS[cls]
+
+    def decode(stored: list[Any]) -> Any:
+        if type(stored) is not list or len(stored) != len(names):
+            raise ValueError(f"expected {len(names)} stored fields, got {stored!r:.80}")
+        fields = dict(zip(names, stored, strict=True))
+        if cls is AssistantMessage:
+            fields["tool_calls"] = [dict(zip(_CALL_FIELDS, c, strict=True)) for c in stored[3]]
+        return cls.model_validate(fields)
+
+    return decode
+
+
+_ENCODERS: dict[type[BaseModel], Callable[[Any], list[Any]]] = {
+    SystemMessage: _encode_simple,
+    UserMessage: _encode_simple,
+    RemoveMessage: _encode_simple,
+    AssistantMessage: _encode_assistant,
+    ToolResponseMessage: _encode_tool,
+    ToolCall: _encode_call,
+}
+
+
 def _register_with_serde() -> None:
     # Stored threads name message types by these stable names, never by import path. They
     # go in the base registry, so every Serde (not only the process-wide one) stores them.
+    # Threads stored before the flat encoding (each message a model frame) load through
+    # the same names.
     from checkpoint.serde import base_serde
 
-    kinds = (SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage)
-    for cls in (*kinds, ToolCall):
+    for cls, encode in _ENCODERS.items():
         if not base_serde.is_registered(cls):
-            base_serde.register(cls, name=f"graphagent.{cls.__name__}", shallow=True)
+            base_serde.register(
+                cls, name=f"graphagent.{cls.__name__}", encode=encode, decode=_decoder(cls)
+            )
 
 
 _register_with_serde()

@@ -30,7 +30,7 @@ def _redis_key(saver: RedisSaver, thread: str, kind: str) -> str:
 def forget(saver: CheckpointSaver) -> None:
     """Drop the saver's cache of decoded records, so the next read decodes stored bytes."""
     if isinstance(saver, MemorySaver):
-        saver._record_cache.clear()
+        pass  # it keeps its records as built: what is tampered with is read as given
     elif isinstance(saver, RedisSaver):
         saver.logic._records.clear()
     else:
@@ -40,7 +40,11 @@ def forget(saver: CheckpointSaver) -> None:
 def records(saver: CheckpointSaver, thread: str) -> dict[str, bytes]:
     """Checkpoint id -> stored record blob."""
     if isinstance(saver, MemorySaver):
-        return dict(saver._threads[thread].records)
+        # it keeps the records it built, not their bytes: these are the bytes it would store
+        return {
+            cid: r if isinstance(r, bytes) else saver.serde.dumps(r.to_plain())
+            for cid, r in saver._threads[thread].records.items()
+        }
     if isinstance(saver, RedisSaver):
         raw = saver.client.hgetall(_redis_key(saver, thread, "cp"))
         return {k.decode(): bytes(v) for k, v in raw.items()}

@@ -12,10 +12,16 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+
+# The code under test is this checkout's, even when the virtual env's editable install
+# points at another checkout of the project (git worktrees sharing one .venv).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg
 import pytest

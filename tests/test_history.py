@@ -517,7 +517,6 @@ def _tamper(saver: CheckpointSaver, checkpoint_id: str, blob: bytes) -> None:
     """Overwrite one stored record with ``blob``, in the saver's own store."""
     if isinstance(saver, MemorySaver):
         saver._threads["t"].records[checkpoint_id] = blob
-        saver._record_cache.clear()
     elif isinstance(saver, RedisSaver):
         saver.client.hset(saver.logic.keys("t").cp, checkpoint_id, blob)
         saver.logic._records.clear()

@@ -105,6 +105,50 @@ def test_a_step_that_cannot_be_encoded_writes_nothing(saver: CheckpointSaver) ->
     assert again is not None and again.values["log"] == [0, 1, 2]
 
 
+def test_metadata_is_stored_as_given_and_refused_when_it_cannot_be(
+    saver: CheckpointSaver,
+) -> None:
+    """Metadata and extra are kept as the caller gave them at put time (later changes to
+    the caller's objects change nothing), and a step whose metadata cannot be stored fails
+    whole on every saver, MemorySaver (which keeps records unencoded) included."""
+    ids = chain(saver, "t", 1)
+    tags = ["a", "b"]
+    nested = {"user": {"id": 7, "roles": ["admin"]}, "when": (1, 2)}
+    w = CheckpointWrite(
+        new_checkpoint_id(),
+        ids[0],
+        1,
+        {},
+        (),
+        {"tags": tags, **nested},
+        time.time(),
+        extra={"barriers": {"0": ["x"]}},
+    )
+    saver.put("t", w, expected_head=ids[0])
+    tags.append("c")
+    nested["user"]["roles"].append("root")  # type: ignore[index]
+    cp = saver.get("t")
+    assert cp is not None
+    assert cp.metadata == {
+        "tags": ["a", "b"],
+        "user": {"id": 7, "roles": ["admin"]},
+        "when": (1, 2),
+    }
+    assert cp.extra == {"barriers": {"0": ["x"]}}
+    for meta in ({"who": object()}, {"deep": [{"x": object()}]}, {1: "not text"}):
+        bad = CheckpointWrite(new_checkpoint_id(), w.id, 2, {}, (), meta, time.time())
+        try:
+            saver.put("t", bad, expected_head=w.id)
+        except SerializationError:
+            pass
+        else:  # only a non-text key may be storable (msgpack keeps it); then it reads back
+            assert meta == {1: "not text"}
+            again = saver.get("t")
+            assert again is not None and again.metadata == meta
+            return
+        assert saver.head("t") == w.id and len(saver.list("t")) == 2
+
+
 def test_fork_keeps_both_branches(saver: CheckpointSaver) -> None:
     """Writing on an older checkpoint branches; both lines read back correctly."""
     ids = chain(saver, "t", 4)

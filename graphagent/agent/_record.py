@@ -78,9 +78,34 @@ class AgentRecord:
 
 
 _EMPTY = AgentRecord()
-# the base registry, as for messages: every Serde (not only the process-wide one) stores it
+_STORED = tuple(f.name for f in dataclasses.fields(AgentRecord))
+
+
+def _encode(record: AgentRecord) -> list[Any]:
+    # the fields in order, as one flat list (new fields go at the end)
+    return [
+        record.model_calls,
+        record.tool_calls,
+        record.run_model_calls,
+        record.run_tool_calls,
+        record.run_finished,
+        record.structured_retries,
+        record.answers,
+    ]
+
+
+def _decode(stored: Any) -> AgentRecord:
+    if type(stored) is not list or len(stored) != len(_STORED):
+        raise ValueError(f"expected {len(_STORED)} stored fields, got {stored!r:.80}")
+    return AgentRecord(*stored)
+
+
+# the base registry, as for messages: every Serde (not only the process-wide one) stores
+# it; records stored before the flat encoding (as a dataclass) load through the same name
 if not serde.base_serde.is_registered(AgentRecord):
-    serde.base_serde.register(AgentRecord, name="graphagent.AgentRecord")
+    serde.base_serde.register(
+        AgentRecord, name="graphagent.AgentRecord", encode=_encode, decode=_decode
+    )
 
 
 def new_run() -> dict[str, Any]:

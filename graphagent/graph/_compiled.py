@@ -115,7 +115,8 @@ def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve:
     token = _TASK.set(task.scope)
     try:
         ret = spec.fn(state, config) if spec.takes_config else spec.fn(state)
-        if resolve and inspect.isawaitable(ret):
+        # most nodes return a dict: skip the awaitable check's isinstance walk for them
+        if resolve and ret.__class__ is not dict and inspect.isawaitable(ret):
             ret = asyncio.run(_awaited(ret))
         return Done(ret)
     except GraphInterrupt as signal:

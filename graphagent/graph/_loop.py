@@ -198,20 +198,18 @@ class Loop:
         ``ran`` (the nodes whose step this closes) goes into the metadata as ``nodes``, so a
         history timeline can say who wrote each checkpoint.
         """
-        meta = dict(self.config.metadata)
-        meta.update(source=source, step=self.step)
+        meta = {**self.config.metadata, "source": source, "step": self.step}
         if ran:
             meta["nodes"] = ran
-        extra = {"barriers": self.barriers} if self.barriers else {}
         return CheckpointWrite(
-            id=new_checkpoint_id(),
-            parent_id=self.checkpoint_id,
-            step=self.step,
-            changes=changes,
-            next=self.next,
-            metadata=meta,
-            created_at=time.time(),
-            extra=extra,
+            new_checkpoint_id(),
+            self.checkpoint_id,
+            self.step,
+            changes,
+            self.next,
+            meta,
+            time.time(),
+            {"barriers": self.barriers} if self.barriers else {},
         )
 
 

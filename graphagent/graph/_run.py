@@ -12,7 +12,6 @@ with the paused step, so a resume continues the nested run where it stood.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from checkpoint.base import Change, Checkpoint, CheckpointWrite, PendingWrite
@@ -59,13 +58,17 @@ _BREAKPOINT = "__breakpoint__"
 _TASK = current_task()
 
 
-@dataclass(slots=True)
 class Step:
     """A super-step's outcomes, sorted out: what finished, what paused, what failed."""
 
-    results: dict[str, Result] = field(default_factory=dict)
-    paused: dict[str, GraphInterrupt] = field(default_factory=dict)
-    failure: tuple[str, BaseException] | None = None
+    __slots__ = ("failure", "paused", "results")
+
+    def __init__(self) -> None:
+        # a plain class, not a dataclass: one is made every step, and default factories
+        # cost a call each
+        self.results: dict[str, Result] = {}
+        self.paused: dict[str, GraphInterrupt] = {}
+        self.failure: tuple[str, BaseException] | None = None
 
     @property
     def interrupts(self) -> tuple[Interrupt, ...]:
@@ -103,10 +106,14 @@ def run_program(
     run = Run(graph, config, modes, net)
     yield from run.start(input)
     while True:
-        tasks = yield from run.next_tasks()
+        tasks = run.next_tasks()
         if tasks is None:
+            if run.breakpoint:
+                yield from run.stop_before()
             yield from run.flush()
             return run.finish()
+        if "debug" in modes:
+            yield from run.announce(tasks)
         state = OverAllState(run.loop.values, graph.schema.empties)
         outcomes = yield Execute(tasks, state, config)
         step = run.collect(outcomes)
@@ -123,6 +130,7 @@ class Run:
     __slots__ = (
         "at_breakpoint",
         "base",
+        "breakpoint",
         "ctx",
         "graph",
         "key",
@@ -151,6 +159,7 @@ class Run:
         self.nested = net is not None
         self.pending: list[Interrupt] = []
         self.at_breakpoint = False
+        self.breakpoint: list[str] = []
         self.steps_run = 0
         self.start_input: dict[str, Any] = {}
         # the run's input checkpoint (and work to keep with it), stored with the first step
@@ -395,8 +404,13 @@ class Run:
 
     # -- each step ---------------------------------------------------------------------
 
-    def next_tasks(self) -> Generator[Any, Any, tuple[Task, ...] | None]:
-        """The tasks of the next step, or ``None`` when the run ends or pauses before it."""
+    def next_tasks(self) -> tuple[Task, ...] | None:
+        """The tasks of the next step, or ``None`` when the run ends or pauses before it
+        (then :attr:`breakpoint` names the ``interrupt_before`` nodes it reached).
+
+        A plain function, not a generator: it runs every step, and effects are only
+        needed at a breakpoint (:meth:`stop_before`) or for debug events (:meth:`announce`).
+        """
         loop = self.loop
         if not loop.next:
             return None
@@ -411,14 +425,16 @@ class Run:
         if before and not loop.skip_breakpoint:
             hit = [n for n in loop.next if n in before]
             if hit:
-                yield from self._stop_before(hit)
+                self.breakpoint = hit
                 return None
         loop.skip_breakpoint = False
-        tasks = self._tasks()
-        if "debug" in self.modes:
-            for t in tasks:
-                yield Emit("debug", {"type": "task", "step": loop.step + 1, "node": t.spec.name})
-        return tasks
+        return self._tasks()
+
+    def announce(self, tasks: tuple[Task, ...]) -> Effects:
+        """The step's tasks as ``debug`` events."""
+        step = self.loop.step + 1
+        for t in tasks:
+            yield Emit("debug", {"type": "task", "step": step, "node": t.spec.name})
 
     def _tasks(self) -> tuple[Task, ...]:
         loop, ctx, base = self.loop, self.ctx, self.base
@@ -471,7 +487,7 @@ class Run:
                 ctx.forget(path_key((*self.base, node)))
         loop.next = loop.route(ran, gotos)
         if self.saver is not None:
-            yield from self._put(loop.write(changes, "loop", ran))
+            yield self._put(loop.write(changes, "loop", ran))
         if "updates" in modes:
             # work kept from before a pause was done first, so it is reported first
             for node in sorted(ran, key=lambda n: n not in kept) if kept else ran:
@@ -552,8 +568,9 @@ class Run:
         if writes:
             yield PutWrites(self.thread, loop.checkpoint_id, tuple(writes))
 
-    def _stop_before(self, hit: list[str]) -> Effects:
-        loop = self.loop
+    def stop_before(self) -> Effects:
+        """Pause before the ``interrupt_before`` nodes :meth:`next_tasks` reached."""
+        loop, hit = self.loop, self.breakpoint
         if self.nested:
             self._leave_position(None, skip=True)
             raise GraphInterrupt(())
@@ -618,15 +635,17 @@ class Run:
         if keep:
             yield PutWrites(self.thread, write.id, keep)
 
-    def _put(self, write: CheckpointWrite) -> Effects:
+    def _put(self, write: CheckpointWrite) -> Put:
+        """The effect storing ``write`` (with the held-back input, if any); the run moves
+        to it now (a put that fails ends the run)."""
         loop = self.loop
         assert self.thread is not None
+        before: tuple[CheckpointWrite, ...] = ()
         if self.unsaved is not None:
             before, self.unsaved = (self.unsaved[0],), None
-            yield Put(self.thread, write, loop.head, before)
-        else:
-            yield Put(self.thread, write, loop.head)
+        effect = Put(self.thread, write, loop.head, before)
         loop.checkpoint_id = loop.head = write.id
+        return effect
 
     def _anchor(self) -> Effects:
         """Make the current position the thread's head before pausing there.
@@ -640,4 +659,4 @@ class Run:
         if self.unsaved is not None:
             yield from self.flush()
         elif loop.checkpoint_id is not None and loop.checkpoint_id != loop.head:
-            yield from self._put(loop.write({}, "fork"))
+            yield self._put(loop.write({}, "fork"))
