@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 
 import redis
 import redis.asyncio as aredis
+from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import NoPermissionError, NoScriptError, RedisError
 from typing_extensions import Self
 
@@ -833,7 +834,12 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
         """The lean path for scripts: a plain client only (a cluster client routes by slot,
         and a single-connection client must keep its one connection)."""
         wire = self._wire
-        if wire is None and type(self.client) is aredis.Redis and self.client.connection is None:
+        if (
+            wire is None
+            and type(self.client) is aredis.Redis
+            and self.client.connection is None
+            and issubclass(self.client.connection_pool.connection_class, AbstractConnection)
+        ):
             wire = self._wire = Wire(self.client)
         return wire
 
