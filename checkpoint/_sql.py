@@ -53,7 +53,7 @@ from checkpoint.errors import (
 from checkpoint.locks import ahold, hold
 from checkpoint.serde import Serde, default_serde
 
-__all__ = ["AsyncSqlSaver", "SqlLogic", "SqlSaver"]
+__all__ = ["AsyncSqlSaver", "SqlLogic", "SqlSaver", "drive"]
 
 T = TypeVar("T")
 _CHUNK = 500  # parameters per IN (...) list: below every SQLite build's limit
@@ -260,20 +260,7 @@ class SqlLogic:
         )
         records = [self._listed(thread_id, str(cid), blob) for cid, blob in rows]
         fields = needed_fields(records, int(count[0][0]))
-        batch = [self._data(tid, fields[i : i + _CHUNK]) for i in range(0, len(fields), _CHUNK)]
-        batch.append(
-            self.stmt(
-                "SELECT checkpoint_id, task, value FROM {t}graphagent_writes WHERE thread_id = ?",
-                tid,
-            )
-        )
-        *found, writes = yield tuple(batch)
-        blobs: dict[str, bytes | None] = {
-            decode_text(f): bytes(v) for part in found for f, v in part
-        }
-        pending: dict[str, dict[str, bytes]] = {}
-        for cid, task, value in writes:
-            pending.setdefault(str(cid), {})[decode_text(task)] = bytes(value)
+        blobs, pending = yield from self._read(tid, fields, None)
         return History(thread_id, records, blobs, pending, self.serde.loads)
 
     def _listed(self, thread_id: str, cid: str, blob: bytes) -> layout.Record:
@@ -281,6 +268,39 @@ class SqlLogic:
         # ones the next step needs
         cached = self._records.get((thread_id, cid))
         return cached or layout.decode_record(bytes(blob), self.serde.loads, cid)
+
+    def _read(
+        self, tid: bytes, fields: Sequence[str], checkpoint_id: str | None
+    ) -> Program[tuple[dict[str, bytes | None], dict[str, dict[str, bytes]]]]:
+        """The stored values of ``fields`` and the thread's pending writes (only
+        ``checkpoint_id``'s, if given), in one batch: values by field, writes by
+        checkpoint and task."""
+        batch = [self._data(tid, fields[i : i + _CHUNK]) for i in range(0, len(fields), _CHUNK)]
+        if checkpoint_id is None:
+            batch.append(
+                self.stmt(
+                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                    "WHERE thread_id = ?",
+                    tid,
+                )
+            )
+        else:
+            batch.append(
+                self.stmt(
+                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                    "WHERE thread_id = ? AND checkpoint_id = ?",
+                    tid,
+                    checkpoint_id,
+                )
+            )
+        *found, writes = yield tuple(batch)
+        blobs: dict[str, bytes | None] = {
+            decode_text(f): bytes(v) for part in found for f, v in part
+        }
+        pending: dict[str, dict[str, bytes]] = {}
+        for cid, task, value in writes:
+            pending.setdefault(str(cid), {})[decode_text(task)] = bytes(value)
+        return blobs, pending
 
     def _data(self, tid: bytes, fields: Sequence[str]) -> Stmt:
         marks = ", ".join("?" * len(fields))
@@ -300,41 +320,9 @@ class SqlLogic:
         tid = encode_text(thread_id)
         yield from self._check_claims(tid, records)
         wanted = [layout.read_fields(r) for r in records]
-        names = sorted({encode_text(f) for fields in wanted for f in fields})
-        batch = []
-        for start in range(0, len(names), _CHUNK):
-            chunk = names[start : start + _CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            batch.append(
-                self.stmt(
-                    "SELECT field, value FROM {t}graphagent_data "
-                    f"WHERE thread_id = ? AND field IN ({marks})",
-                    tid,
-                    *chunk,
-                )
-            )
-        if len(records) == 1:
-            batch.append(
-                self.stmt(
-                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
-                    "WHERE thread_id = ? AND checkpoint_id = ?",
-                    tid,
-                    records[0].id,
-                )
-            )
-        else:
-            batch.append(
-                self.stmt(
-                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
-                    "WHERE thread_id = ?",
-                    tid,
-                )
-            )
-        *found, rows = yield tuple(batch)
-        blobs = {decode_text(f): bytes(v) for part in found for f, v in part}
-        pending: dict[str, dict[str, bytes]] = {}
-        for cid, task, value in rows:
-            pending.setdefault(str(cid), {})[decode_text(task)] = bytes(value)
+        names = sorted({f for fields in wanted for f in fields})
+        only = records[0].id if len(records) == 1 else None
+        blobs, pending = yield from self._read(tid, names, only)
         out = []
         for record, fields in zip(records, wanted, strict=True):
             values = layout.rebuild(record, [blobs.get(f) for f in fields], self.serde.loads)
@@ -437,28 +425,11 @@ class SqlLogic:
 
         ``None``: the head already is that write. Conflicts raise, having written nothing.
         """
-        tid, last, count = encode_text(thread_id), writes[-1], len(writes)
+        tid = encode_text(thread_id)
         if self.ttl is not None:
             yield from self._drop_if_expired(tid)
-        if expected_head is None:
-            moved = yield self.changing(
-                "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
-                "VALUES (?, ?, ?, {now}) ON CONFLICT (thread_id) DO NOTHING",
-                "seq",
-                tid,
-                last.id,
-                count,
-            )
-        else:
-            moved = yield self.changing(
-                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + ?, touched_at = {now} "
-                "WHERE thread_id = ? AND head = ?",
-                "seq",
-                last.id,
-                count,
-                tid,
-                expected_head,
-            )
+        template, params = self._head_move(tid, writes, expected_head)
+        moved = yield self.changing(template, "seq", *params)
         if isinstance(moved, list) and moved:  # RETURNING gave the new sequence number
             return int(moved[0][0])
         rows = yield self.stmt(
@@ -466,8 +437,35 @@ class SqlLogic:
         )
         if moved == 1:  # counted, without RETURNING
             return int(rows[0][1])
-        self._refuse(thread_id, last, expected_head, str(rows[0][0]) if rows else None)
+        self._refuse(thread_id, writes[-1], expected_head, str(rows[0][0]) if rows else None)
         return None
+
+    @staticmethod
+    def _head_move(
+        tid: bytes, writes: Sequence[CheckpointWrite], expected_head: str | None
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The statement (and its parameters) that moves the head from ``expected_head``
+        to the chain's last write, adding a sequence number per write; it changes no row
+        when the head is elsewhere (``None``: when the thread exists)."""
+        count, last = len(writes), writes[-1].id
+        if expected_head is None:
+            return (
+                "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
+                "VALUES (?, ?, ?, {now}) ON CONFLICT (thread_id) DO NOTHING"
+            ), (tid, last, count)
+        return (
+            "UPDATE {t}graphagent_threads SET head = ?, seq = seq + ?, touched_at = {now} "
+            "WHERE thread_id = ? AND head = ?"
+        ), (last, count, tid, expected_head)
+
+    def _refuse_moved(
+        self, thread_id: str, write: CheckpointWrite, expected_head: str | None
+    ) -> Program[None]:
+        """:meth:`_refuse`, naming the head the thread has now."""
+        rows = yield self.stmt(
+            "SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", encode_text(thread_id)
+        )
+        self._refuse(thread_id, write, expected_head, str(rows[0][0]) if rows else None)
 
     @staticmethod
     def _refuse(
@@ -508,11 +506,7 @@ class SqlLogic:
                 if verify:
                     raise
                 # the expected head is not there: the head check below would fail too
-                rows = yield self.stmt(
-                    "SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid
-                )
-                current = str(rows[0][0]) if rows else None
-                self._refuse(thread_id, writes[-1], expected_head, current)
+                yield from self._refuse_moved(thread_id, writes[-1], expected_head)
                 return
         plans = self._plan(parent, writes, expected_head)
         rows = yield self._one_statement(tid, writes, expected_head, plans)
@@ -521,8 +515,7 @@ class SqlLogic:
                 self._records[(thread_id, w.id)] = p.record
                 layout.log_put(thread_id, p)
             return
-        current = yield self.stmt("SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid)
-        self._refuse(thread_id, writes[-1], expected_head, str(current[0][0]) if current else None)
+        yield from self._refuse_moved(thread_id, writes[-1], expected_head)
 
     def _one_statement(
         self,
@@ -533,22 +526,11 @@ class SqlLogic:
     ) -> Stmt:
         """The step's whole write; it returns the new sequence number, or no row when the
         head had moved (then none of its parts wrote anything)."""
-        count, last = len(writes), writes[-1].id
-        if expected_head is None:
-            head = (
-                "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
-                "VALUES (?, ?, ?, {now}) ON CONFLICT (thread_id) DO NOTHING RETURNING seq"
-            )
-            head_params: tuple[Any, ...] = (tid, last, count)
-        else:
-            head = (
-                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + ?, touched_at = {now} "
-                "WHERE thread_id = ? AND head = ? RETURNING seq"
-            )
-            head_params = (last, count, tid, expected_head)
+        head, head_params = self._head_move(tid, writes, expected_head)
+        count = len(writes)
         data = {f: v for p in plans for f, v in p.data.items()}
         return self.stmt(
-            f"WITH moved AS ({head}), "
+            f"WITH moved AS ({head} RETURNING seq), "
             "cp AS (INSERT INTO {t}graphagent_checkpoints (thread_id, id, seq, record) "
             "SELECT ?, i, seq - ? + n, r FROM moved, "
             "unnest(?::text[], ?::bytea[]) WITH ORDINALITY AS x(i, r, n)), "
@@ -734,10 +716,22 @@ class SqlLogic:
         return take, renew, release
 
 
+def drive(program: Program[T], execute: Callable[[Stmt], Any]) -> T:
+    """Run ``program`` (inside the caller's transaction): each statement through
+    ``execute``, which returns what the program receives for it (a list for a batch)."""
+    send: Any = None
+    while True:
+        try:
+            op = program.send(send)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        send = [execute(stmt) for stmt in op] if isinstance(op, tuple) else execute(op)
+
+
 # -- the saver interface over those programs ------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per saver call, and frozen costs 3x
 class _Call(Generic[T]):
     """What one saver method runs: a program, its transaction and, for error messages,
     what it was doing."""

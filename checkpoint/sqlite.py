@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import SqlLogic, SqlSaver
+from checkpoint._sql import SqlLogic, SqlSaver, drive
 from checkpoint._sqlschema import Dialect, Program, Stmt
 from checkpoint.base import (
     Checkpoint,
@@ -144,7 +144,7 @@ class SqliteSaver(SqlSaver):
                 if write is not None:  # None: each statement commits on its own
                     conn.execute(SQLITE.begin_write if write else SQLITE.begin_read)
                 try:
-                    result = _drive(program, conn)
+                    result = drive(program, functools.partial(_execute, conn))
                     if write is not None:
                         conn.execute("COMMIT")
                     return result
@@ -173,19 +173,6 @@ class SqliteSaver(SqlSaver):
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None
-
-
-def _drive(program: Program[T], conn: sqlite3.Connection) -> T:
-    send: Any = None
-    while True:
-        try:
-            op = program.send(send)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if isinstance(op, tuple):
-            send = [_execute(conn, stmt) for stmt in op]
-        else:
-            send = _execute(conn, op)
 
 
 def _execute(conn: sqlite3.Connection, stmt: Stmt) -> Any:

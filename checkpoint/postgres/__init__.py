@@ -12,10 +12,11 @@ msgpack (no pickle) in ``BYTEA`` columns; a step writes only what it changed.
 
 from __future__ import annotations
 
+import functools
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from checkpoint._sql import SqlSaver
+from checkpoint._sql import SqlSaver, drive
 from checkpoint._sqlschema import Program, Stmt
 from checkpoint.postgres._common import PostgresBase, errors, storage_error
 from checkpoint.postgres.aio import AsyncPostgresSaver
@@ -66,12 +67,13 @@ class PostgresSaver(PostgresBase["ConnectionPool[Any]"], SqlSaver):
             with self.pool.connection() as conn:
                 if not conn.autocommit:
                     conn.autocommit = True  # transactions are begun here, one per program
+                execute = functools.partial(_execute_stmt, conn)
                 if write is None:
-                    return drive(program, conn)
+                    return drive(program, execute)
                 dialect = self.logic.dialect
                 conn.execute(dialect.begin_write if write else dialect.begin_read)
                 try:
-                    result = drive(program, conn)
+                    result = drive(program, execute)
                 except BaseException:
                     rollback(conn)
                     raise
@@ -101,30 +103,12 @@ def rollback(conn: psycopg.Connection[Any]) -> None:
         conn.execute("ROLLBACK")
 
 
-def drive(program: Program[T], conn: psycopg.Connection[Any]) -> T:
-    """Run ``program``'s statements on ``conn`` (inside the caller's transaction)."""
-    send: Any = None
-    while True:
-        try:
-            op = program.send(send)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        stmts = op if isinstance(op, tuple) else (op,)
-        cursors = [_send(conn, stmt) for stmt in stmts]
-        results = [_receive(cur, stmt) for cur, stmt in zip(cursors, stmts, strict=True)]
-        send = results if isinstance(op, tuple) else results[0]
-
-
-def _send(conn: psycopg.Connection[Any], stmt: Stmt) -> psycopg.Cursor[Any]:
+def _execute_stmt(conn: psycopg.Connection[Any], stmt: Stmt) -> Any:
     cur = conn.cursor()
     if stmt.many:
         cur.executemany(stmt.sql, stmt.params)
-    else:
-        cur.execute(stmt.sql, stmt.params)
-    return cur
-
-
-def _receive(cur: psycopg.Cursor[Any], stmt: Stmt) -> Any:
+        return None
+    cur.execute(stmt.sql, stmt.params)
     if stmt.result == "rows":
         return cur.fetchall()
     return cur.rowcount if stmt.result == "count" else None

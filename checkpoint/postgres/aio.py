@@ -126,29 +126,26 @@ class AsyncPostgresSaver(PostgresBase["AsyncConnectionPool[Any]"], AsyncSqlSaver
 
 
 async def adrive(program: Program[T], conn: psycopg.AsyncConnection[Any]) -> T:
-    """Run ``program``'s statements on ``conn`` (inside the caller's transaction)."""
+    """Run ``program``'s statements on ``conn`` (inside the caller's transaction): the
+    async twin of ``checkpoint._sql.drive``."""
     send: Any = None
     while True:
         try:
             op = program.send(send)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-        stmts = op if isinstance(op, tuple) else (op,)
-        cursors = [await _send(conn, stmt) for stmt in stmts]
-        results = [await _receive(cur, stmt) for cur, stmt in zip(cursors, stmts, strict=True)]
-        send = results if isinstance(op, tuple) else results[0]
+        if isinstance(op, tuple):
+            send = [await _execute_stmt(conn, stmt) for stmt in op]
+        else:
+            send = await _execute_stmt(conn, op)
 
 
-async def _send(conn: psycopg.AsyncConnection[Any], stmt: Stmt) -> psycopg.AsyncCursor[Any]:
+async def _execute_stmt(conn: psycopg.AsyncConnection[Any], stmt: Stmt) -> Any:
     cur = conn.cursor()
     if stmt.many:
         await cur.executemany(stmt.sql, stmt.params)
-    else:
-        await cur.execute(stmt.sql, stmt.params)
-    return cur
-
-
-async def _receive(cur: psycopg.AsyncCursor[Any], stmt: Stmt) -> Any:
+        return None
+    await cur.execute(stmt.sql, stmt.params)
     if stmt.result == "rows":
         return await cur.fetchall()
     return cur.rowcount if stmt.result == "count" else None
