@@ -4,6 +4,7 @@ the SDK's FastMCP (over streamable HTTP, in this process), and the MCP Inspector
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import re
 import signal
@@ -541,6 +542,24 @@ def test_prefixed_tool_name_is_model_safe() -> None:
     long_b = prefixed_tool_name("s" * 70, "b")
     assert len(long_a) == 64 and long_a != long_b
     assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", prefixed_tool_name("日本", "ツール"))
+
+
+def test_every_constructor_takes_and_passes_on_the_providers_options() -> None:
+    """stdio, http and sse accept each of __init__'s options, with its default, and the
+    provider they make keeps the values given."""
+    init = inspect.signature(McpToolProvider.__init__).parameters
+    options = {n: p.default for n, p in init.items() if p.kind is p.KEYWORD_ONLY}
+    given = {"name": "n", "prefix": False, "timeout": 1.5, "startup_timeout": 2.5}
+    for make, target in (
+        (McpToolProvider.stdio, "node"),
+        (McpToolProvider.http, "http://127.0.0.1:1/mcp"),
+        (McpToolProvider.sse, "http://127.0.0.1:1/sse"),
+    ):
+        params = inspect.signature(make).parameters
+        assert {n: params[n].default for n in options} == options, make.__name__
+        provider = make(target, **given)  # type: ignore[operator]
+        assert (provider.name, provider.prefix, provider.timeout) == ("n", False, 1.5)
+        assert (provider.label, provider._live.startup_timeout) == ("n", 2.5)
 
 
 def test_async_loop_is_not_blocked_by_sync_provider(py_url: str) -> None:

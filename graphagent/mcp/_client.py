@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
@@ -101,16 +102,7 @@ class McpToolProvider:
         interpreter exit, when this process gets SIGTERM, and (Linux) when it dies.
         """
         label = name or os.path.basename(command)
-        transport = StdioTransport(command, args, env, cwd, label)
-        return cls(
-            transport,
-            name=name,
-            prefix=prefix,
-            timeout=timeout,
-            startup_timeout=startup_timeout,
-            meta=meta,
-            ping_interval=ping_interval,
-        )
+        return cls._over(StdioTransport(command, args, env, cwd, label), locals())
 
     @classmethod
     def http(
@@ -129,16 +121,7 @@ class McpToolProvider:
 
         ``headers`` go with every request (e.g. ``{"Authorization": "Bearer ..."}``).
         """
-        transport = HttpTransport(url, headers, name or url)
-        return cls(
-            transport,
-            name=name,
-            prefix=prefix,
-            timeout=timeout,
-            startup_timeout=startup_timeout,
-            meta=meta,
-            ping_interval=ping_interval,
-        )
+        return cls._over(HttpTransport(url, headers, name or url), locals())
 
     @classmethod
     def sse(
@@ -157,16 +140,13 @@ class McpToolProvider:
 
         For servers that have not moved to streamable HTTP yet; otherwise as :meth:`http`.
         """
-        transport = HttpTransport(url, headers, name or url, sse=True)
-        return cls(
-            transport,
-            name=name,
-            prefix=prefix,
-            timeout=timeout,
-            startup_timeout=startup_timeout,
-            meta=meta,
-            ping_interval=ping_interval,
-        )
+        return cls._over(HttpTransport(url, headers, name or url, sse=True), locals())
+
+    @classmethod
+    def _over(cls, transport: Transport, given: Mapping[str, Any]) -> McpToolProvider:
+        """A provider on ``transport`` with the options a constructor was given (its
+        ``locals()``): each of ``__init__``'s keyword options, under the same name."""
+        return cls(transport, **{option: given[option] for option in _OPTIONS})
 
     # -- state -----------------------------------------------------------------------------
 
@@ -313,3 +293,11 @@ class McpToolProvider:
     def __repr__(self) -> str:
         state = "open" if self._live.loop is not None else "closed"
         return f"<McpToolProvider {self.label!r} ({state}, {len(self._tools)} tools)>"
+
+
+# __init__'s keyword options: what every constructor hands on (see McpToolProvider._over)
+_OPTIONS = tuple(
+    p.name
+    for p in inspect.signature(McpToolProvider.__init__).parameters.values()
+    if p.kind is p.KEYWORD_ONLY
+)
