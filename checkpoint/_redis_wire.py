@@ -1,46 +1,72 @@
-"""The hot path of ``AsyncRedisSaver``: scripts sent in batches on connections of its own.
+"""The hot path of ``AsyncRedisSaver``: scripts sent in batches on a connection of its own.
 
 redis-py's asyncio client spends most of a step's CPU around each command (the pool's
-lock and health check, observability hooks, a task per timeout, packing each argument
-through the encoder), and every command is a send and a receive of its own, which on a
-busy host costs more than the command. A step is one ``EVALSHA`` whose arguments we
-already hold as bytes, and a process serving many conversations issues many of them at
-once. So :class:`Wire` packs a command in one ``join``, and sends the commands issued
-while the previous batch was out (or during one turn of the event loop) together, in
-one write on one connection, reading the replies back in order (pipelining across
-conversations; each conversation still waits for its own reply before its next
-command, so its order is kept).
+lock and health check, observability hooks, a task per timeout and per write, a
+coroutine per reply, packing each argument through the encoder), and every command is a
+send and a receive of its own, which on a busy host costs more than the command. A step
+is one ``EVALSHA`` whose arguments we already hold as bytes, and a process serving many
+conversations issues many of them at once. So :class:`Wire` packs a command in one
+``join``, and sends the commands issued while the previous batch was out (or during one
+turn of the event loop) together, in one write, reading the replies back in order
+(pipelining across conversations; each conversation still waits for its own reply
+before its next command, so its order is kept).
 
-Connections are taken from the client's own pool and kept (same address, credentials,
-TLS, protocol and parser: hiredis when installed; closing the client closes them).
-Errors come back as redis-py raises them.
+The connection is taken from the client's own pool, so it has the client's address,
+credentials, TLS, protocol and database, and redis-py makes the handshake. Then the
+saver takes its socket over (``transport.set_protocol``): replies are parsed as they
+arrive, by hiredis when installed (``graphagent[fast]``) or by :class:`Reader`, and
+handed to the waiting callers from the socket's callback, with no task, timeout context
+or coroutine per reply. Closing the client closes the connection (it is the pool's);
+the saver then takes a fresh one. Errors come back as redis-py raises them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as aredis
+from redis._parsers import BaseParser
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import InvalidResponse
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["Wire", "pack"]
+hiredis: Any
+try:
+    import hiredis
+except ImportError:  # pragma: no cover - the pure reader below is tested on its own
+    hiredis = None
 
-_Batch = list[tuple[bytes, "asyncio.Future[Any]"]]
+__all__ = ["Reader", "Wire", "pack", "pack_args"]
+
+_MORE: Any = object()
+"""What a reader's ``gets`` returns while a reply is incomplete."""
+
+_PUSH: type | None = getattr(hiredis, "PushNotification", None)
+
+_EVALSHA: dict[str, bytes] = {}  # script sha -> "EVALSHA <sha>" packed
 
 MAX_IN_FLIGHT = 1
 """Batches on the wire at once. Commands issued while one is out go together in the next,
 so under load batches grow by themselves (fewer, larger writes: 5-15% less CPU per step at
-16 conversations than one batch per loop turn), and an idle process sends at once."""
+16 conversations than one batch per loop turn; 2 or 4 measured no faster), and an idle
+process sends at once."""
+
+# (packed command, the caller's future, attempt): a command is sent at most twice
+_Item = tuple[bytes, "asyncio.Future[Any]", int]
 
 
 def pack(args: Sequence[Any]) -> bytes:
     """One command in RESP: ``*<n>`` then a ``$<len>`` bulk string per argument."""
-    parts = [b"*%d\r\n" % len(args)]
+    return b"*%d\r\n%s" % (len(args), pack_args(args))
+
+
+def pack_args(args: Sequence[Any]) -> bytes:
+    """Arguments as RESP bulk strings (a command's body, without its count)."""
+    parts = []
     for arg in args:
         kind = type(arg)
         if kind is bytes:
@@ -57,106 +83,346 @@ def pack(args: Sequence[Any]) -> bytes:
     return b"".join(parts)
 
 
-class Wire:
-    """Commands of one async client, batched per event-loop turn.
+class _Short(Exception):
+    """The buffer holds only part of a reply; ``need`` bytes are needed at least."""
 
-    A batch owns its connection until every reply of it was read, so a caller that is
-    cancelled never leaves a reply for another; a connection that failed is closed.
+    def __init__(self, need: int) -> None:
+        self.need = need
+
+
+class _Pushed(list[Any]):
+    """A RESP3 push message: not the reply to any command."""
+
+
+class Reader:
+    """RESP2 and RESP3 replies from bytes, for when hiredis is not installed.
+
+    Same interface as ``hiredis.Reader``: ``feed`` what the socket gave, then ``gets``
+    until it returns the ``not_enough`` marker. Replies are bytes, ints, lists, ``None``
+    (errors are whatever ``reply_error`` makes of the message). A reply that arrives in
+    pieces is parsed again from its start when the next piece comes, but not before the
+    bytes it is known to need are there.
     """
 
-    __slots__ = ("_free", "_loop", "_pool", "_queue", "_tasks")
+    __slots__ = ("_buf", "_need", "_not_enough", "_reply_error")
+
+    def __init__(self, reply_error: Callable[[str], Exception], not_enough: Any) -> None:
+        self._buf = bytearray()
+        self._need = 0
+        self._reply_error = reply_error
+        self._not_enough = not_enough
+
+    def feed(self, data: bytes) -> None:
+        """Add bytes read from the socket."""
+        self._buf += data
+
+    def gets(self) -> Any:
+        """The next whole reply, or the ``not_enough`` marker."""
+        buf = self._buf
+        if not buf or len(buf) < self._need:
+            return self._not_enough
+        try:
+            reply, end = self._parse(buf, 0)
+        except _Short as short:
+            self._need = short.need
+            return self._not_enough
+        del buf[:end]
+        self._need = 0
+        return reply
+
+    def _parse(self, buf: bytearray, pos: int) -> tuple[Any, int]:
+        eol = buf.find(b"\r\n", pos)
+        if eol < 0:
+            raise _Short(len(buf) + 1)
+        kind = buf[pos]
+        line = bytes(buf[pos + 1 : eol])
+        pos = eol + 2
+        if kind in b"$=!":  # bulk string, verbatim string, bulk error
+            size = int(line)
+            if size < 0:
+                return None, pos
+            end = pos + size
+            if len(buf) < end + 2:
+                raise _Short(end + 2)
+            data = bytes(buf[pos:end])
+            if kind == 0x21:  # '!'
+                return self._reply_error(data.decode("utf-8", "replace")), end + 2
+            return (data[4:] if kind == 0x3D else data), end + 2  # '=': "txt:" first
+        if kind in b"*~>%|":  # array, set, push, map, attribute
+            size = int(line)
+            if size < 0:
+                return None, pos
+            items: list[Any] = []
+            for _ in range(size * 2 if kind in b"%|" else size):
+                item, pos = self._parse(buf, pos)
+                items.append(item)
+            if kind == 0x25:  # '%'
+                return dict(zip(items[::2], items[1::2], strict=True)), pos
+            if kind == 0x7C:  # '|': attributes annotate the reply that follows
+                return self._parse(buf, pos)
+            return (_Pushed(items) if kind == 0x3E else items), pos
+        if kind == 0x2B:  # '+'
+            return line, pos
+        if kind == 0x2D:  # '-'
+            return self._reply_error(line.decode("utf-8", "replace")), pos
+        if kind in b":(":
+            return int(line), pos
+        if kind == 0x5F:  # '_'
+            return None, pos
+        if kind == 0x23:  # '#'
+            return line == b"t", pos
+        if kind == 0x2C:  # ','
+            return float(line), pos
+        raise InvalidResponse(f"Protocol Error: {bytes(buf[pos - 2 - len(line) - 1 : pos])!r}")
+
+
+def _reader() -> Any:
+    if hiredis is not None:
+        return hiredis.Reader(
+            protocolError=InvalidResponse,
+            replyError=BaseParser.parse_error,
+            notEnoughData=_MORE,
+        )
+    return Reader(BaseParser.parse_error, _MORE)
+
+
+class _Link(asyncio.Protocol):
+    """A pool connection whose socket the wire reads itself, after redis-py's handshake."""
+
+    def __init__(self, wire: Wire, conn: Any, reader: Any) -> None:
+        self.wire = wire
+        self.conn = conn
+        self.reader = reader
+        self.sent: deque[_Item] = deque()  # commands whose replies are due, in order
+        self.flights: deque[int] = deque()  # replies due per batch out, oldest first
+        self.alive = True
+        self.error: Exception | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.timeout: float | None = conn.socket_timeout
+        self.loop = asyncio.get_running_loop()
+        transport = conn._writer.transport
+        # redis-py's StreamWriter waits on its protocol for the close (``disconnect``,
+        # ``client.aclose()``): it is told when the socket closes
+        self.stream_protocol: asyncio.BaseProtocol = transport.get_protocol()
+        self.transport: asyncio.Transport = transport
+        transport.set_protocol(self)
+
+    def send(self, batch: list[_Item]) -> None:
+        self.transport.write(b"".join([item[0] for item in batch]))
+        self.sent.extend(batch)
+        self.flights.append(len(batch))
+        if self.timeout and self.timer is None:
+            self.timer = self.loop.call_later(self.timeout, self._expire)
+
+    def _expire(self) -> None:
+        self.timer = None
+        if self.sent:
+            self.error = RedisTimeoutError("Timeout reading from Redis (socket_timeout)")
+            self.transport.abort()
+
+    def data_received(self, data: bytes) -> None:
+        reader = self.reader
+        reader.feed(data)
+        sent, flights = self.sent, self.flights
+        landed = False
+        while sent:
+            try:
+                reply = reader.gets()
+            except InvalidResponse as exc:  # the stream cannot be trusted any more
+                self.error = exc
+                self.transport.abort()
+                return
+            if reply is _MORE:
+                break
+            if type(reply) is _PUSH or type(reply) is _Pushed:
+                continue  # RESP3 push: nobody asked for it
+            future = sent.popleft()[1]
+            if not future.done():  # the caller may have been cancelled meanwhile
+                if isinstance(reply, Exception):
+                    future.set_exception(reply)
+                else:
+                    future.set_result(reply)
+            flights[0] -= 1
+            if not flights[0]:
+                flights.popleft()
+                landed = True
+        if landed:
+            if self.timer is not None:  # the next reply due gets a timeout of its own
+                self.timer.cancel()
+                self.timer = (
+                    self.loop.call_later(self.timeout, self._expire)
+                    if sent and self.timeout
+                    else None
+                )
+            self.wire._landed(self)
+
+    def eof_received(self) -> bool:
+        return False  # the server closed its side: close ours, connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.alive = False
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.stream_protocol.connection_lost(exc)
+        error = self.error or RedisConnectionError(
+            f"Connection to Redis lost{f': {exc}' if exc else ''}"
+        )
+        sent, self.sent = list(self.sent), deque()
+        self.flights.clear()
+        self.wire._lost(self, sent, error)
+
+
+class Wire:
+    """Commands of one async client, batched per event-loop turn, on one connection.
+
+    At most ``MAX_IN_FLIGHT`` batches are on the wire at a time: commands issued while
+    they are out go together in the next, so under load batches grow by themselves
+    (fewer, larger writes), and an idle process sends at once. A caller that is
+    cancelled never leaves its reply for another (replies are matched to commands by
+    order, whoever still waits). When the connection fails, the commands whose replies
+    did not come are sent once more on a fresh connection (a stale one: server
+    restarted, idle timeout); a script that ran but whose reply was lost is safe to
+    repeat (a step write sees its own id as the head).
+    """
+
+    __slots__ = ("_dead", "_due", "_link", "_opening", "_pool", "_queue", "loop")
 
     def __init__(self, client: aredis.Redis) -> None:
         self._pool: Any = client.connection_pool  # get_connection is untyped
-        self._free: list[Any] = []
-        self._queue: _Batch = []
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._reset()
 
-    async def call(self, *args: Any) -> Any:
+    def _reset(self) -> None:
+        self._link: _Link | None = None
+        self._dead: list[Any] = []  # connections to give back to the pool
+        self._queue: list[_Item] = []
+        self._due = False  # a flush is scheduled
+        self._opening: asyncio.Task[None] | None = None
+
+    def call(self, *args: Any) -> Awaitable[Any]:
         """Send one command (with the others of this loop turn) and return its reply."""
+        return self._send(pack(args))
+
+    async def _send(self, packed: bytes) -> Any:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            # connections belong to the loop that made them; a saver used from a new
-            # loop (asyncio.run again) starts afresh
-            self._loop, self._free, self._queue, self._tasks = loop, [], [], set()
-        future: asyncio.Future[Any] = loop.create_future()
-        if not self._queue and len(self._tasks) < MAX_IN_FLIGHT:
-            loop.call_soon(self._flush)
-        self._queue.append((pack(args), future))
+        if loop is not self.loop:
+            # connections belong to the loop that made them (and cannot be closed from
+            # another): a saver used from a new loop (asyncio.run again) starts afresh
+            self._reset()
+            self.loop = loop
+        future = loop.create_future()
+        self._queue.append((packed, future, 1))
+        if not self._due:
+            link = self._link
+            if link is None or len(link.flights) < MAX_IN_FLIGHT:
+                self._due = True
+                loop.call_soon(self._flush)
         return await future
 
-    def _flush(self) -> None:
-        if len(self._tasks) >= MAX_IN_FLIGHT:
-            return  # the batch in flight sends this one when its replies are in
-        batch = [(packed, f) for packed, f in self._queue if not f.done()]  # drop cancelled
-        self._queue = []
-        if batch:
-            task = asyncio.ensure_future(self._send(batch))
-            self._tasks.add(task)
-            task.add_done_callback(self._sent)
+    async def evalsha(self, sha: str, nkeys: int, packed_keys: bytes, args: Sequence[Any]) -> Any:
+        """``EVALSHA sha nkeys keys... args...``, the keys already packed (:func:`pack_args`)."""
+        head = _EVALSHA.get(sha)
+        if head is None:
+            head = _EVALSHA[sha] = b"$7\r\nEVALSHA\r\n$%d\r\n%s\r\n" % (len(sha), sha.encode())
+        packed = b"*%d\r\n%s$%d\r\n%d\r\n%s%s" % (
+            3 + nkeys + len(args),
+            head,
+            len(str(nkeys)),
+            nkeys,
+            packed_keys,
+            pack_args(args),
+        )
+        return await self._send(packed)
 
-    def _sent(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if self._queue:
+    def _flush(self) -> None:
+        self._due = False
+        batch = [item for item in self._queue if not item[1].done()]  # drop cancelled
+        if not batch:
+            self._queue = []
+            return
+        link = self._link
+        if link is None or not link.alive:
+            self._queue = batch
+            if self._opening is None:
+                assert self.loop is not None
+                self._opening = self.loop.create_task(self._open())
+            return
+        if len(link.flights) >= MAX_IN_FLIGHT:
+            self._queue = batch  # sent when a batch out has all its replies
+            return
+        self._queue = []
+        try:
+            link.send(batch)
+        except Exception as exc:  # a transport closed under us: as if lost in flight
+            link.alive = False
+            self._lost(link, batch, RedisConnectionError(f"Error writing to Redis: {exc}"))
+
+    def _landed(self, link: _Link) -> None:
+        """A batch out has all its replies: send what queued meanwhile."""
+        if self._queue and not self._due and link is self._link:
             self._flush()
 
-    async def _send(self, batch: _Batch) -> None:
-        for attempt in (1, 2):
-            conn = None
+    def _lost(self, link: _Link, unanswered: list[_Item], error: Exception) -> None:
+        if link is self._link:
+            self._link = None
+            self._dead.append(link.conn)
+        retry = [(packed, f, 2) for packed, f, attempt in unanswered if attempt == 1]
+        for _, future, attempt in unanswered:
+            if attempt == 2 and not future.done():
+                future.set_exception(error)
+        if retry:
+            self._queue[:0] = retry
+        loop = self.loop
+        if self._queue and not self._due and loop is not None and not loop.is_closed():
+            self._due = True
+            loop.call_soon(self._flush)
+
+    async def _open(self) -> None:
+        try:
+            await self._release_dead()
+            conn = await self._pool.get_connection()
             try:
-                # taken from the client's pool and kept: closing the client (or its pool)
-                # closes them too, and they reconnect if used again
-                conn = self._free.pop() if self._free else await self._pool.get_connection()
                 if not conn.is_connected:
                     await conn.connect()
-                await conn.send_packed_command(b"".join(p for p, _ in batch), check_health=False)
-                for _, future in batch:
-                    try:
-                        reply = await conn.read_response()
-                    except ResponseError as exc:  # an error reply: read whole, next one
-                        if not future.done():
-                            future.set_exception(exc)
-                    else:
-                        if not future.done():
-                            future.set_result(reply)
-            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-                if conn is not None:
-                    await self._drop(conn)
-                # replies already read stand; the rest go once more on a fresh connection
-                # (a stale one: server restarted, idle timeout). A script that ran but
-                # whose reply was lost is safe to repeat: the step write sees its own id
-                # as the head and reports success.
-                batch = [(p, f) for p, f in batch if not f.done()]
-                if attempt == 2:
-                    for _, future in batch:
-                        future.set_exception(exc)
-                    return
-                if not batch:
-                    return
-                continue
-            except BaseException as exc:
-                if conn is not None:
-                    await self._drop(conn)
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(
-                            exc if isinstance(exc, Exception) else RedisConnectionError(repr(exc))
-                        )
+                self._link = _Link(self, conn, _reader())
+            except BaseException:
+                self._dead.append(conn)
                 raise
-            self._free.append(conn)
-            return
+        except BaseException as exc:
+            queue, self._queue = self._queue, []
+            for _, future, _ in queue:
+                if not future.done():
+                    future.set_exception(
+                        exc if isinstance(exc, Exception) else RedisConnectionError(repr(exc))
+                    )
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            self._flush()
+        finally:
+            self._opening = None
 
-    async def _drop(self, conn: Any) -> None:
-        await conn.disconnect(nowait=True)
-        with contextlib.suppress(KeyError, ValueError):  # the pool was reset meanwhile
-            await self._pool.release(conn)
+    async def _release_dead(self) -> None:
+        dead, self._dead = self._dead, []
+        for conn in dead:
+            await conn.disconnect(nowait=True)
+            with contextlib.suppress(KeyError, ValueError):  # the pool was reset meanwhile
+                await self._pool.release(conn)
 
     async def aclose(self) -> None:
-        """Wait for batches in flight, then give every connection back to the pool."""
-        while self._tasks:  # a batch that ends sends the next: wait for those too
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-        free, self._free = self._free, []
-        for conn in free:
-            with contextlib.suppress(KeyError, ValueError):
-                await self._pool.release(conn)
+        """Wait for the commands sent or queued, then give the connection back to the pool."""
+        while True:
+            waiting = [f for _, f, _ in self._queue]
+            if self._link is not None:
+                waiting.extend(f for _, f, _ in self._link.sent)
+            if self._opening is not None:
+                waiting.append(self._opening)
+            waiting = [f for f in waiting if not f.done()]
+            if not waiting:
+                break
+            await asyncio.gather(*waiting, return_exceptions=True)
+        if self._link is not None:
+            self._dead.append(self._link.conn)
+            self._link = None
+        await self._release_dead()

@@ -64,16 +64,19 @@ def ensure_config(config: ConfigLike = None, **overrides: Any) -> RunnableConfig
     Raises:
         UserError: an unknown key or a value of the wrong type, named.
     """
-    updates = {k: v for k, v in overrides.items() if v is not None}
+    updates = {k: v for k, v in overrides.items() if v is not None} if overrides else {}
     if isinstance(config, RunnableConfig):
         return config.model_copy(update=updates) if updates else config
     data: dict[str, Any] = dict(config or {})
     # LangGraph puts these under "configurable"; ignoring them would silently drop the thread
-    for key in ("thread_id", "checkpoint_id"):
-        nested = (data.get("configurable") or {}).get(key)
-        if nested is not None and data.get(key) is None:
-            data[key] = nested
-    data.update(updates)
+    configurable = data.get("configurable")
+    if configurable:
+        for key in ("thread_id", "checkpoint_id"):
+            nested = configurable.get(key) if isinstance(configurable, Mapping) else None
+            if nested is not None and data.get(key) is None:
+                data[key] = nested
+    if updates:
+        data.update(updates)
     try:
         return RunnableConfig.model_validate(data)
     except ValidationError as exc:

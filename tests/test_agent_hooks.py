@@ -492,3 +492,22 @@ def test_sequential_parallel_routing_loop_agents(saver: CheckpointSaver) -> None
     )
     final = loop.invoke("review this")
     assert final["messages"][-1].text == "APPROVED" and final["loop_rounds"] == 4
+
+
+def test_tool_interceptors_see_each_calls_context() -> None:
+    """An interceptor around a tool that takes no ToolContext still gets the call's
+    context: its id, the conversation so far and the agent's tool_context."""
+    seen: list[Any] = []
+
+    class Look(ToolInterceptor):
+        def intercept_tool_call(self, request: Any, handler: Any) -> ToolResponseMessage:
+            ctx = request.context
+            seen.append((ctx.tool_call_id, [m.role for m in ctx.history], dict(ctx.context)))
+            return handler(request)
+
+    model = FakeChatModel([calls(("1", "search", '{"query": "x"}')), "done"])
+    agent = ReactAgent(
+        name="a", model=model, tools=[search], interceptors=[Look()], tool_context={"t": 1}
+    )
+    assert agent.call("go").text == "done"
+    assert seen == [("1", ["user", "assistant"], {"t": 1})]

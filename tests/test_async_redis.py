@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio as aredis
+from redis.exceptions import InvalidResponse, NoScriptError, ResponseError
 
+import checkpoint._redis_wire as wire_module
 import checkpoint.redis as redis_module
 from checkpoint import (
     AsyncRedisSaver,
@@ -28,8 +30,10 @@ from checkpoint import (
     PendingWrite,
     new_checkpoint_id,
 )
-from checkpoint._redis_wire import pack
+from checkpoint import _layout as layout
+from checkpoint._redis_wire import Reader, pack
 from checkpoint.base import CheckpointSaver
+from checkpoint.serde import default_serde
 from graphagent.agent import AgentRecord, ReactAgent
 from graphagent.messages import AssistantMessage, Message, ToolCall
 from graphagent.models import FunctionChatModel
@@ -58,8 +62,19 @@ async def grow(saver: AsyncRedisSaver, thread: str, n: int) -> list[str]:
     return ids
 
 
-@pytest.fixture
-async def asaver(redis_url: str, redis_prefix: str) -> Any:
+@pytest.fixture(params=["hiredis", "python"])
+async def asaver(
+    request: pytest.FixtureRequest,
+    redis_url: str,
+    redis_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Any:
+    """An AsyncRedisSaver whose wire parses replies with hiredis, and one with the pure
+    Python reader (hiredis is an optional extra)."""
+    if request.param == "python":
+        monkeypatch.setattr(wire_module, "hiredis", None)
+    else:
+        assert wire_module.hiredis is not None, "make test installs hiredis (graphagent[fast])"
     saver = AsyncRedisSaver.from_url(redis_url, prefix=redis_prefix)
     yield saver
     await saver.aclose()
@@ -73,6 +88,66 @@ def test_pack_is_resp() -> None:
     assert pack(["SET", "é"]) == b"*2\r\n$3\r\nSET\r\n$2\r\n\xc3\xa9\r\n"
     with pytest.raises(TypeError, match="cannot send float"):
         pack(["SET", 1.5])
+
+
+def _read_all(data: bytes, step: int) -> list[Any]:
+    """Every reply in ``data``, fed to the pure reader ``step`` bytes at a time."""
+    more = object()
+    reader = Reader(wire_module.BaseParser.parse_error, more)
+    replies: list[Any] = []
+    for i in range(0, len(data), step):
+        reader.feed(data[i : i + step])
+        while (reply := reader.gets()) is not more:
+            replies.append(reply)
+    return replies
+
+
+@pytest.mark.parametrize("step", [1, 3, 1000])
+def test_the_pure_reader_parses_resp2_and_resp3_in_pieces(step: int) -> None:
+    """Without hiredis, replies are parsed as hiredis gives them, however the socket cuts
+    them: bytes, ints, nested lists, nulls, maps; push messages are marked as such."""
+    data = (
+        b"+OK\r\n:42\r\n$5\r\nhello\r\n$0\r\n\r\n$-1\r\n*-1\r\n_\r\n"
+        b"*3\r\n$2\r\nid\r\n$-1\r\n*2\r\n:1\r\n*0\r\n"
+        b"%1\r\n+k\r\n:2\r\n~2\r\n:1\r\n:2\r\n#t\r\n#f\r\n,1.5\r\n(12345678901234567890\r\n"
+        b"=8\r\ntxt:text\r\n|1\r\n+ttl\r\n:3\r\n$1\r\nv\r\n>2\r\n+pushed\r\n:1\r\n"
+        b"$4\r\n\r\n\r\n\r\n"
+    )
+    replies = _read_all(data, step)
+    push = replies.pop(-2)
+    assert isinstance(push, wire_module._Pushed) and push == [b"pushed", 1]
+    assert replies == [
+        b"OK",
+        42,
+        b"hello",
+        b"",
+        None,
+        None,
+        None,
+        [b"id", None, [1, []]],
+        {b"k": 2},
+        [1, 2],
+        True,
+        False,
+        1.5,
+        12345678901234567890,
+        b"text",
+        b"v",
+        b"\r\n\r\n",
+    ]
+
+
+def test_the_pure_reader_makes_errors_as_redis_py_does() -> None:
+    """Error replies become redis-py's exception classes (NOSCRIPT is how a forgotten
+    script is noticed); a byte that starts no RESP type is a protocol error."""
+    noscript, plain, blob = _read_all(
+        b"-NOSCRIPT No matching script.\r\n-ERR wrong\r\n!9\r\nERR bulky\r\n", 2
+    )
+    assert isinstance(noscript, NoScriptError)
+    assert type(plain) is ResponseError and str(plain) == "wrong"
+    assert type(blob) is ResponseError and str(blob) == "bulky"
+    with pytest.raises(InvalidResponse):
+        _read_all(b"?what\r\n", 100)
 
 
 async def test_cancelled_calls_never_hand_their_reply_to_another(
@@ -107,19 +182,45 @@ async def test_concurrent_calls_share_one_write(
     for i, t in enumerate(threads):
         await grow(asaver, t, i + 1)
     wire = asaver._fast()
-    assert wire is not None
-    conn = wire._free[0]
+    assert wire is not None and wire._link is not None
+    transport = wire._link.transport
     sends: list[int] = []
-    original = type(conn).send_packed_command
+    original = transport.write
 
-    async def counted(self: Any, command: Any, check_health: bool = True) -> None:
-        sends.append(bytes(command).count(b"EVALSHA"))
-        await original(self, command, check_health=check_health)
+    def counted(data: Any) -> None:
+        sends.append(bytes(data).count(b"EVALSHA"))
+        original(data)
 
-    monkeypatch.setattr(type(conn), "send_packed_command", counted)
+    monkeypatch.setattr(transport, "write", counted)
     got = await asyncio.gather(*(asaver.aget(t) for t in threads))
     assert [cp.values["last"] for cp in got if cp is not None] == list(range(16))
     assert sends == [16]
+
+
+async def test_scripts_issued_while_a_batch_is_out_go_in_the_next(
+    asaver: AsyncRedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One batch is out at a time: what callers issue meanwhile waits and goes together."""
+    for i in range(8):
+        await grow(asaver, f"t{i}", 2)
+    wire = asaver._fast()
+    assert wire is not None and wire._link is not None
+    transport = wire._link.transport
+    sends: list[int] = []
+    original = transport.write
+
+    def counted(data: Any) -> None:
+        sends.append(bytes(data).count(b"EVALSHA"))
+        original(data)
+
+    monkeypatch.setattr(transport, "write", counted)
+    first = asyncio.ensure_future(asaver.aget("t0"))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the first read is on the wire
+    rest = [asyncio.ensure_future(asaver.aget(f"t{i}")) for i in range(1, 8)]
+    got = [await first, *(await asyncio.gather(*rest))]
+    assert all(cp is not None and cp.values["log"] == [0, 1] for cp in got)
+    assert sends == [1, 7]
 
 
 def test_a_saver_serves_one_event_loop_after_another(redis_url: str, redis_prefix: str) -> None:
@@ -153,22 +254,24 @@ async def test_closing_the_client_closes_the_saver_connections(
     saver = AsyncRedisSaver(client, prefix=redis_prefix)
     await asyncio.gather(*(grow(saver, f"t{i}", 2) for i in range(4)))
     wire = saver._fast()
-    assert wire is not None and wire._free
+    assert wire is not None and wire._link is not None
+    conn = wire._link.conn
     await client.aclose()
-    assert not any(conn.is_connected for conn in wire._free)
+    assert not conn.is_connected
     cp = await saver.aget("t0")
     assert cp is not None and cp.values["log"] == [0, 1]
+    assert wire._link is not None and wire._link.conn.is_connected
+    conn = wire._link.conn
     await client.aclose()
-    assert not any(conn.is_connected for conn in wire._free)
+    assert not conn.is_connected
 
 
 async def test_a_dropped_connection_is_replaced(asaver: AsyncRedisSaver) -> None:
     """Connections the server (or a proxy) closed while idle are replaced, not reported."""
     ids = await grow(asaver, "t", 2)
     wire = asaver._fast()
-    assert wire is not None and wire._free
-    for conn in wire._free:
-        conn._writer.transport.abort()
+    assert wire is not None and wire._link is not None
+    wire._link.transport.abort()
     await asyncio.sleep(0.01)
     w = write(ids[-1], 2)
     await asaver.aput("t", w, expected_head=ids[-1])
@@ -268,3 +371,122 @@ async def test_concurrent_conversations_end_as_on_memory(asaver: AsyncRedisSaver
     on_redis = await _conversations(asaver, 16, 3)
     assert on_redis == await _conversations(MemorySaver(), 16, 3)
     assert on_redis[0][0][-1] == ("assistant", "done: noted 9")
+
+
+async def test_a_connection_lost_with_a_batch_out_sends_it_once_more(
+    asaver: AsyncRedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection drops right after a batch went out (its scripts may have run): the
+    batch goes once more on a fresh connection, and a step that had landed is not
+    reported as a conflict."""
+    ids = await grow(asaver, "t", 2)
+    drops = []
+    original = wire_module._Link.send
+
+    def send_then_drop(self: Any, batch: Any) -> None:
+        original(self, batch)
+        if not drops:
+            drops.append(len(batch))
+            self.transport.abort()
+
+    monkeypatch.setattr(wire_module._Link, "send", send_then_drop)
+    w = write(ids[-1], 2)
+    others = [asaver.aget("t") for _ in range(3)]
+    await asyncio.gather(asaver.aput("t", w, expected_head=ids[-1]), *others)
+    assert drops == [4]
+    cp = await asaver.aget("t")
+    assert cp is not None and cp.id == w.id and cp.values["log"] == [0, 1, 2]
+
+
+async def test_a_connection_lost_twice_is_a_storage_error(
+    asaver: AsyncRedisSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch whose connection drops on both tries fails its callers with a storage
+    error; the next call gets a working connection."""
+    ids = await grow(asaver, "t", 2)
+    original = wire_module._Link.send
+
+    def send_then_drop(self: Any, batch: Any) -> None:
+        original(self, batch)
+        self.transport.abort()
+
+    monkeypatch.setattr(wire_module._Link, "send", send_then_drop)
+    with pytest.raises(CheckpointStorageError, match="Redis failed while reading thread 't'"):
+        await asaver.aget("t")
+    monkeypatch.setattr(wire_module._Link, "send", original)
+    cp = await asaver.aget("t")
+    assert cp is not None and cp.id == ids[-1]
+
+
+async def test_a_reply_later_than_socket_timeout_is_a_storage_error(
+    private_redis: Any, redis_prefix: str
+) -> None:
+    """``socket_timeout`` bounds the wait for a reply (a paused or stuck server): the
+    batch is tried twice, then the caller gets a storage error, not a hang."""
+    saver = AsyncRedisSaver.from_url(private_redis.url, prefix=redis_prefix, socket_timeout=0.2)
+    admin = redis.Redis.from_url(private_redis.url)
+    try:
+        ids = await grow(saver, "t", 2)
+        admin.client_pause(1500)
+        start = time.monotonic()
+        with pytest.raises(CheckpointStorageError, match="Timeout"):
+            await saver.aget("t")
+        assert time.monotonic() - start < 1.2
+        admin.client_unpause()
+        cp = await saver.aget("t")
+        assert cp is not None and cp.id == ids[-1]
+    finally:
+        admin.client_unpause()
+        await saver.aclose()
+
+
+async def test_large_values_arrive_in_pieces_and_are_read_whole(asaver: AsyncRedisSaver) -> None:
+    """A reply of several MB comes in many socket reads; it is read whole, in order
+    with the replies around it."""
+    big = "x" * 3_000_000
+    w = CheckpointWrite(
+        id=new_checkpoint_id(),
+        parent_id=None,
+        step=0,
+        changes={"log": ("append", [big, "small"]), "last": ("set", 0)},
+        next=(),
+        metadata={},
+        created_at=time.time(),
+    )
+    await asaver.aput("big", w, expected_head=None)
+    await grow(asaver, "small", 1)
+    got = await asyncio.gather(*(asaver.aget(t) for t in ("small", "big", "small", "big")))
+    assert [cp.values["log"] if cp else None for cp in got] == [[0], [big, "small"]] * 2
+
+
+def test_the_read_script_is_told_the_fields_read_fields_names() -> None:
+    """The read names a record's log items as (prefix, first, last) ranges; expanded as
+    the script does, they are exactly ``read_fields``, in order (forked logs included)."""
+    dumps = default_serde.dumps
+
+    def put(parent: layout.Record | None, changes: dict[str, Any], on_head: bool) -> Any:
+        w = CheckpointWrite(
+            id=new_checkpoint_id(),
+            parent_id=parent.id if parent else None,
+            step=0,
+            changes=changes,
+            next=(),
+            metadata={},
+            created_at=0.0,
+        )
+        return layout.plan_put(parent, w, on_head=on_head, dumps=dumps).record
+
+    root = put(None, {"log": ("append", [1, 2, 3]), "n": ("set", 1), "é": ("set", 2)}, True)
+    head = put(root, {"log": ("append", [4]), "other": ("append", [5, 6])}, True)
+    fork = put(root, {"log": ("append", [7, 8]), "n": ("set", 3)}, False)
+    empty = put(None, {"log": ("reset", [])}, True)
+    for record in (root, head, fork, empty):
+        spec = redis_module._fields_spec(record)
+        assert spec[0] == record.id
+        n = spec[1]
+        fields = list(spec[2 : 2 + n])
+        rest = spec[2 + n :]
+        for i in range(0, len(rest), 3):
+            prefix, first, last = rest[i : i + 3]
+            fields += [prefix + str(j).encode() for j in range(first, last)]
+        assert fields == [f.encode() for f in layout.read_fields(record)], record

@@ -291,3 +291,21 @@ async def test_function_chat_model() -> None:
     ).text == "2 msgs, 1 tools"
     parts = [c.text async for c in model.astream([UserMessage("a")])]
     assert "".join(parts) == "1 msgs, 0 tools"
+
+
+def test_test_doubles_record_a_copy_of_the_conversation_with_coerced_messages() -> None:
+    """Strings and role dicts are coerced wherever they are in the list; the recorded
+    list is the model's own (changing the caller's list afterwards does not reach it)."""
+    model = FakeChatModel(["a", "b"])
+    history: list[Any] = [UserMessage("u", id="u1"), AssistantMessage("x", id="a1")]
+    model.generate(history)
+    history.append(UserMessage("later"))
+    assert [m.id for m in model.calls[0].messages] == ["u1", "a1"]
+    model.generate([UserMessage("u", id="u1"), "plain", {"role": "assistant", "content": "y"}])
+    recorded = model.calls[1].messages
+    assert [type(m).__name__ for m in recorded] == [
+        "UserMessage",
+        "UserMessage",
+        "AssistantMessage",
+    ]
+    assert recorded[1].text == "plain" and recorded[2].text == "y"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from typing import Any
@@ -15,6 +16,7 @@ from graphagent.tools import (
     DefaultToolExecutionExceptionProcessor,
     ToolCallingManager,
     ToolContext,
+    ToolDefinition,
     tool,
 )
 
@@ -250,3 +252,67 @@ def test_non_error_base_exception_becomes_tool_execution_error() -> None:
         ToolCallingManager().execute_tool_calls([], ask(("x1", "abort", "{}")), tools=[abort])
     assert info.value.tool_name == "abort" and info.value.tool_call_id == "x1"
     assert isinstance(info.value.__cause__, Abort)
+
+
+def test_arguments_json_reads_as_json_does() -> None:
+    """Arguments parse as the json module reads them, whatever parser runs first: lone
+    surrogates, NaN, big numbers, repeated keys; bad JSON is explained in json's words."""
+
+    @tool
+    def echo(value: Any) -> str:
+        """Echo the value's repr."""
+        return repr(value)
+
+    cases = [
+        '{"value": "\\ud800"}',
+        '{"value": NaN}',
+        '{"value": 123456789012345678901234567890}',
+        '{"value": 1, "value": 2}',
+        '{"value": [1.5, -0.0, "\\u00e9"]}',
+        ' {"value": null} ',
+    ]
+    for text in cases:
+        assert echo.call(text) == repr(json.loads(text)["value"]), text
+    msg = ask(("a", "echo", '{"value": 1,}'))
+    told = ToolCallingManager().execute_tool_calls([], msg, tools=[echo]).tool_responses[0]
+    try:
+        json.loads('{"value": 1,}')
+    except json.JSONDecodeError as exc:
+        assert f"({exc.msg} at position {exc.pos})" in told.content
+
+
+def test_a_context_reaches_every_tool_that_can_see_one() -> None:
+    """Function tools declaring a ToolContext, hand-written tools and interceptors' calls
+    all get the call's context (history, state, config); plain function tools run as
+    before, and their calls' results come back in order with the others'."""
+    seen: dict[str, Any] = {}
+
+    class Handmade:
+        definition = ToolDefinition("handmade", "Hand-made.", {"type": "object"})
+
+        def call(self, tool_input: str, context: ToolContext | None = None) -> str:
+            assert context is not None
+            seen["handmade"] = (context.tool_call_id, len(context.history), context.state["k"])
+            return "h"
+
+    @tool
+    def with_ctx(ctx: ToolContext) -> str:
+        """Reads its context."""
+        seen["with_ctx"] = (ctx.tool_call_id, len(ctx.history), ctx.state["k"])
+        ctx.update_state({"k": 2})
+        return "w"
+
+    msg = ask(("a", "add", '{"a": 1, "b": 2}'), ("b", "handmade", ""), ("c", "with_ctx", ""))
+    result = ToolCallingManager().execute_tool_calls(
+        [UserMessage("hi")], msg, tools=[add, Handmade(), with_ctx], state={"k": 1}
+    )
+    assert [m.content for m in result.tool_responses] == ["3", "h", "w"]
+    assert seen == {"handmade": ("b", 2, 1), "with_ctx": ("c", 2, 1)}
+    assert result.state_updates == [{"k": 2}]
+    assert [type(m).__name__ for m in result.conversation_history] == [
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResponseMessage",
+        "ToolResponseMessage",
+        "ToolResponseMessage",
+    ]

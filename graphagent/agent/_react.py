@@ -8,6 +8,7 @@ START -> [before_agent] -> [before_model] -> model -> [after_model]
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -340,17 +341,21 @@ class ReactAgent(BaseAgent):
 
     # -- the model node ----------------------------------------------------------------------
 
-    def _request(self, state: OverAllState, config: RunnableConfig) -> ModelRequest:
-        run_calls = AgentRecord.of(state).run_model_calls
+    def _request(
+        self, state: OverAllState, config: RunnableConfig, record: AgentRecord
+    ) -> tuple[list[Message], list[Any], ChatOptions | None]:
+        """What the model is sent: messages, tools and options."""
+        run_calls = record.run_model_calls
         if run_calls >= self.max_iterations:
             raise MaxIterationsError(
                 f"agent {self.name!r} called its model {run_calls} times in one run without "
                 f"finishing (max_iterations={self.max_iterations}); raise max_iterations, or "
                 "add a hook that ends the run (e.g. ModelCallLimitHook)"
             )
-        messages: list[Message] = list(state.get("messages", []))
-        if self._system is not None:
-            messages.insert(0, self._system)
+        history = state.get("messages", [])
+        messages: list[Message] = (
+            [self._system, *history] if self._system is not None else list(history)
+        )
         tools: list[Any] = [t.definition for t in self._tools_now(config).values()]
         if self._output_tool is not None:
             tools.append(self._output_tool)
@@ -359,23 +364,31 @@ class ReactAgent(BaseAgent):
             options = (options or ChatOptions()).merged(
                 ChatOptions(response_format=self.output_type)
             )
-        return ModelRequest(self.model, messages, tools, options, state, config)
+        return messages, tools, options
 
     def _emit(self, config: RunnableConfig, payload: Any, node: str) -> None:
         if config.emit is not None:
             config.emit("messages", (payload, {"agent": self.name, "node": node}))
 
     def _call_model(self, request: ModelRequest) -> AssistantMessage:
-        if request.config.emit is None:
-            return request.model.generate(
-                request.messages, tools=request.tools, options=request.options
-            )
+        return self._generate(
+            request.model, request.messages, request.tools, request.options, request.config
+        )
+
+    def _generate(
+        self,
+        model: ChatModel,
+        messages: list[Message],
+        tools: list[Any],
+        options: ChatOptions | None,
+        config: RunnableConfig,
+    ) -> AssistantMessage:
+        if config.emit is None:
+            return model.generate(messages, tools=tools, options=options)
         acc = ChunkAccumulator()
-        for chunk in request.model.stream(
-            request.messages, tools=request.tools, options=request.options
-        ):
+        for chunk in model.stream(messages, tools=tools, options=options):
             acc.add(chunk)
-            self._emit(request.config, chunk, MODEL)
+            self._emit(config, chunk, MODEL)
         return acc.message()
 
     async def _acall_model(self, request: ModelRequest) -> AssistantMessage:
@@ -392,20 +405,26 @@ class ReactAgent(BaseAgent):
         return acc.message()
 
     def _model_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        request = self._request(state, config)
-        response = chain_model(self.model_interceptors, self._call_model)(request)
+        record = AgentRecord.of(state)
+        messages, tools, options = self._request(state, config, record)
+        if self.model_interceptors:
+            request = ModelRequest(self.model, messages, tools, options, state, config)
+            response = chain_model(self.model_interceptors, self._call_model)(request)
+        else:  # nobody to see a request: call the model with its parts
+            response = self._generate(self.model, messages, tools, options, config)
         # answers are matched to calls by id, and some servers reuse ids in one answer
-        return self._after_model_response(state, unique_call_ids(response))
+        return self._after_model_response(record, unique_call_ids(response))
 
     async def _amodel_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        request = self._request(state, config)
+        record = AgentRecord.of(state)
+        messages, tools, options = self._request(state, config, record)
+        request = ModelRequest(self.model, messages, tools, options, state, config)
         response = await achain_model(self.model_interceptors, self._acall_model)(request)
-        return self._after_model_response(state, unique_call_ids(response))
+        return self._after_model_response(record, unique_call_ids(response))
 
     def _after_model_response(
-        self, state: OverAllState, response: AssistantMessage
+        self, record: AgentRecord, response: AssistantMessage
     ) -> dict[str, Any]:
-        record = AgentRecord.of(state)
         counts = {
             "run_model_calls": record.run_model_calls + 1,
             "model_calls": record.model_calls + 1,
@@ -582,14 +601,14 @@ class ReactAgent(BaseAgent):
         if last is None or not pending:
             return {}
         self._emit_answered(config, pending, record.answers)
-        result = self.manager.execute_tool_calls(
-            [],
+        # the context is made only if a tool or an interceptor can see it
+        result = self.manager._execute(
             last,
-            tools=self._executable(config, runnable),
-            context=self._tool_context(state, config),
-            calls=runnable,
-            invoke=self._invoke_tool if self.tool_interceptors else None,
-            on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
+            self._executable(config, runnable),
+            functools.partial(self._tool_context, state, config),
+            runnable,
+            self._invoke_tool if self.tool_interceptors else None,
+            (lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
         )
         return self._after_tools(record, pending, result)
 
@@ -598,14 +617,13 @@ class ReactAgent(BaseAgent):
         if last is None or not pending:
             return {}
         self._emit_answered(config, pending, record.answers)
-        result = await self.manager.aexecute_tool_calls(
-            [],
+        result = await self.manager._aexecute(
             last,
-            tools=self._executable(config, runnable),
-            context=self._tool_context(state, config),
-            calls=runnable,
-            invoke=self._ainvoke_tool if self.tool_interceptors else None,
-            on_response=(lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
+            self._executable(config, runnable),
+            functools.partial(self._tool_context, state, config),
+            runnable,
+            self._ainvoke_tool if self.tool_interceptors else None,
+            (lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
         )
         return self._after_tools(record, pending, result)
 

@@ -136,7 +136,8 @@ class AgentRecordStrategy(KeyStrategy):
         """Return ``new`` if it is a record, else ``old`` with the fields in ``new``."""
         if isinstance(new, AgentRecord):
             return new
-        if not isinstance(new, Mapping):
+        # a dict first: the Mapping check alone is an ABC instance check
+        if type(new) is not dict and not isinstance(new, Mapping):
             raise TypeError(
                 f"the agent record takes an AgentRecord or a dict of its fields, got "
                 f"{type(new).__name__}"

@@ -309,7 +309,7 @@ class CompiledGraph:
         live: queue.SimpleQueue[Any] | None = None
         send: Any = None
         # the thread's run lock (when the saver has one) is held from the first load to the end
-        held, locked = contextlib.ExitStack(), False
+        held: contextlib.ExitStack | None = None
         try:
             while True:
                 effect = program.send(send)
@@ -336,9 +336,9 @@ class CompiledGraph:
                         )
                 elif kind is Load:
                     assert saver is not None
-                    if saver.lock_policy is not None and not locked:
+                    if saver.lock_policy is not None and held is None:
+                        held = contextlib.ExitStack()
                         held.enter_context(saver.lock(effect.thread_id))
-                        locked = True
                     send = self._load(saver, effect)
                 elif kind is PutWrites:
                     assert saver is not None
@@ -354,7 +354,8 @@ class CompiledGraph:
         finally:
             # a consumer that stops early (or an error) still ends the program properly
             program.close()
-            held.close()
+            if held is not None:
+                held.close()
 
     @staticmethod
     def _load(saver: CheckpointSaver, effect: Load) -> tuple[Any, str | None]:

@@ -133,17 +133,20 @@ class Loop:
     def route(self, ran: list[str], gotos: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
         """The nodes due after ``ran`` finished (state already merged)."""
         topo = self.graph.topology
+        edges, branches, joins_by_source = topo.edges, topo.branches, topo.joins_by_source
         targets: list[str] = []
-        state = OverAllState(self.values, self.graph.schema.empties)
+        state: OverAllState | None = None  # built for the first router only
         for node in ran:
-            goto = gotos.get(node)
+            goto = gotos.get(node) if gotos else None
             if goto is not None:
                 targets.extend(goto)
             else:
-                targets.extend(topo.edges.get(node, ()))
-                for branch in topo.branches.get(node, ()):
+                targets.extend(edges.get(node, ()))
+                for branch in branches.get(node, ()):
+                    if state is None:
+                        state = OverAllState(self.values, self.graph.schema.empties)
                     targets.extend(self._branch(branch, state))
-            for index in topo.joins_by_source.get(node, ()):
+            for index in joins_by_source.get(node, ()):
                 join = topo.joins[index]
                 seen = self.barriers.setdefault(str(index), [])
                 if node not in seen:
@@ -152,6 +155,10 @@ class Loop:
                     del self.barriers[str(index)]
                     targets.append(join.target)
         nodes = topo.nodes
+        if len(targets) == 1:  # the commonest case: one edge on
+            target = targets[0]
+            if target in nodes:
+                return (target,)
         due: set[str] = set()
         for target in targets:
             if target == END:

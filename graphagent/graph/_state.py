@@ -37,7 +37,9 @@ class OverAllState(Mapping[str, Any]):
     ) -> None:
         self._data = data
         # Keys with a merging strategy read as their empty value ([] / {}) until written.
-        self._empties = {k: f for k, f in (empties or {}).items() if k not in data}
+        # Kept whole (one state is built per step): keys already in ``data`` are skipped
+        # where it matters, when iterating.
+        self._empties: Mapping[str, Callable[[], Any]] = empties or {}
 
     def __getitem__(self, key: str) -> Any:
         try:
@@ -49,11 +51,13 @@ class OverAllState(Mapping[str, Any]):
             return empty()
 
     def __iter__(self) -> Iterator[str]:
-        yield from self._data
-        yield from self._empties
+        data = self._data
+        yield from data
+        yield from (k for k in self._empties if k not in data)
 
     def __len__(self) -> int:
-        return len(self._data) + len(self._empties)
+        data = self._data
+        return len(data) + sum(1 for k in self._empties if k not in data)
 
     def __contains__(self, key: object) -> bool:
         return key in self._data or key in self._empties

@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graphagent.messages import AssistantMessage, ToolCall
+from graphagent.messages import AssistantMessage, Message, ToolCall, coerce_message
 
 __all__ = [
     "AssistantChunk",
@@ -235,8 +235,10 @@ def finish_reason(raw: str | None, has_tool_calls: bool) -> str:
 
 def messages_list(messages: Sequence[Any]) -> list[Any]:
     """The messages as a list (a single message or string is wrapped)."""
-    from graphagent.messages import coerce_message
-
     if isinstance(messages, (str, BaseModel)):
         return [coerce_message(messages)]
-    return [coerce_message(m) for m in messages]
+    listed = list(messages)
+    for m in listed:  # a conversation is messages already: one copy, no call per message
+        if not isinstance(m, Message):
+            return [coerce_message(m) for m in listed]
+    return listed

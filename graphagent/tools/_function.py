@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
+import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from graphagent._executor import in_thread
@@ -28,6 +29,16 @@ from graphagent.tools._schema import (
 )
 
 __all__ = ["FunctionToolCallback", "method_tools", "tool"]
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, through pydantic's parser first: several times faster for a call's
+    few bytes; what that one refuses (bad JSON, lone surrogates) json reads, or explains
+    as it always did."""
+    try:
+        return pydantic_core.from_json(text)
+    except ValueError:
+        return json.loads(text)
 
 
 def description_from_name(name: str) -> str:
@@ -195,11 +206,14 @@ class FunctionToolCallback:
                 f"tool {self.name!r} is a method: use it from an instance (obj.{self.name}) "
                 "or through method_tools(obj)"
             )
-        if isinstance(tool_input, Mapping):
+        # a str first: the Mapping check alone is an ABC instance check
+        if type(tool_input) is not str and isinstance(tool_input, Mapping):
             raw: Any = dict(tool_input)
+        elif not tool_input or not tool_input.strip():
+            raw = {}
         else:
             try:
-                raw = json.loads(tool_input) if tool_input and tool_input.strip() else {}
+                raw = _loads(tool_input)
             except json.JSONDecodeError as exc:
                 raise ToolArgumentsError(
                     f"the arguments for tool {self.name!r} are not valid JSON ({exc.msg} at "

@@ -7,7 +7,7 @@ import concurrent.futures
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from graphagent._executor import call_with_timeout, run_all
 from graphagent.config import ConfigLike
@@ -24,6 +24,7 @@ from graphagent.tools._definition import (
     acall_tool,
     call_tool,
 )
+from graphagent.tools._function import FunctionToolCallback
 from graphagent.tools._resolve import ResolverLike, ToolsLike, collect_tools, resolve_with
 
 __all__ = [
@@ -98,11 +99,19 @@ class ToolExecutionResult:
     state_updates: list[dict[str, Any]] = field(default_factory=list)
 
 
+class _Executed(NamedTuple):
+    """What running the calls gave, before it is dressed as a ToolExecutionResult."""
+
+    tool_responses: list[ToolResponseMessage]
+    return_direct: bool
+    state_updates: list[dict[str, Any]]
+
+
 @dataclass
 class _Planned:
     call: ToolCall
     tool: ToolCallback | None
-    context: ToolContext
+    context: ToolContext | None  # None: nothing that runs the call can see one
     failure: BaseException | None = None  # what went wrong, when a failure became text
 
     def observed(self, text: str, watch: observe.Watch) -> str:
@@ -176,29 +185,28 @@ class ToolCallingManager:
 
     def _plan(
         self,
-        messages: Sequence[Message],
         assistant_message: AssistantMessage,
         tools: ToolsLike | Mapping[str, ToolCallback],
-        state: Mapping[str, Any] | None,
-        config: ConfigLike,
-        tool_context: Mapping[str, Any] | None,
-        context: ToolContext | None,
-        calls: Sequence[ToolCall] | None = None,
+        make_context: Callable[[], ToolContext],
+        calls: Sequence[ToolCall] | None,
+        invoke: Callable[..., Any] | None,
     ) -> list[_Planned]:
         toolset = tools if isinstance(tools, Mapping) else collect_tools(tools=tools)
-        base = context or ToolContext(
-            state=state,
-            config=config,
-            context=tool_context,
-            history=[*messages, assistant_message],
-        )
+        base: ToolContext | None = None
         plan = []
         for call in assistant_message.tool_calls if calls is None else calls:
             found = toolset.get(call.name)
             if found is None and self.resolver is not None:
                 found = resolve_with(self.resolver, call.name)
-            normalized = call.model_copy(update={"arguments": arguments_of(call)})
-            plan.append(_Planned(normalized, found, base.for_call(call.id)))
+            arguments = arguments_of(call)
+            if arguments is not call.arguments:  # blank: the tool gets "{}"
+                call = call.model_copy(update={"arguments": arguments})
+            context = None
+            if invoke is not None or _reads_context(found):
+                if base is None:
+                    base = make_context()
+                context = base.for_call(call.id)
+            plan.append(_Planned(call, found, context))
         return plan
 
     def _failure(self, planned: _Planned, exc: BaseException | None, text: str) -> str:
@@ -218,8 +226,9 @@ class ToolCallingManager:
                 f"unknown tool {clip_name(call.name)!r}; call one of the tools you were given",
             )
         try:
+            text = run()
             # a hand-written tool may return None or a non-string; the model needs text
-            return as_text(run())
+            return text if type(text) is str else as_text(text)
         except ToolArgumentsError as exc:
             return self._failure(planned, exc, f"{exc} Call the tool again with valid arguments.")
         except (TimeoutError, concurrent.futures.TimeoutError) as exc:
@@ -238,27 +247,31 @@ class ToolCallingManager:
                 tool_call_id=call.id,
             ) from exc
 
-    def _result(
-        self,
-        messages: Sequence[Message],
-        assistant_message: AssistantMessage,
-        plan: list[_Planned],
-        texts: list[str],
-    ) -> ToolExecutionResult:
-        # a "direct" answer needs every called tool to be return_direct
+    @staticmethod
+    def _result(plan: list[_Planned], texts: list[str]) -> _Executed:
         responses = [
             ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name)
             for p, text in zip(plan, texts, strict=True)
         ]
-        direct = bool(plan) and all(
-            p.tool is not None and _metadata(p.tool).return_direct for p in plan
-        )
-        updates = [u for p in plan for u in p.context.updates]
+        # a "direct" answer needs every called tool to be return_direct
+        direct = bool(plan)
+        updates: list[dict[str, Any]] = []
+        for p in plan:
+            if direct and (p.tool is None or not _metadata(p.tool).return_direct):
+                direct = False
+            if p.context is not None:
+                updates.extend(p.context.updates)
+        return _Executed(responses, direct, updates)
+
+    @staticmethod
+    def _public(
+        messages: Sequence[Message], assistant_message: AssistantMessage, done: _Executed
+    ) -> ToolExecutionResult:
         return ToolExecutionResult(
-            conversation_history=[*messages, assistant_message, *responses],
-            return_direct=direct,
-            tool_responses=responses,
-            state_updates=updates,
+            conversation_history=[*messages, assistant_message, *done.tool_responses],
+            return_direct=done.return_direct,
+            tool_responses=done.tool_responses,
+            state_updates=done.state_updates,
         )
 
     def execute_tool_calls(
@@ -302,34 +315,67 @@ class ToolCallingManager:
             UserError: ``assistant_message`` is not an assistant message with tool calls.
         """
         assistant_message = self._checked(assistant_message, calls)
-        plan = self._plan(
-            messages, assistant_message, tools, state, config, tool_context, context, calls
+        make_context = _context_maker(messages, assistant_message, state, config, tool_context)
+        done = self._execute(
+            assistant_message,
+            tools,
+            (lambda: context) if context is not None else make_context,
+            calls,
+            invoke,
+            on_response,
         )
+        return self._public(messages, assistant_message, done)
 
-        def runner(p: _Planned) -> Callable[[], Any]:
-            def run() -> Any:
-                assert p.tool is not None
-                tool = p.tool
-                if invoke is not None:
-                    target: Callable[[], str] = lambda: invoke(p.call, tool, p.context)  # noqa: E731
-                else:
-                    target = lambda: call_tool(tool, p.call.arguments, p.context)  # noqa: E731
-                return call_with_timeout(target, self.timeout)
-
-            return run
-
-        def outcome(p: _Planned) -> str:
-            with observe.tool(p.call.name, p.call.id, p.call.arguments) as watch:
-                text = p.observed(self._outcome(p, runner(p)), watch)
-            if on_response is not None:
-                on_response(ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name))
-            return text
-
+    def _execute(
+        self,
+        assistant_message: AssistantMessage,
+        tools: ToolsLike | Mapping[str, ToolCallback],
+        make_context: Callable[[], ToolContext],
+        calls: Sequence[ToolCall] | None,
+        invoke: ToolInvoker | None,
+        on_response: Callable[[ToolResponseMessage], None] | None,
+    ) -> _Executed:
+        """:meth:`execute_tool_calls` after its checks; ``make_context`` is called only when
+        something that runs a call can see its :class:`ToolContext`."""
+        plan = self._plan(assistant_message, tools, make_context, calls, invoke)
         if len(plan) <= 1:
-            texts = [outcome(p) for p in plan]
+            texts = [self._one(p, invoke, on_response) for p in plan]
         else:
-            texts = run_all([functools.partial(outcome, p) for p in plan], self.max_workers)
-        return self._result(messages, assistant_message, plan, texts)
+            one = self._one
+            texts = run_all(
+                [functools.partial(one, p, invoke, on_response) for p in plan], self.max_workers
+            )
+        return self._result(plan, texts)
+
+    def _one(
+        self,
+        planned: _Planned,
+        invoke: ToolInvoker | None,
+        on_response: Callable[[ToolResponseMessage], None] | None,
+    ) -> str:
+        """Run one planned call, observed; its text for the model."""
+        call = planned.call
+        with observe.tool(call.name, call.id, call.arguments) as watch:
+            text = planned.observed(
+                self._outcome(planned, functools.partial(self._run, planned, invoke)), watch
+            )
+        if on_response is not None:
+            on_response(ToolResponseMessage(text, tool_call_id=call.id, name=call.name))
+        return text
+
+    def _run(self, planned: _Planned, invoke: ToolInvoker | None) -> Any:
+        tool = planned.tool
+        assert tool is not None
+        if invoke is not None:
+            assert planned.context is not None  # made for every call when there is an invoke
+            target = functools.partial(invoke, planned.call, tool, planned.context)
+        elif type(tool) is FunctionToolCallback:  # its call(input, context): no lookup
+            target = functools.partial(tool.call, planned.call.arguments, planned.context)
+        else:
+            target = functools.partial(call_tool, tool, planned.call.arguments, planned.context)
+        if self.timeout is None:
+            return target()
+        return call_with_timeout(target, self.timeout)
 
     async def aexecute_tool_calls(
         self,
@@ -347,15 +393,35 @@ class ToolCallingManager:
     ) -> ToolExecutionResult:
         """Async :meth:`execute_tool_calls`: async tools are gathered, sync ones run in threads."""
         assistant_message = self._checked(assistant_message, calls)
-        plan = self._plan(
-            messages, assistant_message, tools, state, config, tool_context, context, calls
+        make_context = _context_maker(messages, assistant_message, state, config, tool_context)
+        done = await self._aexecute(
+            assistant_message,
+            tools,
+            (lambda: context) if context is not None else make_context,
+            calls,
+            invoke,
+            on_response,
         )
+        return self._public(messages, assistant_message, done)
+
+    async def _aexecute(
+        self,
+        assistant_message: AssistantMessage,
+        tools: ToolsLike | Mapping[str, ToolCallback],
+        make_context: Callable[[], ToolContext],
+        calls: Sequence[ToolCall] | None,
+        invoke: AsyncToolInvoker | None,
+        on_response: Callable[[ToolResponseMessage], None] | None,
+    ) -> _Executed:
+        """Async :meth:`_execute`."""
+        plan = self._plan(assistant_message, tools, make_context, calls, invoke)
 
         async def attempt(p: _Planned) -> str:
             if p.tool is None:
                 return self._outcome(p, lambda: "")
             try:
                 if invoke is not None:
+                    assert p.context is not None  # made for every call when there is an invoke
                     pending = invoke(p.call, p.tool, p.context)
                 else:
                     pending = acall_tool(p.tool, p.call.arguments, p.context)
@@ -379,7 +445,33 @@ class ToolCallingManager:
             return text
 
         texts = list(await asyncio.gather(*(one(p) for p in plan)))
-        return self._result(messages, assistant_message, plan, texts)
+        return self._result(plan, texts)
+
+
+def _context_maker(
+    messages: Sequence[Message],
+    assistant_message: AssistantMessage,
+    state: Mapping[str, Any] | None,
+    config: ConfigLike,
+    tool_context: Mapping[str, Any] | None,
+) -> Callable[[], ToolContext]:
+    return functools.partial(
+        ToolContext,
+        state=state,
+        config=config,
+        context=tool_context,
+        history=[*messages, assistant_message],
+    )
+
+
+def _reads_context(tool: ToolCallback | None) -> bool:
+    """Whether running ``tool`` may see its ToolContext (a function tool without a
+    ``ToolContext`` parameter never does; an unknown name is not run)."""
+    if tool is None:
+        return False
+    if type(tool) is FunctionToolCallback:
+        return tool.schema.context_param is not None
+    return True
 
 
 def _metadata(tool: ToolCallback) -> ToolMetadata:

@@ -146,15 +146,18 @@ class FunctionSchema:
 
     def validate(self, raw: dict[str, Any]) -> BaseModel:
         """The model's arguments validated (raises pydantic's ``ValidationError``)."""
+        # model_validate's own work, without its keyword handling (once per tool call)
+        validator = self.model.__pydantic_validator__
         if self.forbid_extra:
-            return self.model.model_validate(raw, extra="forbid")  # type: ignore[call-arg,unused-ignore]
-        return self.model.model_validate(raw)
+            return validator.validate_python(raw, extra="forbid")  # type: ignore[call-arg,no-any-return,unused-ignore]
+        return validator.validate_python(raw)  # type: ignore[no-any-return]
 
     def kwargs(self, validated: BaseModel) -> dict[str, Any]:
         """The call's keyword arguments from validated input."""
         if self.single_input is not None:
             return {self.single_input: validated}
-        return {name: getattr(validated, name) for name in type(validated).model_fields}
+        # a model's __dict__ holds exactly its fields, in order (extras live elsewhere)
+        return dict(validated.__dict__)
 
 
 def function_schema(
