@@ -492,9 +492,10 @@ def to_checkpoint(
         step=record.step,
         values=values,
         next=record.next,
-        metadata=record.metadata,
+        # copies: records are cached and shared, and a caller may change what it reads
+        metadata=own_map(record.metadata)[0],
         created_at=record.created_at,
-        extra=record.extra,
+        extra=own_map(record.extra)[0] if record.extra else {},
         pending_writes=tuple(pending),
     )
 
