@@ -5,7 +5,8 @@ tuple of them, which a driver may send together) and receives what each asked fo
 rows, the number of rows it changed, or nothing. A driver runs a whole program inside one
 transaction, so ``SqliteSaver``, ``PostgresSaver`` and ``AsyncPostgresSaver`` only open
 connections, begin, execute, commit and translate errors. The tables are described in
-``_sqlschema``.
+``_sqlschema``. The saver methods that run each program are written once too: sync in
+:class:`SqlSaver`, async in :class:`AsyncSqlSaver`; a saver supplies their ``_run``.
 
 History is ordered by the per-thread sequence number that the step's own transaction
 takes, never by a clock.
@@ -15,8 +16,13 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from abc import abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+from typing_extensions import Self
 
 from checkpoint import _layout as layout
 from checkpoint._history import History, needed_fields
@@ -31,15 +37,23 @@ from checkpoint._sqlschema import (
     result_kind,
     storable_id,
 )
-from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite, chain_of
+from checkpoint.base import (
+    Checkpoint,
+    CheckpointHistory,
+    CheckpointSaver,
+    CheckpointWrite,
+    PendingWrite,
+    chain_of,
+)
 from checkpoint.errors import (
     CheckpointConflictError,
     CheckpointError,
     CheckpointNotFoundError,
 )
+from checkpoint.locks import ahold, hold
 from checkpoint.serde import Serde, default_serde
 
-__all__ = ["SqlLogic"]
+__all__ = ["AsyncSqlSaver", "SqlLogic", "SqlSaver", "drive"]
 
 T = TypeVar("T")
 _CHUNK = 500  # parameters per IN (...) list: below every SQLite build's limit
@@ -246,20 +260,7 @@ class SqlLogic:
         )
         records = [self._listed(thread_id, str(cid), blob) for cid, blob in rows]
         fields = needed_fields(records, int(count[0][0]))
-        batch = [self._data(tid, fields[i : i + _CHUNK]) for i in range(0, len(fields), _CHUNK)]
-        batch.append(
-            self.stmt(
-                "SELECT checkpoint_id, task, value FROM {t}graphagent_writes WHERE thread_id = ?",
-                tid,
-            )
-        )
-        *found, writes = yield tuple(batch)
-        blobs: dict[str, bytes | None] = {
-            decode_text(f): bytes(v) for part in found for f, v in part
-        }
-        pending: dict[str, dict[str, bytes]] = {}
-        for cid, task, value in writes:
-            pending.setdefault(str(cid), {})[decode_text(task)] = bytes(value)
+        blobs, pending = yield from self._read(tid, fields, None)
         return History(thread_id, records, blobs, pending, self.serde.loads)
 
     def _listed(self, thread_id: str, cid: str, blob: bytes) -> layout.Record:
@@ -267,6 +268,39 @@ class SqlLogic:
         # ones the next step needs
         cached = self._records.get((thread_id, cid))
         return cached or layout.decode_record(bytes(blob), self.serde.loads, cid)
+
+    def _read(
+        self, tid: bytes, fields: Sequence[str], checkpoint_id: str | None
+    ) -> Program[tuple[dict[str, bytes | None], dict[str, dict[str, bytes]]]]:
+        """The stored values of ``fields`` and the thread's pending writes (only
+        ``checkpoint_id``'s, if given), in one batch: values by field, writes by
+        checkpoint and task."""
+        batch = [self._data(tid, fields[i : i + _CHUNK]) for i in range(0, len(fields), _CHUNK)]
+        if checkpoint_id is None:
+            batch.append(
+                self.stmt(
+                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                    "WHERE thread_id = ?",
+                    tid,
+                )
+            )
+        else:
+            batch.append(
+                self.stmt(
+                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                    "WHERE thread_id = ? AND checkpoint_id = ?",
+                    tid,
+                    checkpoint_id,
+                )
+            )
+        *found, writes = yield tuple(batch)
+        blobs: dict[str, bytes | None] = {
+            decode_text(f): bytes(v) for part in found for f, v in part
+        }
+        pending: dict[str, dict[str, bytes]] = {}
+        for cid, task, value in writes:
+            pending.setdefault(str(cid), {})[decode_text(task)] = bytes(value)
+        return blobs, pending
 
     def _data(self, tid: bytes, fields: Sequence[str]) -> Stmt:
         marks = ", ".join("?" * len(fields))
@@ -286,41 +320,9 @@ class SqlLogic:
         tid = encode_text(thread_id)
         yield from self._check_claims(tid, records)
         wanted = [layout.read_fields(r) for r in records]
-        names = sorted({encode_text(f) for fields in wanted for f in fields})
-        batch = []
-        for start in range(0, len(names), _CHUNK):
-            chunk = names[start : start + _CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            batch.append(
-                self.stmt(
-                    "SELECT field, value FROM {t}graphagent_data "
-                    f"WHERE thread_id = ? AND field IN ({marks})",
-                    tid,
-                    *chunk,
-                )
-            )
-        if len(records) == 1:
-            batch.append(
-                self.stmt(
-                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
-                    "WHERE thread_id = ? AND checkpoint_id = ?",
-                    tid,
-                    records[0].id,
-                )
-            )
-        else:
-            batch.append(
-                self.stmt(
-                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
-                    "WHERE thread_id = ?",
-                    tid,
-                )
-            )
-        *found, rows = yield tuple(batch)
-        blobs = {decode_text(f): bytes(v) for part in found for f, v in part}
-        pending: dict[str, dict[str, bytes]] = {}
-        for cid, task, value in rows:
-            pending.setdefault(str(cid), {})[decode_text(task)] = bytes(value)
+        names = sorted({f for fields in wanted for f in fields})
+        only = records[0].id if len(records) == 1 else None
+        blobs, pending = yield from self._read(tid, names, only)
         out = []
         for record, fields in zip(records, wanted, strict=True):
             values = layout.rebuild(record, [blobs.get(f) for f in fields], self.serde.loads)
@@ -423,28 +425,11 @@ class SqlLogic:
 
         ``None``: the head already is that write. Conflicts raise, having written nothing.
         """
-        tid, last, count = encode_text(thread_id), writes[-1], len(writes)
+        tid = encode_text(thread_id)
         if self.ttl is not None:
             yield from self._drop_if_expired(tid)
-        if expected_head is None:
-            moved = yield self.changing(
-                "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
-                "VALUES (?, ?, ?, {now}) ON CONFLICT (thread_id) DO NOTHING",
-                "seq",
-                tid,
-                last.id,
-                count,
-            )
-        else:
-            moved = yield self.changing(
-                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + ?, touched_at = {now} "
-                "WHERE thread_id = ? AND head = ?",
-                "seq",
-                last.id,
-                count,
-                tid,
-                expected_head,
-            )
+        template, params = self._head_move(tid, writes, expected_head)
+        moved = yield self.changing(template, "seq", *params)
         if isinstance(moved, list) and moved:  # RETURNING gave the new sequence number
             return int(moved[0][0])
         rows = yield self.stmt(
@@ -452,8 +437,35 @@ class SqlLogic:
         )
         if moved == 1:  # counted, without RETURNING
             return int(rows[0][1])
-        self._refuse(thread_id, last, expected_head, str(rows[0][0]) if rows else None)
+        self._refuse(thread_id, writes[-1], expected_head, str(rows[0][0]) if rows else None)
         return None
+
+    @staticmethod
+    def _head_move(
+        tid: bytes, writes: Sequence[CheckpointWrite], expected_head: str | None
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The statement (and its parameters) that moves the head from ``expected_head``
+        to the chain's last write, adding a sequence number per write; it changes no row
+        when the head is elsewhere (``None``: when the thread exists)."""
+        count, last = len(writes), writes[-1].id
+        if expected_head is None:
+            return (
+                "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
+                "VALUES (?, ?, ?, {now}) ON CONFLICT (thread_id) DO NOTHING"
+            ), (tid, last, count)
+        return (
+            "UPDATE {t}graphagent_threads SET head = ?, seq = seq + ?, touched_at = {now} "
+            "WHERE thread_id = ? AND head = ?"
+        ), (last, count, tid, expected_head)
+
+    def _refuse_moved(
+        self, thread_id: str, write: CheckpointWrite, expected_head: str | None
+    ) -> Program[None]:
+        """:meth:`_refuse`, naming the head the thread has now."""
+        rows = yield self.stmt(
+            "SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", encode_text(thread_id)
+        )
+        self._refuse(thread_id, write, expected_head, str(rows[0][0]) if rows else None)
 
     @staticmethod
     def _refuse(
@@ -494,11 +506,7 @@ class SqlLogic:
                 if verify:
                     raise
                 # the expected head is not there: the head check below would fail too
-                rows = yield self.stmt(
-                    "SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid
-                )
-                current = str(rows[0][0]) if rows else None
-                self._refuse(thread_id, writes[-1], expected_head, current)
+                yield from self._refuse_moved(thread_id, writes[-1], expected_head)
                 return
         plans = self._plan(parent, writes, expected_head)
         rows = yield self._one_statement(tid, writes, expected_head, plans)
@@ -507,8 +515,7 @@ class SqlLogic:
                 self._records[(thread_id, w.id)] = p.record
                 layout.log_put(thread_id, p)
             return
-        current = yield self.stmt("SELECT head FROM {t}graphagent_threads WHERE thread_id = ?", tid)
-        self._refuse(thread_id, writes[-1], expected_head, str(current[0][0]) if current else None)
+        yield from self._refuse_moved(thread_id, writes[-1], expected_head)
 
     def _one_statement(
         self,
@@ -519,22 +526,11 @@ class SqlLogic:
     ) -> Stmt:
         """The step's whole write; it returns the new sequence number, or no row when the
         head had moved (then none of its parts wrote anything)."""
-        count, last = len(writes), writes[-1].id
-        if expected_head is None:
-            head = (
-                "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
-                "VALUES (?, ?, ?, {now}) ON CONFLICT (thread_id) DO NOTHING RETURNING seq"
-            )
-            head_params: tuple[Any, ...] = (tid, last, count)
-        else:
-            head = (
-                "UPDATE {t}graphagent_threads SET head = ?, seq = seq + ?, touched_at = {now} "
-                "WHERE thread_id = ? AND head = ? RETURNING seq"
-            )
-            head_params = (last, count, tid, expected_head)
+        head, head_params = self._head_move(tid, writes, expected_head)
+        count = len(writes)
         data = {f: v for p in plans for f, v in p.data.items()}
         return self.stmt(
-            f"WITH moved AS ({head}), "
+            f"WITH moved AS ({head} RETURNING seq), "
             "cp AS (INSERT INTO {t}graphagent_checkpoints (thread_id, id, seq, record) "
             "SELECT ?, i, seq - ? + n, r FROM moved, "
             "unnest(?::text[], ?::bytea[]) WITH ORDINALITY AS x(i, r, n)), "
@@ -718,3 +714,242 @@ class SqlLogic:
             )
 
         return take, renew, release
+
+
+def drive(program: Program[T], execute: Callable[[Stmt], Any]) -> T:
+    """Run ``program`` (inside the caller's transaction): each statement through
+    ``execute``, which returns what the program receives for it (a list for a batch)."""
+    send: Any = None
+    while True:
+        try:
+            op = program.send(send)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        send = [execute(stmt) for stmt in op] if isinstance(op, tuple) else execute(op)
+
+
+# -- the saver interface over those programs ------------------------------------------------
+
+
+@dataclass(slots=True)  # not frozen: one is made per saver call, and frozen costs 3x
+class _Call(Generic[T]):
+    """What one saver method runs: a program, its transaction and, for error messages,
+    what it was doing."""
+
+    program: Program[T]
+    write: bool | None
+    action: str
+
+
+class _SqlCalls(CheckpointSaver):
+    """Each saver method's :class:`_Call`, for :class:`SqlSaver` and :class:`AsyncSqlSaver`.
+
+    A call's transaction (``write``): ``True`` a write, ``False`` one snapshot read,
+    ``None`` none (each statement whole on its own). The two a saver chooses are class
+    attributes: ``_small_read`` for ``head`` and ``threads`` (one ``SELECT`` each) and
+    ``_lock_write`` for each statement of the run lock.
+    """
+
+    logic: SqlLogic
+    _small_read: ClassVar[bool | None]
+    _lock_write: ClassVar[bool | None]
+
+    def _put_call(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
+    ) -> _Call[None]:
+        action = f"writing checkpoint {writes[-1].id if writes else ''} of thread {thread_id!r}"
+        if self.logic.one_statement_put:  # one statement, whole on its own
+            program = self.logic.put_one_statement(thread_id, writes, expected_head)
+            return _Call(program, None, action)
+        return _Call(self.logic.put(thread_id, writes, expected_head), True, action)
+
+    def _put_writes_call(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> _Call[None]:
+        program = self.logic.put_writes(thread_id, checkpoint_id, writes)
+        return _Call(program, True, f"saving pending writes of thread {thread_id!r}")
+
+    def _get_call(self, thread_id: str, checkpoint_id: str | None) -> _Call[Checkpoint | None]:
+        program = self.logic.get(thread_id, checkpoint_id)
+        return _Call(program, False, f"reading thread {thread_id!r}")
+
+    def _history_call(
+        self, thread_id: str, limit: int | None, before: str | None
+    ) -> _Call[History]:
+        program = self.logic.history(thread_id, limit, before)
+        return _Call(program, False, f"listing thread {thread_id!r}")
+
+    def _delete_call(self, thread_id: str) -> _Call[None]:
+        return _Call(self.logic.delete(thread_id), True, f"deleting thread {thread_id!r}")
+
+    def _head_call(self, thread_id: str) -> _Call[str | None]:
+        program = self.logic.head(thread_id)
+        return _Call(program, self._small_read, f"reading thread {thread_id!r}")
+
+    def _threads_call(self) -> _Call[builtins.list[str]]:
+        return _Call(self.logic.threads(), self._small_read, "listing threads")
+
+    def _purge_call(self) -> _Call[int]:
+        return _Call(self.logic.purge_expired(), True, "purging expired threads")
+
+    def _lock_call(self, program: Program[T], thread_id: str) -> _Call[T]:
+        return _Call(program, self._lock_write, f"locking thread {thread_id!r}")
+
+
+class SqlSaver(_SqlCalls):
+    """The saver methods of ``SqliteSaver`` and ``PostgresSaver``: each runs its call
+    through the driver's ``_run``."""
+
+    @abstractmethod
+    def _run(self, program: Program[T], *, write: bool | None, action: str) -> T:
+        """Run ``program`` in the transaction ``write`` names (see :class:`_SqlCalls`);
+        the driver's errors become checkpoint errors that name ``action``."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the saver's connections."""
+
+    def _do(self, call: _Call[T]) -> T:
+        return self._run(call.program, write=call.write, action=call.action)
+
+    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
+        """Store ``write`` as the new head, atomically (see ``CheckpointSaver.put``)."""
+        self.put_many(thread_id, (write,), expected_head=expected_head)
+
+    def put_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        """Store a chain of writes as one step, atomically (see ``CheckpointSaver.put_many``)."""
+        self._do(self._put_call(thread_id, writes, expected_head))
+        if self.logic.purge_due():
+            self.purge_expired()
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> None:
+        """Keep a step's finished work until the step commits."""
+        self._do(self._put_writes_call(thread_id, checkpoint_id, writes))
+
+    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The head (or the named checkpoint) with its state, from one snapshot."""
+        return self._do(self._get_call(thread_id, checkpoint_id))
+
+    def list(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> builtins.list[Checkpoint]:
+        """Checkpoints newest first."""
+        return builtins.list(self.history(thread_id, limit=limit, before=before))
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> CheckpointHistory:
+        """Checkpoints newest first, read in one transaction, states built on read."""
+        return self._do(self._history_call(thread_id, limit, before))
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove everything stored for the thread."""
+        self._do(self._delete_call(thread_id))
+
+    def head(self, thread_id: str) -> str | None:
+        """The thread's head id, without loading its state."""
+        return self._do(self._head_call(thread_id))
+
+    def threads(self) -> builtins.list[str]:
+        """Every thread id stored (expired ones excepted)."""
+        return self._do(self._threads_call())
+
+    def purge_expired(self) -> int:
+        """Delete the threads whose ttl has passed (writes do this now and then); how many."""
+        return self._do(self._purge_call())
+
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
+        if self.lock_policy is None:
+            return nullcontext()
+        take, renew, release = self.logic.lock_programs(thread_id, self.lock_policy.lease)
+
+        def run(program: Callable[[str], Program[T]]) -> Callable[[str], T]:
+            return lambda token: self._do(self._lock_call(program(token), thread_id))
+
+        return hold(self.lock_policy, thread_id, run(take), run(renew), run(release))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncSqlSaver(_SqlCalls):
+    """The ``a``-methods of ``AsyncPostgresSaver``: :class:`SqlSaver`'s, awaiting an
+    async ``_run``."""
+
+    @abstractmethod
+    async def _run(self, program: Program[T], *, write: bool | None, action: str) -> T:
+        """See :meth:`SqlSaver._run`."""
+
+    async def _ado(self, call: _Call[T]) -> T:
+        return await self._run(call.program, write=call.write, action=call.action)
+
+    async def aput(
+        self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
+    ) -> None:
+        """Store ``write`` as the new head, atomically (see ``CheckpointSaver.put``)."""
+        await self.aput_many(thread_id, (write,), expected_head=expected_head)
+
+    async def aput_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        """Store a chain of writes as one step, atomically (see ``CheckpointSaver.put_many``)."""
+        await self._ado(self._put_call(thread_id, writes, expected_head))
+        if self.logic.purge_due():
+            await self.apurge_expired()
+
+    async def aput_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> None:
+        """Keep a step's finished work until the step commits."""
+        await self._ado(self._put_writes_call(thread_id, checkpoint_id, writes))
+
+    async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """The head (or the named checkpoint) with its state, from one snapshot."""
+        return await self._ado(self._get_call(thread_id, checkpoint_id))
+
+    async def alist(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> builtins.list[Checkpoint]:
+        """Checkpoints newest first."""
+        return builtins.list(await self.ahistory(thread_id, limit=limit, before=before))
+
+    async def ahistory(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> CheckpointHistory:
+        """Checkpoints newest first, read in one transaction, states built on read."""
+        return await self._ado(self._history_call(thread_id, limit, before))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Remove everything stored for the thread."""
+        await self._ado(self._delete_call(thread_id))
+
+    async def ahead(self, thread_id: str) -> str | None:
+        """The thread's head id, without loading its state."""
+        return await self._ado(self._head_call(thread_id))
+
+    async def athreads(self) -> builtins.list[str]:
+        """Every thread id stored (expired ones excepted)."""
+        return await self._ado(self._threads_call())
+
+    async def apurge_expired(self) -> int:
+        """Delete the threads whose ttl has passed (writes do this now and then); how many."""
+        return await self._ado(self._purge_call())
+
+    def alock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
+        if self.lock_policy is None:
+            return nullcontext()
+        take, renew, release = self.logic.lock_programs(thread_id, self.lock_policy.lease)
+
+        def run(program: Callable[[str], Program[T]]) -> Callable[[str], Awaitable[T]]:
+            return lambda token: self._ado(self._lock_call(program(token), thread_id))
+
+        return ahold(self.lock_policy, thread_id, run(take), run(renew), run(release))

@@ -34,7 +34,7 @@ from typing_extensions import Self
 
 from checkpoint import _layout as layout
 from checkpoint._history import History, needed_fields
-from checkpoint._redis_wire import Wire
+from checkpoint._redis_wire import Wire, pack_args
 from checkpoint.base import (
     Checkpoint,
     CheckpointSaver,
@@ -134,9 +134,11 @@ return 0
 
 _READ = """
 -- KEYS: head, cp, data, writes. ARGV[1]: a checkpoint id, or '' for the head.
--- ARGV[2]: the id whose record the client already holds ('' if none); ARGV[3..]: that
--- record's data fields. One round trip when the client's guess is right, which is the
--- common case: it wrote (or read) the thread's head itself.
+-- ARGV[2]: the id whose record the client already holds ('' if none); then that record's
+-- data fields: ARGV[3] = n, n single fields, then (prefix, first, last) triples naming
+-- fields prefix..first to prefix..(last - 1) (a log's items). One round trip when the
+-- client's guess is right, which is the common case: it wrote (or read) the thread's
+-- head itself.
 local id = ARGV[1]
 if id == '' then
   id = redis.call('GET', KEYS[1])
@@ -156,11 +158,22 @@ end
 if id ~= ARGV[2] or redis.call('HEXISTS', KEYS[2], id) == 0 then
   return {id, redis.call('HGET', KEYS[2], id), writes}
 end
+local fields = {}
+local n = tonumber(ARGV[3]) or 0
+for i = 4, 3 + n do fields[#fields + 1] = ARGV[i] end
+local i = 4 + n
+while i + 2 <= #ARGV do
+  local prefix = ARGV[i]
+  for j = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]) - 1 do
+    fields[#fields + 1] = prefix .. j
+  end
+  i = i + 3
+end
 local values = {}
-local i = 3
-while i <= #ARGV do
-  local last = math.min(i + 255, #ARGV)
-  for _, v in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, i, last))) do
+i = 1
+while i <= #fields do
+  local last = math.min(i + 255, #fields)
+  for _, v in ipairs(redis.call('HMGET', KEYS[3], unpack(fields, i, last))) do
     values[#values + 1] = v
   end
   i = last + 1
@@ -206,6 +219,20 @@ def unescape_thread_id(escaped: str) -> str:
     return _ESCAPED.sub(_unescape_one, escaped)
 
 
+def _fields_spec(record: layout.Record) -> list[Any]:
+    """``record``'s id, then the data fields :func:`layout.read_fields` names, for the read
+    script: their number and the single fields, then each log range as a (prefix, first,
+    last) triple, so a read names a 1,000-item history in three arguments."""
+    singles = [_b(layout.val_field(version)) for version in dict.fromkeys(record.vals.values())]
+    spec: list[Any] = [record.id, len(singles), *singles]
+    for key, ranges in record.logs.items():
+        for branch, start, end in ranges:
+            if end > start:
+                # a log item's field is this prefix followed by its index
+                spec += (_b(layout.log_field(key, branch, 0)[:-1]), start, end)
+    return spec
+
+
 def _b(text: str) -> bytes:
     """A hash field or an id as Redis stores it: UTF-8, lone surrogates kept."""
     return text.encode("utf-8", "surrogatepass")
@@ -242,7 +269,18 @@ def _storage_error(action: str, exc: Exception) -> CheckpointStorageError:
 
 
 class _Keys:
-    __slots__ = ("cp", "data", "head", "lock", "seq", "writes")
+    __slots__ = (
+        "cp",
+        "data",
+        "every",
+        "every_packed",
+        "head",
+        "lock",
+        "read",
+        "read_packed",
+        "seq",
+        "writes",
+    )
 
     def __init__(self, prefix: str, thread_id: str) -> None:
         tag = f"{{{prefix}:{escape_thread_id(thread_id)}}}"
@@ -253,9 +291,14 @@ class _Keys:
         self.writes = f"{tag}:writes"
         # not in all(): deleting a thread must not break the lock of a run holding it
         self.lock = f"{tag}:lock"
+        self.every = [self.head, self.cp, self.data, self.writes, self.seq]
+        self.read = self.every[:4]  # the read script's keys
+        # as the wire sends them (a thread's keys are packed once, not per step)
+        self.every_packed = pack_args(self.every)
+        self.read_packed = pack_args(self.read)
 
     def all(self) -> list[str]:
-        return [self.head, self.cp, self.data, self.writes, self.seq]
+        return self.every
 
 
 @dataclass(slots=True)
@@ -263,6 +306,7 @@ class _Eval:
     script: str
     keys: list[str]
     args: list[Any]
+    packed_keys: bytes = b""  # ``keys`` as the wire sends them, when known
 
 
 @dataclass(slots=True)
@@ -323,9 +367,15 @@ class _RedisLogic:
         # thread -> the newest head this saver wrote or read: the guess that lets a
         # read take one round trip (a wrong guess costs a second one, never a wrong state)
         self._heads: dict[str, str] = {}
+        self._keys: dict[str, _Keys] = {}
 
     def keys(self, thread_id: str) -> _Keys:
-        return _Keys(self.prefix, thread_id)
+        keys = self._keys.get(thread_id)
+        if keys is None:
+            if len(self._keys) > 4096:
+                self._keys.clear()
+            keys = self._keys[thread_id] = _Keys(self.prefix, thread_id)
+        return keys
 
     def lock_programs(
         self, thread_id: str, policy: LockPolicy
@@ -399,7 +449,8 @@ class _RedisLogic:
             for f, v in plan.data.items():
                 args.append(_b(f))
                 args.append(v)
-        ok, info = yield _Eval(_PUT, self.keys(thread_id).all(), args)
+        k = self.keys(thread_id)
+        ok, info = yield _Eval(_PUT, k.every, args, k.every_packed)
         if not ok:
             current = info.decode() if isinstance(info, bytes) else info
             if not current and expected_head is not None:
@@ -472,7 +523,8 @@ class _RedisLogic:
         for f, v in mapping.items():
             args.append(f)
             args.append(v)
-        if not (yield _Eval(_PUT_WRITES, self.keys(thread_id).all(), args)):
+        k = self.keys(thread_id)
+        if not (yield _Eval(_PUT_WRITES, k.every, args, k.every_packed)):
             raise self._not_found(thread_id, checkpoint_id)
 
     def get(self, thread_id: str, checkpoint_id: str | None) -> _Program[Checkpoint | None]:
@@ -482,11 +534,11 @@ class _RedisLogic:
         guess = self._records.get((thread_id, checkpoint_id or self._heads.get(thread_id, "")))
         if guess is not None and layout.claimed(guess) > layout.FREE_CLAIM:
             guess = None
-        fields = layout.read_fields(guess) if guess is not None else []
         found = yield _Eval(
             _READ,
-            [k.head, k.cp, k.data, k.writes],
-            [_b(checkpoint_id or ""), guess.id if guess is not None else "", *map(_b, fields)],
+            k.read,
+            [_b(checkpoint_id or ""), *(_fields_spec(guess) if guess is not None else ("",))],
+            k.read_packed,
         )
         if found is None:
             if checkpoint_id is not None:
@@ -850,6 +902,8 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
             wire = self._fast()
             if wire is not None:
                 try:
+                    if op.packed_keys:
+                        return await wire.evalsha(sha, len(op.keys), op.packed_keys, op.args)
                     return await wire.call("EVALSHA", sha, len(op.keys), *op.keys, *op.args)
                 except NoScriptError:
                     try:

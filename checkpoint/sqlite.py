@@ -19,23 +19,21 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import SqlLogic
+from checkpoint._sql import SqlLogic, SqlSaver, drive
 from checkpoint._sqlschema import Dialect, Program, Stmt
 from checkpoint.base import (
     Checkpoint,
     CheckpointHistory,
-    CheckpointSaver,
     CheckpointWrite,
     PendingWrite,
 )
 from checkpoint.errors import CheckpointError, CheckpointStorageError, ThreadLockedError
-from checkpoint.locks import LockPolicy, hold
+from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde
 
 __all__ = ["AsyncSqliteSaver", "SqliteSaver"]
@@ -58,7 +56,7 @@ SQLITE = Dialect(
 )
 
 
-class SqliteSaver(CheckpointSaver):
+class SqliteSaver(SqlSaver):
     """Keep threads in a SQLite file, so a conversation survives restarts without a server.
 
     Args:
@@ -79,6 +77,11 @@ class SqliteSaver(CheckpointSaver):
         >>> saver.get("no-such-thread") is None
         True
     """
+
+    # head, threads and the lock's statements in transactions too, as every other call:
+    # BEGIN costs no round trip here
+    _small_read = False
+    _lock_write = True
 
     def __init__(
         self,
@@ -131,17 +134,19 @@ class SqliteSaver(CheckpointSaver):
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
-    def _run(self, program: Program[T], *, write: bool, action: str) -> T:
+    def _run(self, program: Program[T], *, write: bool | None, action: str) -> T:
         if self._pid and self._pid != os.getpid():
             # a forked child: the parent's lock may have been held by one of its threads
             self._guard, self._conn = threading.Lock(), None
         with self._guard:
             try:
                 conn = self._connection()
-                conn.execute(SQLITE.begin_write if write else SQLITE.begin_read)
+                if write is not None:  # None: each statement commits on its own
+                    conn.execute(SQLITE.begin_write if write else SQLITE.begin_read)
                 try:
-                    result = _drive(program, conn)
-                    conn.execute("COMMIT")
+                    result = drive(program, functools.partial(_execute, conn))
+                    if write is not None:
+                        conn.execute("COMMIT")
                     return result
                 except BaseException:
                     if conn.in_transaction:
@@ -162,104 +167,12 @@ class SqliteSaver(CheckpointSaver):
             f"SQLite failed while {action} in {self.path!r}: {type(exc).__name__}: {text}"
         )
 
-    # -- the saver interface --------------------------------------------------------
-
-    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
-        """Store ``write`` as the new head in one transaction (see ``CheckpointSaver.put``)."""
-        self.put_many(thread_id, (write,), expected_head=expected_head)
-
-    def put_many(
-        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
-    ) -> None:
-        """Store a chain of writes as one step, in one transaction (see
-        ``CheckpointSaver.put_many``)."""
-        action = f"writing checkpoint {writes[-1].id if writes else ''} of thread {thread_id!r}"
-        self._run(self.logic.put(thread_id, writes, expected_head), write=True, action=action)
-        if self.logic.purge_due():
-            self.purge_expired()
-
-    def put_writes(
-        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
-    ) -> None:
-        """Keep a step's finished work until the step commits."""
-        action = f"saving pending writes of thread {thread_id!r}"
-        program = self.logic.put_writes(thread_id, checkpoint_id, writes)
-        self._run(program, write=True, action=action)
-
-    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        """The head (or the named checkpoint) with its state, from one snapshot."""
-        action = f"reading thread {thread_id!r}"
-        return self._run(self.logic.get(thread_id, checkpoint_id), write=False, action=action)
-
-    def list(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> builtins.list[Checkpoint]:
-        """Checkpoints newest first."""
-        return builtins.list(self.history(thread_id, limit=limit, before=before))
-
-    def history(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> CheckpointHistory:
-        """Checkpoints newest first, read in one transaction, states built on read."""
-        action = f"listing thread {thread_id!r}"
-        program = self.logic.history(thread_id, limit, before)
-        return self._run(program, write=False, action=action)
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Remove everything stored for the thread."""
-        action = f"deleting thread {thread_id!r}"
-        self._run(self.logic.delete(thread_id), write=True, action=action)
-
-    def head(self, thread_id: str) -> str | None:
-        """The thread's head id, without loading its state."""
-        action = f"reading thread {thread_id!r}"
-        return self._run(self.logic.head(thread_id), write=False, action=action)
-
-    def threads(self) -> builtins.list[str]:
-        """Every thread id in the file."""
-        return self._run(self.logic.threads(), write=False, action="listing threads")
-
-    def purge_expired(self) -> int:
-        """Delete the threads whose ttl has passed (writes do this now and then); how many."""
-        return self._run(self.logic.purge_expired(), write=True, action="purging expired threads")
-
-    def lock(self, thread_id: str) -> AbstractContextManager[None]:
-        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
-        if self.lock_policy is None:
-            return nullcontext()
-        take, renew, release = self.logic.lock_programs(thread_id, self.lock_policy.lease)
-        action = f"locking thread {thread_id!r}"
-
-        def run(program: Callable[[str], Program[T]]) -> Callable[[str], T]:
-            return lambda token: self._run(program(token), write=True, action=action)
-
-        return hold(self.lock_policy, thread_id, run(take), run(renew), run(release))
-
     def close(self) -> None:
         """Close the connection (a later call opens a new one)."""
         with self._guard:
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _drive(program: Program[T], conn: sqlite3.Connection) -> T:
-    send: Any = None
-    while True:
-        try:
-            op = program.send(send)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if isinstance(op, tuple):
-            send = [_execute(conn, stmt) for stmt in op]
-        else:
-            send = _execute(conn, op)
 
 
 def _execute(conn: sqlite3.Connection, stmt: Stmt) -> Any:

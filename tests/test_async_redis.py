@@ -30,8 +30,10 @@ from checkpoint import (
     PendingWrite,
     new_checkpoint_id,
 )
+from checkpoint import _layout as layout
 from checkpoint._redis_wire import Reader, pack
 from checkpoint.base import CheckpointSaver
+from checkpoint.serde import default_serde
 from graphagent.agent import AgentRecord, ReactAgent
 from graphagent.messages import AssistantMessage, Message, ToolCall
 from graphagent.models import FunctionChatModel
@@ -455,3 +457,36 @@ async def test_large_values_arrive_in_pieces_and_are_read_whole(asaver: AsyncRed
     await grow(asaver, "small", 1)
     got = await asyncio.gather(*(asaver.aget(t) for t in ("small", "big", "small", "big")))
     assert [cp.values["log"] if cp else None for cp in got] == [[0], [big, "small"]] * 2
+
+
+def test_the_read_script_is_told_the_fields_read_fields_names() -> None:
+    """The read names a record's log items as (prefix, first, last) ranges; expanded as
+    the script does, they are exactly ``read_fields``, in order (forked logs included)."""
+    dumps = default_serde.dumps
+
+    def put(parent: layout.Record | None, changes: dict[str, Any], on_head: bool) -> Any:
+        w = CheckpointWrite(
+            id=new_checkpoint_id(),
+            parent_id=parent.id if parent else None,
+            step=0,
+            changes=changes,
+            next=(),
+            metadata={},
+            created_at=0.0,
+        )
+        return layout.plan_put(parent, w, on_head=on_head, dumps=dumps).record
+
+    root = put(None, {"log": ("append", [1, 2, 3]), "n": ("set", 1), "é": ("set", 2)}, True)
+    head = put(root, {"log": ("append", [4]), "other": ("append", [5, 6])}, True)
+    fork = put(root, {"log": ("append", [7, 8]), "n": ("set", 3)}, False)
+    empty = put(None, {"log": ("reset", [])}, True)
+    for record in (root, head, fork, empty):
+        spec = redis_module._fields_spec(record)
+        assert spec[0] == record.id
+        n = spec[1]
+        fields = list(spec[2 : 2 + n])
+        rest = spec[2 + n :]
+        for i in range(0, len(rest), 3):
+            prefix, first, last = rest[i : i + 3]
+            fields += [prefix + str(j).encode() for j in range(first, last)]
+        assert fields == [f.encode() for f in layout.read_fields(record)], record

@@ -18,6 +18,7 @@ from checkpoint import (
     CheckpointError,
     CheckpointStorageError,
     CheckpointWrite,
+    PendingWrite,
     PostgresSaver,
     new_checkpoint_id,
 )
@@ -150,6 +151,42 @@ async def test_async_saver_runs_a_graph_and_reads_sync_threads(
         await saver.aclose()
     again = sync.get("a")
     assert again is not None and len(again.values["messages"]) == 4
+
+
+async def test_every_async_method_matches_its_sync_twin(
+    postgres_url: str, pg_schema: str, pg: Any
+) -> None:
+    """Each a-method of AsyncPostgresSaver reads and writes what PostgresSaver's twin does,
+    with a step as one statement and, with keep_last, as a transaction."""
+    sync = pg()
+    for keep_last in (None, 2):
+        thread = f"s{keep_last}"
+        ids = chain(sync, thread, 3)
+        saver = AsyncPostgresSaver.from_url(postgres_url, schema=pg_schema, keep_last=keep_last)
+        try:
+            assert await saver.ahead(thread) == sync.head(thread) == ids[-1]
+            assert await saver.ahead("none") is None
+            assert [c.id for c in await saver.alist(thread)] == ids[::-1]
+            older = await saver.ahistory(thread, limit=1, before=ids[-1])
+            assert [c.id for c in older] == [ids[1]]
+            done = [PendingWrite("n", "update", {"x": 1})]
+            await saver.aput_writes(thread, ids[-1], done)
+            mine, theirs = await saver.aget(thread, ids[-1]), sync.get(thread, ids[-1])
+            assert mine is not None and mine == theirs and mine.pending_writes == tuple(done)
+            step = write(ids[-1], {"log": ("append", [3])}, step=3)
+            await saver.aput_many(thread, [step], expected_head=ids[-1])
+            assert sync.head(thread) == step.id
+            expected = [0, 1, 2, 3]
+            assert sync.get(thread).values["log"] == expected  # type: ignore[union-attr]
+            kept = [c.id for c in sync.list(thread)]
+            assert kept == ([step.id, *ids[::-1]] if keep_last is None else [step.id, ids[-1]])
+            assert thread in await saver.athreads()
+            assert await saver.apurge_expired() == 0  # no ttl: nothing expires
+            async with saver.alock(thread):  # no lock_timeout: a no-op
+                await saver.adelete_thread(thread)
+            assert await saver.aget(thread) is None and sync.head(thread) is None
+        finally:
+            await saver.aclose()
 
 
 def test_connections_killed_mid_run_are_replaced(

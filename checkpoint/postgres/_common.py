@@ -1,13 +1,20 @@
-"""What the sync and async PostgreSQL savers share: the dialect, the import check and the
-one place psycopg errors become checkpoint errors."""
+"""What the sync and async PostgreSQL savers share: the dialect, the import check, the
+constructor and pool setup, and the one place psycopg errors become checkpoint errors."""
 
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
-from checkpoint._sqlschema import Dialect
+from typing_extensions import Self
+
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Dialect, Program
 from checkpoint.errors import CheckpointError, CheckpointStorageError
+from checkpoint.locks import LockPolicy
+from checkpoint.serde import Serde
+
+P = TypeVar("P")  # the saver's pool: psycopg_pool's ConnectionPool or AsyncConnectionPool
 
 # Any constant will do: setup() in several processes at once takes turns on it.
 _SETUP_LOCK = 7_315_420_017
@@ -86,3 +93,75 @@ def errors() -> tuple[type[BaseException], ...]:
 
 
 SETUP_HINT = "run saver.setup() once (it creates and migrates them; safe to repeat)"
+
+
+class PostgresBase(Generic[P]):
+    """The constructor and :meth:`from_url` of ``PostgresSaver`` and ``AsyncPostgresSaver``.
+
+    Each names the ``psycopg_pool`` class it runs on and whether ``from_url`` opens it.
+    """
+
+    _pool_class: ClassVar[str]
+    _open_pool: ClassVar[bool]
+    # head, threads and the lock's statements are each one statement, whole on its own:
+    # run without a transaction, they save BEGIN's and COMMIT's round trips
+    _small_read: ClassVar[bool | None] = None
+    _lock_write: ClassVar[bool | None] = None
+
+    def __init__(
+        self,
+        pool: P,
+        *,
+        schema: str = "public",
+        ttl: float | None = None,
+        keep_last: int | None = None,
+        serde: Serde | None = None,
+        lock_timeout: float | None = None,
+        lock_lease: float = 30.0,
+    ) -> None:
+        self.pool = pool
+        self.schema = schema
+        self.logic = SqlLogic(dialect(schema), ttl=ttl, keep_last=keep_last, serde=serde)
+        self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
+        self._checked = False
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        schema: str = "public",
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 10.0,
+        **options: Any,
+    ) -> Self:
+        """Connect a pool to ``url`` (``postgresql://user@host:5432/db``), lazily (an async
+        saver's pool opens on first use).
+
+        Args:
+            url: a libpq connection string or URL.
+            schema: the schema holding the tables.
+            min_size: connections the pool keeps open.
+            max_size: connections it may open.
+            timeout: seconds to wait for a connection before ``CheckpointStorageError``.
+            options: the constructor's other keyword arguments (``ttl``, ``keep_last``, ...).
+        """
+        _, psycopg_pool = require()
+        pool_class = getattr(psycopg_pool, cls._pool_class)
+        pool = pool_class(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True},
+            # one cheap round trip per checkout, so a connection the server dropped
+            # (restart, failover, idle timeout) is replaced instead of failing a step
+            check=pool_class.check_connection,
+            open=cls._open_pool,
+        )
+        return cls(pool, schema=schema, **options)
+
+    def _check_version(self) -> Program[None]:
+        """Refuse tables that are missing, older or newer than this code."""
+        return self.logic.check_version(f"PostgreSQL schema {self.schema!r}", SETUP_HINT)
