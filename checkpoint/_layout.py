@@ -359,10 +359,14 @@ def plan_put(
     if parent is not None:
         vals = parent.vals.copy()
         logs = parent.logs  # copied before the first change: most steps change no log
-        owned: set[str] | tuple[str, ...] = parent.own if on_head else ()
+        owned = parent.own if on_head else ()
     else:
         vals, logs, owned = {}, {}, ()
     logs_changed = False
+    # whether the branches this line owns may have changed: a log started a branch, was
+    # reset or became a plain value (an append to an owned branch changes nothing)
+    own_changed = False
+    started: list[str] = []
     data: dict[str, bytes] = {}
     sets: dict[str, Any] = {}
     for key, (kind, payload) in write.changes.items():
@@ -371,8 +375,9 @@ def plan_put(
         if kind == "set":
             if key in logs:
                 if not logs_changed:
-                    logs, owned, logs_changed = dict(logs), set(owned), True
+                    logs, logs_changed = dict(logs), True
                 del logs[key]
+                own_changed = True
             vals[key] = wid
             sets[key] = payload
             continue
@@ -382,29 +387,32 @@ def plan_put(
                 "changed: start a new thread or write the whole list once (a reset)"
             )
         if not logs_changed:
-            logs, owned, logs_changed = dict(logs), set(owned), True
-        assert isinstance(owned, set)
-        items = list(payload)
-        ranges = logs.get(key, []) if kind == "append" else []
-        vals.pop(key, None)
+            logs, logs_changed = dict(logs), True
+        items = payload if type(payload) is list else list(payload)
+        ranges = logs.get(key) if kind == "append" else None
+        if kind != "append":
+            vals.pop(key, None)
+            own_changed = True
         if ranges and ranges[-1][0] in owned:
-            branch, start, end = ranges[-1]
-            ranges = [*ranges[:-1], (branch, start, end + len(items))]
-            base = end
+            branch, start, base = ranges[-1]
+            ranges = ranges.copy()
+            ranges[-1] = (branch, start, base + len(items))
         else:
             branch, base = wid, 0
-            ranges = [*ranges, (branch, 0, len(items))]
-            owned.add(branch)
-        for offset, item in enumerate(items):
-            data[log_field(key, branch, base + offset)] = dumps(item)
+            ranges = [*(ranges or ()), (branch, 0, len(items))]
+            started.append(branch)
+            own_changed = True
+        prefix = f"l{SEP}{key}{SEP}{branch}{SEP}"  # log_field(key, branch, i)
+        for offset, item in enumerate(items, base):
+            data[f"{prefix}{offset}"] = dumps(item)
         logs[key] = ranges
     if sets:
         data[f"v{SEP}{wid}"] = dumps(sets)  # val_field(wid)
-    if logs_changed:
+    if own_changed:
         # the branches this line may extend: those it started that its logs still use
-        own = tuple(sorted(set(owned) & {r[0] for ranges in logs.values() for r in ranges}))
+        used = {r[0] for ranges in logs.values() for r in ranges}
+        own = tuple(sorted({*owned, *started} & used))
     else:
-        assert isinstance(owned, tuple)  # a set only once a log changed
         own = owned
     metadata, plain = own_map(write.metadata)
     if write.extra:
@@ -484,9 +492,10 @@ def to_checkpoint(
         step=record.step,
         values=values,
         next=record.next,
-        metadata=record.metadata,
+        # copies: records are cached and shared, and a caller may change what it reads
+        metadata=own_map(record.metadata)[0],
         created_at=record.created_at,
-        extra=record.extra,
+        extra=own_map(record.extra)[0] if record.extra else {},
         pending_writes=tuple(pending),
     )
 

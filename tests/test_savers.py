@@ -135,6 +135,12 @@ def test_metadata_is_stored_as_given_and_refused_when_it_cannot_be(
         "when": (1, 2),
     }
     assert cp.extra == {"barriers": {"0": ["x"]}}
+    cp.metadata["tags"].append("mine")  # a reader's changes stay the reader's
+    cp.extra["barriers"]["0"].append("y")
+    again = saver.get("t")
+    assert again is not None and again.metadata["tags"] == ["a", "b"]
+    assert again.extra == {"barriers": {"0": ["x"]}}
+    assert saver.list("t")[0].metadata["tags"] == ["a", "b"]
     for meta in ({"who": object()}, {"deep": [{"x": object()}]}, {1: "not text"}):
         bad = CheckpointWrite(new_checkpoint_id(), w.id, 2, {}, (), meta, time.time())
         try:
