@@ -288,7 +288,7 @@ def _decoder(cls: type[BaseModel]) -> Any:
         fields = dict(zip(names, stored, strict=True))
         if cls is AssistantMessage:
             fields["tool_calls"] = [dict(zip(_CALL_FIELDS, c, strict=True)) for c in stored[3]]
-        return cls.model_validate(fields)
+        return cls(**fields)  # validated as by model_validate, without its keyword handling
 
     return decode
 
