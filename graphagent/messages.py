@@ -39,7 +39,7 @@ __all__ = [
 def _new_id() -> str:
     # 128 random bits from the module-level generator, which Python re-seeds in a
     # forked child; uuid4() costs a syscall per message.
-    return f"{random.getrandbits(128):032x}"
+    return random.getrandbits(128).to_bytes(16, "big").hex()  # as f"{n:032x}", faster
 
 
 class Message(BaseModel):
