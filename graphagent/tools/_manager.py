@@ -191,7 +191,12 @@ class ToolCallingManager:
         calls: Sequence[ToolCall] | None,
         invoke: Callable[..., Any] | None,
     ) -> list[_Planned]:
-        toolset = tools if isinstance(tools, Mapping) else collect_tools(tools=tools)
+        # a dict first: the Mapping check alone is an ABC instance check
+        toolset: Mapping[str, ToolCallback] = (
+            tools
+            if type(tools) is dict or isinstance(tools, Mapping)
+            else collect_tools(tools=tools)
+        )
         base: ToolContext | None = None
         plan = []
         for call in assistant_message.tool_calls if calls is None else calls:
