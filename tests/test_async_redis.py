@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import shutil
+import subprocess
 import time
 import uuid
 from typing import Any
@@ -490,3 +492,53 @@ def test_the_read_script_is_told_the_fields_read_fields_names() -> None:
             prefix, first, last = rest[i : i + 3]
             fields += [prefix + str(j).encode() for j in range(first, last)]
         assert fields == [f.encode() for f in layout.read_fields(record)], record
+
+
+@pytest.fixture
+def unix_redis(tmp_path: Any) -> Any:
+    """A redis-server of this test's own on a unix socket only (no TCP port)."""
+    binary = shutil.which("redis-server")
+    assert binary is not None, "redis-server is not installed"
+    path = tmp_path / "redis.sock"
+    proc = subprocess.Popen(
+        [binary, "--port", "0", "--unixsocket", str(path), "--save", "", "--appendonly", "no"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            try:
+                if redis.Redis(unix_socket_path=str(path)).ping():
+                    break
+            except (redis.RedisError, OSError):
+                time.sleep(0.05)
+        else:
+            raise AssertionError(f"redis-server did not answer on {path}")
+        yield path
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+async def test_the_wire_speaks_resp2_and_resp3_on_a_unix_socket_and_another_db(
+    unix_redis: Any, redis_prefix: str, protocol: int
+) -> None:
+    """The connection the wire takes over has the client's transport, protocol and
+    database (redis-py made the handshake): conversations end as on memory, and the
+    keys are in the client's database."""
+    saver = AsyncRedisSaver.from_url(
+        f"unix://{unix_redis}?db=3", prefix=redis_prefix, protocol=protocol
+    )
+    try:
+        on_redis = await _conversations(saver, 4, 2)
+        assert on_redis == await _conversations(MemorySaver(), 4, 2)
+        wire = saver._fast()
+        assert wire is not None and wire._link is not None
+        assert wire._link.conn.protocol == protocol
+    finally:
+        await saver.aclose()
+    in_db3 = redis.Redis(unix_socket_path=str(unix_redis), db=3)
+    assert in_db3.exists(f"{{{redis_prefix}:c0}}:head")
+    assert not redis.Redis(unix_socket_path=str(unix_redis), db=0).keys("*")
