@@ -542,3 +542,46 @@ async def test_the_wire_speaks_resp2_and_resp3_on_a_unix_socket_and_another_db(
     in_db3 = redis.Redis(unix_socket_path=str(unix_redis), db=3)
     assert in_db3.exists(f"{{{redis_prefix}:c0}}:head")
     assert not redis.Redis(unix_socket_path=str(unix_redis), db=0).keys("*")
+
+
+async def test_closing_waits_for_the_calls_out_and_a_cancelled_close_leaves_them_be(
+    redis_url: str, redis_prefix: str
+) -> None:
+    """``aclose`` lets the scripts already issued finish with their replies; a close that
+    is itself cancelled does not cancel them."""
+    saver = AsyncRedisSaver.from_url(redis_url, prefix=redis_prefix)
+    try:
+        for i in range(4):
+            await grow(saver, f"t{i}", i + 1)
+        reads = [asyncio.ensure_future(saver.aget(f"t{i}")) for i in range(4)]
+        await asyncio.sleep(0)
+        closing = asyncio.ensure_future(saver.aclose())
+        await asyncio.sleep(0)
+        closing.cancel()
+        got = await asyncio.gather(*reads)
+        assert [cp.values["log"] if cp else None for cp in got] == [
+            list(range(i + 1)) for i in range(4)
+        ]
+        reads = [asyncio.ensure_future(saver.aget(f"t{i}")) for i in range(4)]
+        await asyncio.sleep(0)
+        await saver.aclose()
+        assert all(r.done() and r.result() is not None for r in reads)
+    finally:
+        await saver.aclose()
+
+
+async def test_a_single_connection_client_keeps_its_one_connection(
+    redis_url: str, redis_prefix: str
+) -> None:
+    """A client made with ``single_connection_client=True`` is used as it is (the wire
+    would take a second connection): concurrent conversations still end right."""
+    client = aredis.Redis.from_url(redis_url, single_connection_client=True)
+    saver = AsyncRedisSaver(client, prefix=redis_prefix)
+    try:
+        assert saver._fast() is None
+        got = await asyncio.gather(*(grow(saver, f"t{i}", 3) for i in range(4)))
+        for i, ids in enumerate(got):
+            cp = await saver.aget(f"t{i}")
+            assert cp is not None and cp.id == ids[-1] and cp.values["log"] == [0, 1, 2]
+    finally:
+        await saver.aclose()
