@@ -14,11 +14,13 @@ tools, model, plus the input checkpoint):
 A step's latency is the time from the end of the previous super-step (or the call) to the
 end of this one, checkpoint write included. Run: ``make bench`` or
 ``.venv/bin/python bench/load.py`` (``REDIS_URL``, default ``redis://127.0.0.1:6379/0``;
-``DATABASE_URL``, default ``postgresql://127.0.0.1:5432/test``).
+``DATABASE_URL``, default ``postgresql://127.0.0.1:5432/test``); ``--only redis,ping``
+runs some scenarios, ``--threads 16 --repeat 3`` one row three times.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import subprocess
@@ -390,47 +392,58 @@ async def step_vs_ping(rounds: int = 400) -> tuple[float, float]:
     return percentile(puts, 50), percentile(pings, 50)
 
 
-async def main() -> None:
-    """Print the table."""
+SCENARIOS = ("memory", "langgraph", "redis", "sql", "processes", "ping")
+
+
+async def main(only: frozenset[str], threads: tuple[int, ...], repeat: int) -> None:
+    """Print the table (the ``only`` scenarios, each ``repeat`` times)."""
     print(f"# load: {machine()}; scripted ReactAgent, 1 tool, {TURNS_PER_THREAD} turns/thread")
     print(f"{'scenario':<42} {'steps/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
 
     def row(label: str, figures: tuple[float, float, float]) -> None:
         steps, p50, p99 = figures
-        print(f"{label:<42} {steps:>9.0f} {p50:>8.3f} {p99:>8.3f}")
+        print(f"{label:<42} {steps:>9.0f} {p50:>8.3f} {p99:>8.3f}", flush=True)
 
-    row("MemorySaver, 1 thread, sync", sync_single(MemorySaver()))
-    for threads in (1, 4, 16):
-        row(f"MemorySaver, {threads} concurrent threads", await concurrent(MemorySaver(), threads))
-    try:
-        from langgraph.checkpoint.memory import InMemorySaver
-    except ImportError:
-        print("(LangGraph not installed: pip install -e '.[bench]')")
-    else:
-        for threads in (1, 4, 16):
-            figures = await lg_concurrent(lg_agent(InMemorySaver()), threads)
-            row(f"LangGraph InMemorySaver, {threads} conc. threads", figures)
-    sync_saver = RedisSaver.from_url(REDIS_URL, prefix=f"bench-load-{uuid.uuid4().hex[:8]}")
-    try:
-        row("Redis, 1 thread, sync", sync_single(sync_saver))
-    finally:
-        sync_saver.delete_thread("sync-1")
-    for threads in (1, 4, 16):
-        prefix = f"bench-load-{uuid.uuid4().hex[:8]}"
-        saver = AsyncRedisSaver.from_url(REDIS_URL, prefix=prefix)
-        try:
-            row(f"Redis (async), {threads} concurrent threads", await concurrent(saver, threads))
-        finally:
-            for thread in await saver.athreads():
-                await saver.adelete_thread(thread)
-            await saver.aclose()
-    await sql_rows(row)
-    row(f"Redis, {WORKERS} processes x {WORKER_THREADS} threads", processes())
-    put, ping = await step_vs_ping()
-    print(
-        f"async Redis step write {put * 1e6:.0f} us vs PING {ping * 1e6:.0f} us on the same "
-        f"client: {put / ping:.2f}x"
-    )
+    for _ in range(repeat):
+        if "memory" in only:
+            row("MemorySaver, 1 thread, sync", sync_single(MemorySaver()))
+            for n in threads:
+                row(f"MemorySaver, {n} concurrent threads", await concurrent(MemorySaver(), n))
+        if "langgraph" in only:
+            try:
+                from langgraph.checkpoint.memory import InMemorySaver
+            except ImportError:
+                print("(LangGraph not installed: pip install -e '.[bench]')")
+            else:
+                for n in threads:
+                    figures = await lg_concurrent(lg_agent(InMemorySaver()), n)
+                    row(f"LangGraph InMemorySaver, {n} conc. threads", figures)
+        if "redis" in only:
+            prefix = f"bench-load-{uuid.uuid4().hex[:8]}"
+            sync_saver = RedisSaver.from_url(REDIS_URL, prefix=prefix)
+            try:
+                row("Redis, 1 thread, sync", sync_single(sync_saver))
+            finally:
+                sync_saver.delete_thread("sync-1")
+            for n in threads:
+                prefix = f"bench-load-{uuid.uuid4().hex[:8]}"
+                saver = AsyncRedisSaver.from_url(REDIS_URL, prefix=prefix)
+                try:
+                    row(f"Redis (async), {n} concurrent threads", await concurrent(saver, n))
+                finally:
+                    for thread in await saver.athreads():
+                        await saver.adelete_thread(thread)
+                    await saver.aclose()
+        if "sql" in only:
+            await sql_rows(row)
+        if "processes" in only:
+            row(f"Redis, {WORKERS} processes x {WORKER_THREADS} threads", processes())
+        if "ping" in only:
+            put, ping = await step_vs_ping()
+            print(
+                f"async Redis step write {put * 1e6:.0f} us vs PING {ping * 1e6:.0f} us on the "
+                f"same client: {put / ping:.2f}x"
+            )
     from redis.utils import HIREDIS_AVAILABLE
 
     print(
@@ -439,7 +452,32 @@ async def main() -> None:
     )
 
 
+def _options() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--only",
+        default=",".join(SCENARIOS),
+        help=f"comma-separated scenarios to run (default: all of {','.join(SCENARIOS)})",
+    )
+    parser.add_argument(
+        "--threads", default="1,4,16", help="concurrent threads per row (default: 1,4,16)"
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="run the rows this many times")
+    options = parser.parse_args()
+    unknown = set(options.only.split(",")) - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenarios {sorted(unknown)}; choose from {','.join(SCENARIOS)}")
+    return options
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         raise SystemExit(worker(*sys.argv[2:5]))
-    asyncio.run(main())
+    opts = _options()
+    asyncio.run(
+        main(
+            frozenset(opts.only.split(",")),
+            tuple(int(n) for n in opts.threads.split(",")),
+            opts.repeat,
+        )
+    )
