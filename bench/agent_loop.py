@@ -23,6 +23,7 @@ from graphagent.models import FunctionChatModel
 from graphagent.tools import tool
 
 ITERATIONS = 10
+ROUNDS = 7
 
 
 def ours() -> Any:
@@ -103,8 +104,18 @@ def theirs() -> Any:
 
 def main() -> None:
     print(f"ReAct loop, {ITERATIONS} iterations, in-memory saver ({machine()})")
-    a = best_of(ours(), repeat=5, number=20) / ITERATIONS
-    b = best_of(theirs(), repeat=5, number=3) / ITERATIONS if have_langgraph() else None
+    mine = ours()
+    peer = theirs() if have_langgraph() else None
+    # rounds alternate between the two, so a busy spell of a shared machine slows both
+    a: float | None = None
+    b: float | None = None
+    for _ in range(ROUNDS):
+        t = best_of(mine, repeat=1, number=20) / ITERATIONS
+        a = t if a is None else min(a, t)
+        if peer is not None:
+            t = best_of(peer, repeat=1, number=3) / ITERATIONS
+            b = t if b is None else min(b, t)
+    assert a is not None
     theirs_text = f"{b * 1e3:.3f} ms" if b is not None else "-"
     print(f"per iteration: graphagent {a * 1e3:.3f} ms, LangGraph {theirs_text}: {ratio(b, a)}")
 

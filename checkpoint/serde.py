@@ -64,6 +64,7 @@ _FAST_FRAMES = 4
 # scalars: no nested frame (a timedelta is stored as one, so it counts as a container)
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), _dt.datetime, _dt.date, uuid.UUID})
 _SEQUENCES = (list, tuple, set, frozenset)
+_new_ext = tuple.__new__
 # msgpack's ext headers by payload size: fixext 1/2/4/8/16, else ext 8/16/32
 _FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
 # Any Python str is stored: lone surrogates as the bytes "surrogatepass" gives them, which
@@ -422,7 +423,9 @@ class Serde:
             default = self._fast[room - 1]
         else:
             default = partial(self._default, dumped, room - 1)
-        return msgpack.ExtType(code, self._pack(value, default, None if dumped is None else _LONE))
+        data = self._pack(value, default, None if dumped is None else _LONE)
+        # ExtType's own __new__ only checks what is known here (an int code, bytes)
+        return _new_ext(msgpack.ExtType, (code, data))
 
     def _default(self, dumped: dict[int, Any] | None, room: int, obj: Any) -> Any:
         cls = type(obj)

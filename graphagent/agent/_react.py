@@ -79,6 +79,8 @@ def pending_tool_calls(
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if isinstance(message, AssistantMessage):
+            if i == len(messages) - 1:  # the model just answered: nothing is answered yet
+                return message, list(message.tool_calls)
             answered = {
                 m.tool_call_id for m in messages[i + 1 :] if isinstance(m, ToolResponseMessage)
             }

@@ -73,7 +73,10 @@ class AgentRecord:
     @staticmethod
     def of(state: Mapping[str, Any]) -> AgentRecord:
         """The record in ``state`` (an empty one when the agent has not written it yet)."""
-        record = state.get(AGENT_KEY)
+        try:  # not state.get: a Mapping's get is two Python calls, and this runs each step
+            record = state[AGENT_KEY]
+        except KeyError:
+            return _EMPTY
         return record if isinstance(record, AgentRecord) else _EMPTY
 
 

@@ -355,10 +355,14 @@ class ToolCallingManager:
     ) -> str:
         """Run one planned call, observed; its text for the model."""
         call = planned.call
-        with observe.tool(call.name, call.id, call.arguments) as watch:
-            text = planned.observed(
-                self._outcome(planned, functools.partial(self._run, planned, invoke)), watch
-            )
+        watch = observe.tool(call.name, call.id, call.arguments)
+        if watch is observe.IDLE:  # nobody listens: nothing to enter or tell
+            text = self._outcome(planned, functools.partial(self._run, planned, invoke))
+        else:
+            with watch:
+                text = planned.observed(
+                    self._outcome(planned, functools.partial(self._run, planned, invoke)), watch
+                )
         if on_response is not None:
             on_response(ToolResponseMessage(text, tool_call_id=call.id, name=call.name))
         return text
