@@ -31,7 +31,7 @@ from typing import Any
 import redis.asyncio as aredis
 from redis._parsers import BaseParser
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import InvalidResponse
+from redis.exceptions import InvalidResponse, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 hiredis: Any
@@ -406,7 +406,9 @@ class Wire:
     async def _release_dead(self) -> None:
         dead, self._dead = self._dead, []
         for conn in dead:
-            await conn.disconnect(nowait=True)
+            # its socket is closed or closing already: nothing to report if this fails
+            with contextlib.suppress(RedisError, OSError):
+                await conn.disconnect(nowait=True)
             with contextlib.suppress(KeyError, ValueError):  # the pool was reset meanwhile
                 await self._pool.release(conn)
 
@@ -421,7 +423,8 @@ class Wire:
             waiting = [f for f in waiting if not f.done()]
             if not waiting:
                 break
-            await asyncio.gather(*waiting, return_exceptions=True)
+            # wait, not gather: cancelling aclose must not cancel the callers' futures
+            await asyncio.wait(waiting)
         if self._link is not None:
             self._dead.append(self._link.conn)
             self._link = None

@@ -884,6 +884,8 @@ class AsyncRedisSaver(_AsyncOnly, _RedisSaverBase[aredis.Redis], sync_twin="Redi
         if (
             wire is None
             and type(self.client) is aredis.Redis
+            # its one connection is made on first use: ``connection`` is None until then
+            and not self.client.single_connection_client
             and self.client.connection is None
             and issubclass(self.client.connection_pool.connection_class, AbstractConnection)
         ):

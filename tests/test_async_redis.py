@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import shutil
+import subprocess
 import time
 import uuid
 from typing import Any
@@ -490,3 +492,96 @@ def test_the_read_script_is_told_the_fields_read_fields_names() -> None:
             prefix, first, last = rest[i : i + 3]
             fields += [prefix + str(j).encode() for j in range(first, last)]
         assert fields == [f.encode() for f in layout.read_fields(record)], record
+
+
+@pytest.fixture
+def unix_redis(tmp_path: Any) -> Any:
+    """A redis-server of this test's own on a unix socket only (no TCP port)."""
+    binary = shutil.which("redis-server")
+    assert binary is not None, "redis-server is not installed"
+    path = tmp_path / "redis.sock"
+    proc = subprocess.Popen(
+        [binary, "--port", "0", "--unixsocket", str(path), "--save", "", "--appendonly", "no"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            try:
+                if redis.Redis(unix_socket_path=str(path)).ping():
+                    break
+            except (redis.RedisError, OSError):
+                time.sleep(0.05)
+        else:
+            raise AssertionError(f"redis-server did not answer on {path}")
+        yield path
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+async def test_the_wire_speaks_resp2_and_resp3_on_a_unix_socket_and_another_db(
+    unix_redis: Any, redis_prefix: str, protocol: int
+) -> None:
+    """The connection the wire takes over has the client's transport, protocol and
+    database (redis-py made the handshake): conversations end as on memory, and the
+    keys are in the client's database."""
+    saver = AsyncRedisSaver.from_url(
+        f"unix://{unix_redis}?db=3", prefix=redis_prefix, protocol=protocol
+    )
+    try:
+        on_redis = await _conversations(saver, 4, 2)
+        assert on_redis == await _conversations(MemorySaver(), 4, 2)
+        wire = saver._fast()
+        assert wire is not None and wire._link is not None
+        assert wire._link.conn.protocol == protocol
+    finally:
+        await saver.aclose()
+    in_db3 = redis.Redis(unix_socket_path=str(unix_redis), db=3)
+    assert in_db3.exists(f"{{{redis_prefix}:c0}}:head")
+    assert not redis.Redis(unix_socket_path=str(unix_redis), db=0).keys("*")
+
+
+async def test_closing_waits_for_the_calls_out_and_a_cancelled_close_leaves_them_be(
+    redis_url: str, redis_prefix: str
+) -> None:
+    """``aclose`` lets the scripts already issued finish with their replies; a close that
+    is itself cancelled does not cancel them."""
+    saver = AsyncRedisSaver.from_url(redis_url, prefix=redis_prefix)
+    try:
+        for i in range(4):
+            await grow(saver, f"t{i}", i + 1)
+        reads = [asyncio.ensure_future(saver.aget(f"t{i}")) for i in range(4)]
+        await asyncio.sleep(0)
+        closing = asyncio.ensure_future(saver.aclose())
+        await asyncio.sleep(0)
+        closing.cancel()
+        got = await asyncio.gather(*reads)
+        assert [cp.values["log"] if cp else None for cp in got] == [
+            list(range(i + 1)) for i in range(4)
+        ]
+        reads = [asyncio.ensure_future(saver.aget(f"t{i}")) for i in range(4)]
+        await asyncio.sleep(0)
+        await saver.aclose()
+        assert all(r.done() and r.result() is not None for r in reads)
+    finally:
+        await saver.aclose()
+
+
+async def test_a_single_connection_client_keeps_its_one_connection(
+    redis_url: str, redis_prefix: str
+) -> None:
+    """A client made with ``single_connection_client=True`` is used as it is (the wire
+    would take a second connection): concurrent conversations still end right."""
+    client = aredis.Redis.from_url(redis_url, single_connection_client=True)
+    saver = AsyncRedisSaver(client, prefix=redis_prefix)
+    try:
+        assert saver._fast() is None
+        got = await asyncio.gather(*(grow(saver, f"t{i}", 3) for i in range(4)))
+        for i, ids in enumerate(got):
+            cp = await saver.aget(f"t{i}")
+            assert cp is not None and cp.id == ids[-1] and cp.values["log"] == [0, 1, 2]
+    finally:
+        await saver.aclose()
