@@ -834,12 +834,6 @@ class SqlSaver(_SqlCalls):
         """The head (or the named checkpoint) with its state, from one snapshot."""
         return self._do(self._get_call(thread_id, checkpoint_id))
 
-    def list(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> builtins.list[Checkpoint]:
-        """Checkpoints newest first."""
-        return builtins.list(self.history(thread_id, limit=limit, before=before))
-
     def history(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> CheckpointHistory:

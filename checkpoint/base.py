@@ -15,7 +15,7 @@ import random
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -23,7 +23,7 @@ from contextlib import (
     nullcontext,
 )
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NamedTuple, overload
+from typing import Any, Literal, NamedTuple, TypeVar, overload
 
 from checkpoint.locks import LockPolicy
 
@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 ChangeKind = Literal["set", "append", "reset"]
+
+T = TypeVar("T")
 
 
 class Change(NamedTuple):
@@ -290,6 +292,8 @@ class CheckpointSaver(ABC):
         """Async :meth:`lock` (the sync lock taken and given back in a worker thread)."""
         if self.lock_policy is None:
             return nullcontext()
+        # asyncio's threads, not _to_thread's: taking the lock may wait up to its timeout,
+        # and a saver's own single worker would hold every other call back meanwhile
         return _in_worker_thread(self.lock(thread_id))
 
     @abstractmethod
@@ -343,11 +347,15 @@ class CheckpointSaver(ABC):
             CheckpointNotFoundError: the thread exists but has no such checkpoint.
         """
 
-    @abstractmethod
     def list(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
-        """The thread's checkpoints, newest first, optionally only those before an id."""
+        """The thread's checkpoints, newest first, optionally only those before an id.
+
+        This default builds every checkpoint :meth:`history` lists. A saver implements
+        ``list`` or ``history`` (each defaults to the other).
+        """
+        return builtins.list(self.history(thread_id, limit=limit, before=before))
 
     def history(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
@@ -357,7 +365,14 @@ class CheckpointSaver(ABC):
         Savers of this package read every stored item of the listed checkpoints once,
         so listing ``n`` checkpoints costs ``O(n)`` reads plus the newest state's size;
         this default wraps :meth:`list`.
+
+        Raises:
+            NotImplementedError: the saver implements neither ``list`` nor ``history``.
         """
+        if type(self).list is CheckpointSaver.list:  # the default: it would call back here
+            raise NotImplementedError(
+                f"{type(self).__name__} implements neither list nor history (a saver needs one)"
+            )
         return ListedHistory(self.list(thread_id, limit=limit, before=before))
 
     @abstractmethod
@@ -369,45 +384,110 @@ class CheckpointSaver(ABC):
         cp = self.get(thread_id)
         return cp.id if cp is not None else None
 
+    async def _to_thread(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` in a worker thread: what the ``a``-defaults below await.
+
+        A saver with a worker thread of its own (``AsyncSqliteSaver``) overrides this, not
+        each ``a``-method.
+        """
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
     async def aput(
         self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
     ) -> None:
         """Async :meth:`put`."""
-        await asyncio.to_thread(self.put, thread_id, write, expected_head=expected_head)
+        await self._to_thread(self.put, thread_id, write, expected_head=expected_head)
 
     async def aput_many(
         self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
     ) -> None:
         """Async :meth:`put_many`."""
-        await asyncio.to_thread(self.put_many, thread_id, writes, expected_head=expected_head)
+        await self._to_thread(self.put_many, thread_id, writes, expected_head=expected_head)
 
     async def aput_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
     ) -> None:
         """Async :meth:`put_writes`."""
-        await asyncio.to_thread(self.put_writes, thread_id, checkpoint_id, writes)
+        await self._to_thread(self.put_writes, thread_id, checkpoint_id, writes)
 
     async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """Async :meth:`get`."""
-        return await asyncio.to_thread(self.get, thread_id, checkpoint_id)
+        return await self._to_thread(self.get, thread_id, checkpoint_id)
 
     async def alist(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> builtins.list[Checkpoint]:
         """Async :meth:`list`."""
-        return await asyncio.to_thread(self.list, thread_id, limit=limit, before=before)
+        return await self._to_thread(self.list, thread_id, limit=limit, before=before)
 
     async def ahistory(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> CheckpointHistory:
         """Async :meth:`history` (its reads happen here; building needs no I/O)."""
-        return await asyncio.to_thread(self.history, thread_id, limit=limit, before=before)
+        return await self._to_thread(self.history, thread_id, limit=limit, before=before)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
-        await asyncio.to_thread(self.delete_thread, thread_id)
+        await self._to_thread(self.delete_thread, thread_id)
 
     async def ahead(self, thread_id: str) -> str | None:
         """Async :meth:`head`."""
         cp = await self.aget(thread_id)
         return cp.id if cp is not None else None
+
+
+class _AsyncOnly(CheckpointSaver):
+    """The sync methods of a saver that has only ``a``-methods (``AsyncRedisSaver``,
+    ``AsyncPostgresSaver``): each raises ``TypeError`` naming the sync saver to use.
+
+    A subclass names that saver in its class statement, first among its bases:
+    ``class AsyncRedisSaver(_AsyncOnly, ..., sync_twin="RedisSaver")``.
+    """
+
+    _sync_only_message = ""
+
+    def __init_subclass__(cls, *, sync_twin: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if sync_twin is not None:
+            cls._sync_only_message = (
+                f"{cls.__name__} has only async methods; use {sync_twin} for sync runs"
+            )
+
+    def _sync_only(self) -> TypeError:
+        return TypeError(self._sync_only_message)
+
+    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
+        """Not available: use :meth:`aput`."""
+        raise self._sync_only()
+
+    def put_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> None:
+        """Not available: use :meth:`aput_many`."""
+        raise self._sync_only()
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> None:
+        """Not available: use :meth:`aput_writes`."""
+        raise self._sync_only()
+
+    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
+        """Not available: use :meth:`aget`."""
+        raise self._sync_only()
+
+    def list(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> builtins.list[Checkpoint]:
+        """Not available: use :meth:`alist`."""
+        raise self._sync_only()
+
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: str | None = None
+    ) -> CheckpointHistory:
+        """Not available: use :meth:`ahistory`."""
+        raise self._sync_only()
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Not available: use :meth:`adelete_thread`."""
+        raise self._sync_only()

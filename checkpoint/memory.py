@@ -221,12 +221,6 @@ class MemorySaver(CheckpointSaver):
         pending = layout.group_writes(t.writes.get(checkpoint_id, {}), self.serde.loads)
         return layout.to_checkpoint(thread_id, record, values, pending)
 
-    def list(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> builtins.list[Checkpoint]:
-        """Checkpoints newest first."""
-        return builtins.list(self.history(thread_id, limit=limit, before=before))
-
     def history(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> History:

@@ -40,6 +40,7 @@ from checkpoint.base import (
     CheckpointSaver,
     CheckpointWrite,
     PendingWrite,
+    _AsyncOnly,
     chain_of,
 )
 from checkpoint.errors import (
@@ -816,12 +817,6 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
         """The head (or the named checkpoint) with its state; two round trips."""
         return self._run(self.logic.get(thread_id, checkpoint_id), f"reading thread {thread_id!r}")
 
-    def list(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> builtins.list[Checkpoint]:
-        """Checkpoints newest first."""
-        return builtins.list(self.history(thread_id, limit=limit, before=before))
-
     def history(
         self, thread_id: str, *, limit: int | None = None, before: str | None = None
     ) -> History:
@@ -858,7 +853,7 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
         self.client.close()
 
 
-class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
+class AsyncRedisSaver(_AsyncOnly, _RedisSaverBase[aredis.Redis], sync_twin="RedisSaver"):
     """``RedisSaver`` over a ``redis.asyncio.Redis`` client, for async services.
 
     Same keys and layout as :class:`RedisSaver` (the two read each other's threads).
@@ -999,42 +994,3 @@ class AsyncRedisSaver(_RedisSaverBase[aredis.Redis]):
         if self._wire is not None:
             await self._wire.aclose()
         await self.client.aclose()
-
-    def _sync_only(self) -> TypeError:
-        return TypeError("AsyncRedisSaver has only async methods; use RedisSaver for sync runs")
-
-    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
-        """Not available: use :meth:`aput`."""
-        raise self._sync_only()
-
-    def put_many(
-        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
-    ) -> None:
-        """Not available: use :meth:`aput_many`."""
-        raise self._sync_only()
-
-    def put_writes(
-        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
-    ) -> None:
-        """Not available: use :meth:`aput_writes`."""
-        raise self._sync_only()
-
-    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        """Not available: use :meth:`aget`."""
-        raise self._sync_only()
-
-    def list(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> builtins.list[Checkpoint]:
-        """Not available: use :meth:`alist`."""
-        raise self._sync_only()
-
-    def history(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> History:
-        """Not available: use :meth:`ahistory`."""
-        raise self._sync_only()
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Not available: use :meth:`adelete_thread`."""
-        raise self._sync_only()

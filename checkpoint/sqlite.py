@@ -17,7 +17,7 @@ import functools
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,12 +26,6 @@ from typing_extensions import Self
 
 from checkpoint._sql import SqlLogic, SqlSaver, drive
 from checkpoint._sqlschema import Dialect, Program, Stmt
-from checkpoint.base import (
-    Checkpoint,
-    CheckpointHistory,
-    CheckpointWrite,
-    PendingWrite,
-)
 from checkpoint.errors import CheckpointError, CheckpointStorageError, ThreadLockedError
 from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde
@@ -196,61 +190,24 @@ class AsyncSqliteSaver(SqliteSaver):
         super().__init__(path, **options)
         self._executor: ThreadPoolExecutor | None = None
 
-    async def _off(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def _to_thread(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         if self._executor is None:  # first use, or used again after aclose()
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="graphagent-sqlite")
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
-    async def aput(
-        self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
-    ) -> None:
-        """Async :meth:`put`."""
-        await self._off(self.put, thread_id, write, expected_head=expected_head)
-
-    async def aput_many(
-        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
-    ) -> None:
-        """Async :meth:`put_many`."""
-        await self._off(self.put_many, thread_id, writes, expected_head=expected_head)
-
-    async def aput_writes(
-        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
-    ) -> None:
-        """Async :meth:`put_writes`."""
-        await self._off(self.put_writes, thread_id, checkpoint_id, writes)
-
-    async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        """Async :meth:`get`."""
-        return await self._off(self.get, thread_id, checkpoint_id)
-
-    async def alist(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> builtins.list[Checkpoint]:
-        """Async :meth:`list`."""
-        return await self._off(self.list, thread_id, limit=limit, before=before)
-
-    async def ahistory(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> CheckpointHistory:
-        """Async :meth:`history`."""
-        return await self._off(self.history, thread_id, limit=limit, before=before)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread`."""
-        await self._off(self.delete_thread, thread_id)
-
     async def ahead(self, thread_id: str) -> str | None:
         """Async :meth:`head`."""
-        return await self._off(self.head, thread_id)
+        # head is one query; the default goes through aget, a whole load
+        return await self._to_thread(self.head, thread_id)
 
     async def athreads(self) -> builtins.list[str]:
         """Async :meth:`threads`."""
-        return await self._off(self.threads)
+        return await self._to_thread(self.threads)
 
     async def aclose(self) -> None:
         """Close the connection and the worker thread."""
-        await self._off(self.close)
+        await self._to_thread(self.close)
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False)

@@ -218,7 +218,8 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
             "build it with saver=..., or pass --db PATH, --postgres URL or --redis URL"
         )
     messages: list[str] | None = list(args.message) if args.message else None
-    print(f"chatting with {agent.name!r} on thread {args.thread!r} (Ctrl-D to stop)", file=out)
+    stop = "" if messages else " (Ctrl-D to stop)"  # -m sends its messages and exits
+    print(f"chatting with {agent.name!r} on thread {args.thread!r}{stop}", file=out)
     return Chat(agent, args.thread, out, read, again=_chat_again(args)).run(messages)
 
 

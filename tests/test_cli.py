@@ -258,6 +258,18 @@ def test_chat_keeps_a_thread_in_a_sqlite_file(module: str, tmp_path: Path) -> No
     assert code == 2
 
 
+def test_chat_m_header_does_not_ask_for_ctrl_d(module: str, tmp_path: Path) -> None:
+    """-m sends, prints and exits, so its header does not tell the user to press Ctrl-D;
+    an interactive session's header still does."""
+    db = str(tmp_path / "threads.sqlite")
+    code, text = run("chat", f"{module}:agent", "--thread", "h", "--db", db, "-m", "hello")
+    header = text.splitlines()[0]
+    assert code == 0 and header.startswith("chatting with ") and header.endswith("thread 'h'")
+    assert "Ctrl-D" not in text
+    code, text = run("chat", f"{module}:agent", "--thread", "h", "--db", db)
+    assert code == 0 and text.splitlines()[0].endswith("thread 'h' (Ctrl-D to stop)")
+
+
 def test_chat_and_threads_on_postgresql(module: str, postgres_url: str, pg_schema: str) -> None:
     """chat --postgres creates the tables and keeps the thread; threads --postgres reads it."""
     pg = ["--postgres", postgres_url, "--schema", pg_schema]

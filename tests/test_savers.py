@@ -400,3 +400,58 @@ def test_threads_lists_every_thread(saver: CheckpointSaver) -> None:
     assert saver.threads() == sorted(names)  # type: ignore[attr-defined]
     saver.delete_thread("t0")
     assert "t0" not in saver.threads()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("twin", ["RedisSaver", "PostgresSaver"])
+async def test_async_only_savers_refuse_every_sync_method(twin: str) -> None:
+    """Each sync method of AsyncRedisSaver and AsyncPostgresSaver raises TypeError naming
+    the sync saver to use instead (no server needed: nothing is sent)."""
+    import redis.asyncio as aredis
+
+    from checkpoint import AsyncPostgresSaver
+
+    saver: CheckpointSaver
+    if twin == "RedisSaver":
+        client = aredis.Redis()
+        saver = AsyncRedisSaver(client)
+    else:
+        saver = AsyncPostgresSaver(pool=None)  # type: ignore[arg-type]  # never reached
+    w = write(None, {})
+    calls = {
+        "put": lambda: saver.put("t", w, expected_head=None),
+        "put_many": lambda: saver.put_many("t", [w], expected_head=None),
+        "put_writes": lambda: saver.put_writes("t", w.id, []),
+        "get": lambda: saver.get("t"),
+        "list": lambda: saver.list("t"),
+        "history": lambda: saver.history("t"),
+        "delete_thread": lambda: saver.delete_thread("t"),
+        "head": lambda: saver.head("t"),
+    }
+    message = f"Async{twin} has only async methods; use {twin} for sync runs"
+    for name, call in calls.items():
+        with pytest.raises(TypeError) as caught:
+            call()
+        assert str(caught.value) == message, name
+    if twin == "RedisSaver":
+        await client.aclose()
+
+
+def test_a_saver_implementing_neither_list_nor_history_says_so() -> None:
+    """list and history each default to the other: a saver with neither gets a
+    NotImplementedError naming both (not a RecursionError); one with either works."""
+
+    class Neither(MemorySaver):
+        list = CheckpointSaver.list  # type: ignore[assignment]
+        history = CheckpointSaver.history  # type: ignore[assignment]
+
+    for call in (Neither().list, Neither().history):
+        with pytest.raises(NotImplementedError, match="Neither implements neither list nor"):
+            call("t")
+
+    class ListOnly(Neither):
+        def list(self, thread_id: str, **kw: Any) -> Any:
+            return list(MemorySaver.history(self, thread_id, **kw))
+
+    s = ListOnly()
+    ids = chain(s, "t", 2)
+    assert [c.id for c in s.history("t")] == ids[::-1]

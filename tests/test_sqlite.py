@@ -4,6 +4,7 @@ schema versions, and what a step writes."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,39 @@ async def test_async_saver_runs_a_graph_and_shares_the_file(tmp_path: Path) -> N
     await saver.aclose()
     cp = SqliteSaver(path).get("t")
     assert cp is not None and len(cp.values["messages"]) == 4
+
+
+async def test_every_async_method_runs_on_the_saver_s_own_thread(tmp_path: Path) -> None:
+    """Each a-method of AsyncSqliteSaver runs its sync twin on the saver's one worker
+    thread, never on asyncio's shared pool."""
+    seen: dict[str, str] = {}
+
+    class Recording(AsyncSqliteSaver):
+        pass
+
+    names = ["put", "put_many", "put_writes", "get", "history", "delete_thread", "head"]
+    for name in [*names, "threads"]:
+
+        def record(self: Any, *args: Any, __name: str = name, **kwargs: Any) -> Any:
+            seen.setdefault(__name, threading.current_thread().name)
+            return getattr(AsyncSqliteSaver, __name)(self, *args, **kwargs)
+
+        setattr(Recording, name, record)
+    saver = Recording(tmp_path / "t.sqlite")
+    first, second = write(None, {"log": ("append", [1])}), write(None, {})
+    await saver.aput("t", first, expected_head=None)
+    second.parent_id = first.id
+    await saver.aput_many("t", [second], expected_head=first.id)
+    await saver.aput_writes("t", second.id, [])
+    assert (await saver.aget("t")) is not None
+    assert [c.id for c in await saver.alist("t")] == [second.id, first.id]
+    assert len(await saver.ahistory("t")) == 2
+    assert await saver.ahead("t") == second.id
+    assert await saver.athreads() == ["t"]
+    await saver.adelete_thread("t")
+    await saver.aclose()
+    assert sorted(seen) == sorted([*names, "threads"])
+    assert {thread.split("_")[0] for thread in seen.values()} == {"graphagent-sqlite"}
 
 
 def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import builtins
 import functools
-from collections.abc import Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from checkpoint._sql import AsyncSqlSaver
 from checkpoint._sqlschema import Program, Stmt
-from checkpoint.base import (
-    Checkpoint,
-    CheckpointWrite,
-    PendingWrite,
-)
+from checkpoint.base import _AsyncOnly
 from checkpoint.postgres._common import PostgresBase, errors, storage_error
 
 if TYPE_CHECKING:
@@ -27,7 +21,9 @@ __all__ = ["AsyncPostgresSaver"]
 T = TypeVar("T")
 
 
-class AsyncPostgresSaver(PostgresBase["AsyncConnectionPool[Any]"], AsyncSqlSaver):
+class AsyncPostgresSaver(
+    _AsyncOnly, PostgresBase["AsyncConnectionPool[Any]"], AsyncSqlSaver, sync_twin="PostgresSaver"
+):
     """``PostgresSaver`` for async services, over a ``psycopg_pool.AsyncConnectionPool``.
 
     Same tables and layout as :class:`~checkpoint.PostgresSaver` (the two read each other's
@@ -94,35 +90,6 @@ class AsyncPostgresSaver(PostgresBase["AsyncConnectionPool[Any]"], AsyncSqlSaver
     async def aclose(self) -> None:
         """Close the pool's connections."""
         await self.pool.close()
-
-    def _sync_only(self) -> TypeError:
-        return TypeError(
-            "AsyncPostgresSaver has only async methods; use PostgresSaver for sync runs"
-        )
-
-    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
-        """Not available: use :meth:`aput`."""
-        raise self._sync_only()
-
-    def put_writes(
-        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
-    ) -> None:
-        """Not available: use :meth:`aput_writes`."""
-        raise self._sync_only()
-
-    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
-        """Not available: use :meth:`aget`."""
-        raise self._sync_only()
-
-    def list(
-        self, thread_id: str, *, limit: int | None = None, before: str | None = None
-    ) -> builtins.list[Checkpoint]:
-        """Not available: use :meth:`alist`."""
-        raise self._sync_only()
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Not available: use :meth:`adelete_thread`."""
-        raise self._sync_only()
 
 
 async def adrive(program: Program[T], conn: psycopg.AsyncConnection[Any]) -> T:
