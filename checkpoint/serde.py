@@ -493,6 +493,24 @@ class Serde:
                 "never writes: the bytes were damaged or tampered with. Delete the thread, "
                 "or restore it from a backup"
             )
+        if code == _ENCODED:  # the library's messages: the commonest frames
+            name, payload = self._unpack(data, depth)
+            decode = self._decoders.get(name)
+            if decode is not None:
+                try:
+                    return decode(payload)
+                except Exception as exc:
+                    raise SerializationError(
+                        f"stored {_qualname(self._types[name])} no longer fits its class: {exc}"
+                    ) from exc
+            cls = self._types.get(name)
+            if cls is None:
+                raise _unregistered(name)
+            raise SerializationError(
+                f"stored data holds a {name!r} written by its own encoder, and "
+                f"{_qualname(cls)} is registered here without one: register it with the "
+                "encode and decode it was stored with"
+            )
         if code == _TUPLE:
             return tuple(self._unpack(data, depth))
         if code == _SET:
@@ -508,34 +526,13 @@ class Serde:
             return _dt.timedelta(days=days, seconds=seconds, microseconds=micros)
         if code == _UUID:
             return uuid.UUID(bytes=data)
-        if code in (_ENCODED, _MODEL, _ENUM, _DATACLASS):
+        if code in (_MODEL, _ENUM, _DATACLASS):
             name, payload = self._unpack(data, depth)
             cls = self._types.get(name)
             if cls is None:
-                raise SerializationError(
-                    f"stored data holds a {name!r}, which is not registered in this process; "
-                    "import the module that defines it and call checkpoint.serde.register(cls) "
-                    "before loading"
-                )
-            if code == _ENCODED:
-                return self._decode(cls, name, payload)
+                raise _unregistered(name)
             return self._build(code, cls, payload)
         raise SerializationError(f"stored data holds unknown extension type {code}")
-
-    def _decode(self, cls: type, name: str, payload: Any) -> Any:
-        decode = self._decoders.get(name)
-        if decode is None:
-            raise SerializationError(
-                f"stored data holds a {name!r} written by its own encoder, and "
-                f"{_qualname(cls)} is registered here without one: register it with the "
-                "encode and decode it was stored with"
-            )
-        try:
-            return decode(payload)
-        except Exception as exc:
-            raise SerializationError(
-                f"stored {_qualname(cls)} no longer fits its class: {exc}"
-            ) from exc
 
     @staticmethod
     def _build(code: int, cls: type, payload: Any) -> Any:
@@ -550,6 +547,14 @@ class Serde:
             raise SerializationError(
                 f"stored {_qualname(cls)} no longer fits its class: {exc}"
             ) from exc
+
+
+def _unregistered(name: Any) -> SerializationError:
+    return SerializationError(
+        f"stored data holds a {name!r}, which is not registered in this process; "
+        "import the module that defines it and call checkpoint.serde.register(cls) "
+        "before loading"
+    )
 
 
 base_serde = Serde(base=None)

@@ -39,7 +39,7 @@ __all__ = [
 def _new_id() -> str:
     # 128 random bits from the module-level generator, which Python re-seeds in a
     # forked child; uuid4() costs a syscall per message.
-    return f"{random.getrandbits(128):032x}"
+    return random.getrandbits(128).to_bytes(16, "big").hex()  # as f"{n:032x}", faster
 
 
 class Message(BaseModel):
@@ -288,7 +288,7 @@ def _decoder(cls: type[BaseModel]) -> Any:
         fields = dict(zip(names, stored, strict=True))
         if cls is AssistantMessage:
             fields["tool_calls"] = [dict(zip(_CALL_FIELDS, c, strict=True)) for c in stored[3]]
-        return cls.model_validate(fields)
+        return cls(**fields)  # validated as by model_validate, without its keyword handling
 
     return decode
 

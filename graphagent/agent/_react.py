@@ -643,12 +643,16 @@ class ReactAgent(BaseAgent):
         self, record: AgentRecord, pending: list[ToolCall], result: Any
     ) -> dict[str, Any]:
         answers = record.answers
-        executed = {m.tool_call_id: m for m in result.tool_responses}
-        responses: list[Message] = [
-            executed.get(c.id)
-            or ToolResponseMessage(answers.get(c.id, ""), tool_call_id=c.id, name=c.name)
-            for c in pending
-        ]
+        responses: list[Message]
+        if not answers:  # every pending call ran: its results are in call order
+            responses = list(result.tool_responses)
+        else:
+            executed = {m.tool_call_id: m for m in result.tool_responses}
+            responses = [
+                executed.get(c.id)
+                or ToolResponseMessage(answers.get(c.id, ""), tool_call_id=c.id, name=c.name)
+                for c in pending
+            ]
         run_counts = dict(record.run_tool_calls)
         thread_counts = dict(record.tool_calls)
         for call in pending:

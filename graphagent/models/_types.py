@@ -9,7 +9,16 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graphagent.messages import AssistantMessage, Message, ToolCall, coerce_message
+from graphagent.messages import (
+    AssistantMessage,
+    Message,
+    RemoveMessage,
+    SystemMessage,
+    ToolCall,
+    ToolResponseMessage,
+    UserMessage,
+    coerce_message,
+)
 
 __all__ = [
     "AssistantChunk",
@@ -233,12 +242,18 @@ def finish_reason(raw: str | None, has_tool_calls: bool) -> str:
     return mapping.get(raw, raw or "stop")
 
 
+_MESSAGE_KINDS = frozenset(
+    {SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage}
+)
+
+
 def messages_list(messages: Sequence[Any]) -> list[Any]:
     """The messages as a list (a single message or string is wrapped)."""
     if isinstance(messages, (str, BaseModel)):
         return [coerce_message(messages)]
     listed = list(messages)
     for m in listed:  # a conversation is messages already: one copy, no call per message
-        if not isinstance(m, Message):
+        # the library's own kinds first: isinstance on a pydantic class is an ABC check
+        if type(m) not in _MESSAGE_KINDS and not isinstance(m, Message):
             return [coerce_message(m) for m in listed]
     return listed

@@ -23,7 +23,10 @@ def unique_call_ids(message: AssistantMessage) -> AssistantMessage:
         >>> [c.id for c in unique_call_ids(m).tool_calls]
         ['a', 'a_2']
     """
-    ids = [c.id for c in message.tool_calls]
+    given = message.tool_calls
+    if not given or (len(given) == 1 and given[0].id):  # the common answer: nothing to fix
+        return message
+    ids = [c.id for c in given]
     if all(ids) and len(set(ids)) == len(ids):
         return message
     taken = set(ids)

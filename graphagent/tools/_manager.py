@@ -191,7 +191,12 @@ class ToolCallingManager:
         calls: Sequence[ToolCall] | None,
         invoke: Callable[..., Any] | None,
     ) -> list[_Planned]:
-        toolset = tools if isinstance(tools, Mapping) else collect_tools(tools=tools)
+        # a dict first: the Mapping check alone is an ABC instance check
+        toolset: Mapping[str, ToolCallback] = (
+            tools
+            if type(tools) is dict or isinstance(tools, Mapping)
+            else collect_tools(tools=tools)
+        )
         base: ToolContext | None = None
         plan = []
         for call in assistant_message.tool_calls if calls is None else calls:
@@ -356,20 +361,21 @@ class ToolCallingManager:
         """Run one planned call, observed; its text for the model."""
         call = planned.call
         watch = observe.tool(call.name, call.id, call.arguments)
+        run = self._runner(planned, invoke)
         if watch is observe.IDLE:  # nobody listens: nothing to enter or tell
-            text = self._outcome(planned, functools.partial(self._run, planned, invoke))
+            text = self._outcome(planned, run)
         else:
             with watch:
-                text = planned.observed(
-                    self._outcome(planned, functools.partial(self._run, planned, invoke)), watch
-                )
+                text = planned.observed(self._outcome(planned, run), watch)
         if on_response is not None:
             on_response(ToolResponseMessage(text, tool_call_id=call.id, name=call.name))
         return text
 
-    def _run(self, planned: _Planned, invoke: ToolInvoker | None) -> Any:
+    def _runner(self, planned: _Planned, invoke: ToolInvoker | None) -> Callable[[], Any]:
+        """What runs the call (its tool, or ``invoke``), under the timeout if any."""
         tool = planned.tool
-        assert tool is not None
+        if tool is None:
+            return _unknown  # the outcome names the unknown tool without running anything
         if invoke is not None:
             assert planned.context is not None  # made for every call when there is an invoke
             target = functools.partial(invoke, planned.call, tool, planned.context)
@@ -378,8 +384,8 @@ class ToolCallingManager:
         else:
             target = functools.partial(call_tool, tool, planned.call.arguments, planned.context)
         if self.timeout is None:
-            return target()
-        return call_with_timeout(target, self.timeout)
+            return target
+        return functools.partial(call_with_timeout, target, self.timeout)
 
     async def aexecute_tool_calls(
         self,
@@ -450,6 +456,10 @@ class ToolCallingManager:
 
         texts = list(await asyncio.gather(*(one(p) for p in plan)))
         return self._result(plan, texts)
+
+
+def _unknown() -> Any:
+    raise AssertionError("a call to an unknown tool is never run")
 
 
 def _context_maker(
