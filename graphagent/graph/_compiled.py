@@ -161,16 +161,20 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
         if type(outcome) is Done and inspect.isawaitable(outcome.value):
             return await _in_scope(task, outcome.value)
         return outcome
+    # the call and the await of what it returns in one frame, with the node's scope set
+    # throughout (for ``interrupt()``): no coroutine of ours between the node and the loop
     token = _TASK.set(task.scope)
     try:
         ret = fn(state, config) if spec.takes_config else fn(state)
+        while ret.__class__ is not dict and inspect.isawaitable(ret):
+            ret = await ret
+        return Done(ret)
     except GraphInterrupt as signal:
         return Paused(signal)
     except (Exception, GraphBubbleUp) as exc:
         return Failed(exc)
     finally:
         _TASK.reset(token)
-    return await _in_scope(task, ret)
 
 
 async def _in_scope(task: Task, ret: Any) -> Outcome:
@@ -470,7 +474,10 @@ class CompiledGraph:
     async def _aexecute(effect: Execute) -> dict[str, Outcome]:
         tasks, state, config = effect.tasks, effect.state, effect.config
         if len(tasks) == 1:
-            return {tasks[0].spec.name: await _acall(tasks[0], state, config)}
+            task = tasks[0]
+            if not observe.ACTIVE:
+                return {task.spec.name: await _acall_node(task, state, config)}
+            return {task.spec.name: await _acall(task, state, config)}
         running = {asyncio.ensure_future(_acall(t, state, config)): t.spec.name for t in tasks}
         outcomes: dict[str, Outcome] = {}
         pending = set(running)
