@@ -40,6 +40,7 @@ __all__ = [
     "FREE_CLAIM",
     "PutPlan",
     "log_put",
+    "logging_puts",
     "Record",
     "check_claim",
     "claimed",
@@ -321,6 +322,11 @@ class PutPlan:
 _log = logging.getLogger("graphagent.checkpoint")
 
 
+def logging_puts() -> bool:
+    """Whether :func:`log_put` would log (DEBUG on ``graphagent.checkpoint``)."""
+    return _log.isEnabledFor(logging.DEBUG)
+
+
 def log_put(thread_id: str, plan: PutPlan) -> None:
     """Log a stored checkpoint at DEBUG (thread, step, bytes); never its values."""
     if _log.isEnabledFor(logging.DEBUG):
@@ -366,7 +372,7 @@ def plan_put(
     # whether the branches this line owns may have changed: a log started a branch, was
     # reset or became a plain value (an append to an owned branch changes nothing)
     own_changed = False
-    started: list[str] = []
+    started: list[str] | None = None  # branches this write starts
     data: dict[str, bytes] = {}
     sets: dict[str, Any] = {}
     for key, (kind, payload) in write.changes.items():
@@ -400,7 +406,7 @@ def plan_put(
         else:
             branch, base = wid, 0
             ranges = [*(ranges or ()), (branch, 0, len(items))]
-            started.append(branch)
+            started = [branch] if started is None else [*started, branch]
             own_changed = True
         prefix = f"l{SEP}{key}{SEP}{branch}{SEP}"  # log_field(key, branch, i)
         for offset, item in enumerate(items, base):
@@ -411,7 +417,7 @@ def plan_put(
     if own_changed:
         # the branches this line may extend: those it started that its logs still use
         used = {r[0] for ranges in logs.values() for r in ranges}
-        own = tuple(sorted({*owned, *started} & used))
+        own = tuple(sorted({*owned, *(started or ())} & used))
     else:
         own = owned
     metadata, plain = own_map(write.metadata)

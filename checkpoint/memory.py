@@ -139,8 +139,7 @@ class MemorySaver(CheckpointSaver):
                     f"thread {thread_id!r} moved to checkpoint {t.head!r} while this run "
                     f"expected {expected_head!r}; reload the thread and run again"
                 )
-            first = writes[0]
-            parent_id = first.parent_id
+            parent_id = writes[0].parent_id
             parent = self._record(thread_id, t, parent_id) if parent_id is not None else None
             # plan (encode) every write before storing any: a value that cannot be
             # encoded fails the whole step with nothing stored
@@ -148,21 +147,21 @@ class MemorySaver(CheckpointSaver):
             on_head = parent_id == t.head
             for write in writes:
                 plan = layout.plan_put(parent, write, on_head=on_head, dumps=dumps)
-                record = plan.record
+                parent, on_head = plan.record, True
                 if not plan.plain:
                     # checked (and copied) as the other savers would store them
-                    record.metadata, record.extra = self.serde.loads(
-                        dumps([record.metadata, record.extra])
+                    parent.metadata, parent.extra = self.serde.loads(
+                        dumps([parent.metadata, parent.extra])
                     )
                 plans.append(plan)
-                parent, on_head = record, True
-            records, order = t.records, t.order
+            data, records, order = t.data, t.records, t.order
+            logging = layout.logging_puts()
             for plan in plans:
-                t.data.update(plan.data)
-                record = plan.record
-                records[record.id] = record
-                order.append(record.id)
-                layout.log_put(thread_id, plan)
+                data.update(plan.data)
+                records[plan.record.id] = plan.record
+                order.append(plan.record.id)
+                if logging:
+                    layout.log_put(thread_id, plan)
             if parent_id is not None:
                 t.writes.pop(parent_id, None)
             t.head = writes[-1].id

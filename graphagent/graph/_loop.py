@@ -125,7 +125,8 @@ class Loop:
                         f"{strategy!r}: {exc}"
                     ) from exc
                 values[key] = merged
-                changes[key] = combine(changes.get(key), change, merged)
+                prev = changes.get(key)
+                changes[key] = change if prev is None else combine(prev, change, merged)
         return values, changes
 
     # -- routing -------------------------------------------------------------------
@@ -223,7 +224,7 @@ class Loop:
 def normalize(node: str, ret: Any) -> tuple[Mapping[str, Any] | None, tuple[str, ...] | None]:
     if ret is None:
         return None, None
-    if isinstance(ret, Mapping):
+    if type(ret) is dict or isinstance(ret, Mapping):
         return ret, None
     if isinstance(ret, Command):
         goto = ret.goto

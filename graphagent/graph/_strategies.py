@@ -177,10 +177,11 @@ class AppendStrategy(KeyStrategy):
         """Merge and report the change: ``Change("append", items)`` or, when a message
         was replaced or removed, ``Change("reset", whole)``."""
         base: Sequence[Any] = () if old is MISSING or old is None else old
-        items = _as_items(new)
+        cls = type(new)
+        items = list(new) if cls is list or cls is tuple else _as_items(new)
         if self.messages:
-            items = [coerce_message(item) for item in items]
-        ids = base.ids if isinstance(base, _IdList) else None
+            items = [i if isinstance(i, Message) else coerce_message(i) for i in items]
+        ids = base.ids if type(base) is _IdList else None
         if ids is None:
             ids = {m.id: i for i, m in enumerate(base) if isinstance(m, Message)}
         n = len(base)
@@ -188,19 +189,20 @@ class AppendStrategy(KeyStrategy):
         for item in items:
             if not isinstance(item, Message):
                 continue
-            if isinstance(item, RemoveMessage) or item.id in fresh:
+            iid = item.id
+            if iid in fresh or isinstance(item, RemoveMessage):
                 return self._slow(base, items)
-            pos = ids.get(item.id)
+            pos = ids.get(iid)
             if pos is not None and (
-                (pos < n and base[pos].id == item.id) or any(m.id == item.id for m in base)
+                (pos < n and base[pos].id == iid) or any(m.id == iid for m in base)
             ):
                 return self._slow(base, items)
-            fresh.add(item.id)
+            fresh.add(iid)
         merged = _IdList(base)
         merged.extend(items)
-        for offset, item in enumerate(items):
+        for offset, item in enumerate(items, n):
             if isinstance(item, Message):
-                ids[item.id] = n + offset
+                ids[item.id] = offset
         merged.ids = ids
         return merged, Change("append", items)
 
