@@ -431,6 +431,9 @@ class Serde:
         cls = type(obj)
         codec = self._encoders.get(cls)
         if codec is not None:  # the library's messages: the commonest objects
+            if dumped is None and room > 0:  # _frame's fast case, one call less
+                data = self._pack([codec[0], codec[1](obj)], self._fast[room - 1])
+                return _new_ext(msgpack.ExtType, (_ENCODED, data))
             return self._frame(_ENCODED, [codec[0], codec[1](obj)], dumped, room)
         name = self._names.get(cls)
         if name is not None:

@@ -41,7 +41,7 @@ from graphagent.messages import (
     UserMessage,
 )
 from graphagent.models import FakeChatModel, FunctionChatModel
-from graphagent.tools import tool
+from graphagent.tools import ToolCallingManager, tool
 
 
 def calls(*items: tuple[str, str, str], text: str = "") -> AssistantMessage:
@@ -511,3 +511,22 @@ def test_tool_interceptors_see_each_calls_context() -> None:
     )
     assert agent.call("go").text == "done"
     assert seen == [("1", ["user", "assistant"], {"t": 1})]
+
+
+def test_a_replaced_tool_manager_is_used_through_its_public_method() -> None:
+    """An agent whose manager is a subclass overriding execute_tool_calls goes through
+    that override, with the call's context, and its results reach the model."""
+    seen: list[Any] = []
+
+    class Counting(ToolCallingManager):
+        def execute_tool_calls(self, messages: Any, assistant_message: Any, **kw: Any) -> Any:
+            seen.append((kw["calls"][0].id, kw["context"].history[-1].id))
+            return super().execute_tool_calls(messages, assistant_message, **kw)
+
+    model = FakeChatModel([calls(("1", "search", '{"query": "x"}')), "done"])
+    agent = ReactAgent(name="a", model=model, tools=[search])
+    agent.manager = Counting()
+    assert agent.call("go").text == "done"
+    asked = model.calls[1].messages[-2]
+    assert seen == [("1", asked.id)]
+    assert model.calls[1].messages[-1].text == "results for x"

@@ -603,15 +603,23 @@ class ReactAgent(BaseAgent):
         if last is None or not pending:
             return {}
         self._emit_answered(config, pending, record.answers)
-        # the context is made only if a tool or an interceptor can see it
-        result = self.manager._execute(
-            last,
-            self._executable(config, runnable),
-            functools.partial(self._tool_context, state, config),
-            runnable,
-            self._invoke_tool if self.tool_interceptors else None,
-            (lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
-        )
+        tools = self._executable(config, runnable)
+        invoke = self._invoke_tool if self.tool_interceptors else None
+        on_response = (lambda m: self._emit(config, m, TOOLS)) if config.emit else None
+        manager = self.manager
+        if type(manager) is not ToolCallingManager:  # a replaced manager: its public method
+            result: Any = manager.execute_tool_calls(
+                [],
+                last,
+                tools=tools,
+                context=self._tool_context(state, config),
+                calls=runnable,
+                invoke=invoke,
+                on_response=on_response,
+            )
+        else:  # the context is made only if a tool or an interceptor can see it
+            make_context = functools.partial(self._tool_context, state, config)
+            result = manager._execute(last, tools, make_context, runnable, invoke, on_response)
         return self._after_tools(record, pending, result)
 
     async def _atools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
@@ -619,14 +627,25 @@ class ReactAgent(BaseAgent):
         if last is None or not pending:
             return {}
         self._emit_answered(config, pending, record.answers)
-        result = await self.manager._aexecute(
-            last,
-            self._executable(config, runnable),
-            functools.partial(self._tool_context, state, config),
-            runnable,
-            self._ainvoke_tool if self.tool_interceptors else None,
-            (lambda m: self._emit(config, m, TOOLS)) if config.emit else None,
-        )
+        tools = self._executable(config, runnable)
+        invoke = self._ainvoke_tool if self.tool_interceptors else None
+        on_response = (lambda m: self._emit(config, m, TOOLS)) if config.emit else None
+        manager = self.manager
+        if type(manager) is not ToolCallingManager:  # a replaced manager: its public method
+            result: Any = await manager.aexecute_tool_calls(
+                [],
+                last,
+                tools=tools,
+                context=self._tool_context(state, config),
+                calls=runnable,
+                invoke=invoke,
+                on_response=on_response,
+            )
+        else:  # the context is made only if a tool or an interceptor can see it
+            make_context = functools.partial(self._tool_context, state, config)
+            result = await manager._aexecute(
+                last, tools, make_context, runnable, invoke, on_response
+            )
         return self._after_tools(record, pending, result)
 
     def _emit_answered(

@@ -249,7 +249,7 @@ _MESSAGE_KINDS = frozenset(
 
 def messages_list(messages: Sequence[Any]) -> list[Any]:
     """The messages as a list (a single message or string is wrapped)."""
-    if isinstance(messages, (str, BaseModel)):
+    if type(messages) is not list and isinstance(messages, (str, BaseModel)):
         return [coerce_message(messages)]
     listed = list(messages)
     for m in listed:  # a conversation is messages already: one copy, no call per message
