@@ -31,7 +31,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -81,6 +81,27 @@ def agent(saver: CheckpointSaver) -> ReactAgent:
     return ReactAgent(name="load", model=model, tools=[note], saver=saver)
 
 
+class Figures(NamedTuple):
+    """One row: steps per second, p50 and p99 step latency (ms), and the driving
+    process's CPU time per step (µs, all its threads; None when other processes drive)."""
+
+    steps: float
+    p50: float
+    p99: float
+    cpu: float | None = None
+
+
+def figures(latencies: list[float], elapsed: float, cpu: float | None = None) -> Figures:
+    """The row for ``latencies`` taken in ``elapsed`` seconds and ``cpu`` CPU seconds."""
+    n = len(latencies)
+    return Figures(
+        n / elapsed,
+        percentile(latencies, 50) * 1000,
+        percentile(latencies, 99) * 1000,
+        None if cpu is None else cpu / n * 1e6,
+    )
+
+
 def percentile(values: list[float], p: float) -> float:
     """The p-th percentile (nearest rank)."""
     ordered = sorted(values)
@@ -96,20 +117,15 @@ async def _conversation(a: ReactAgent, thread: str, latencies: list[float]) -> N
             last = now
 
 
-async def concurrent(saver: CheckpointSaver, threads: int) -> tuple[float, float, float]:
+async def concurrent(saver: CheckpointSaver, threads: int) -> Figures:
     """Steps per second, p50 and p99 step latency (ms) for ``threads`` concurrent threads."""
     a = agent(saver)
     run = uuid.uuid4().hex[:8]
     await _conversation(a, f"warm-{run}", [])
     latencies: list[float] = []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(_conversation(a, f"{run}-{i}", latencies) for i in range(threads)))
-    elapsed = time.perf_counter() - start
-    return (
-        len(latencies) / elapsed,
-        percentile(latencies, 50) * 1000,
-        percentile(latencies, 99) * 1000,
-    )
+    return figures(latencies, time.perf_counter() - start, time.process_time() - cpu)
 
 
 @asynccontextmanager
@@ -220,7 +236,7 @@ async def lg_postgres() -> AsyncIterator[Any]:
             yield saver
 
 
-async def lg_concurrent(app: Any, threads: int) -> tuple[float, float, float]:
+async def lg_concurrent(app: Any, threads: int) -> Figures:
     """:func:`concurrent` for a LangGraph agent (checkpoints written within the step)."""
 
     async def conversation(thread: str, latencies: list[float]) -> None:
@@ -240,20 +256,15 @@ async def lg_concurrent(app: Any, threads: int) -> tuple[float, float, float]:
     run = uuid.uuid4().hex[:8]
     await conversation(f"warm-{run}", [])
     latencies: list[float] = []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(conversation(f"{run}-{i}", latencies) for i in range(threads)))
-    elapsed = time.perf_counter() - start
-    return (
-        len(latencies) / elapsed,
-        percentile(latencies, 50) * 1000,
-        percentile(latencies, 99) * 1000,
-    )
+    return figures(latencies, time.perf_counter() - start, time.process_time() - cpu)
 
 
 Backend = Callable[[], AbstractAsyncContextManager[Any]]
 
 
-async def sql_rows(row: Callable[[str, tuple[float, float, float]], None]) -> None:
+async def sql_rows(row: Callable[[str, Figures], None]) -> None:
     """SQLite and PostgreSQL, ours and LangGraph's, at 1, 4 and 16 concurrent threads."""
     ours: list[tuple[str, Backend]] = [("SQLite", our_sqlite), ("PostgreSQL", our_postgres)]
     for name, backend in ours:
@@ -273,27 +284,22 @@ async def sql_rows(row: Callable[[str, tuple[float, float, float]], None]) -> No
     for name, backend in theirs:
         for threads in (1, 4, 16):
             async with backend() as saver:
-                figures = await lg_concurrent(lg_agent(saver), threads)
-                row(f"LangGraph {name}, {threads} concurrent threads", figures)
+                lg = await lg_concurrent(lg_agent(saver), threads)
+                row(f"LangGraph {name}, {threads} concurrent threads", lg)
 
 
-def sync_single(saver: CheckpointSaver) -> tuple[float, float, float]:
+def sync_single(saver: CheckpointSaver) -> Figures:
     """One thread, sync API: the latency floor of a step on this saver."""
     a = agent(saver)
     latencies: list[float] = []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for turn in range(TURNS_PER_THREAD * 4):
         last = time.perf_counter()
         for _ in a.stream(f"turn {turn}", thread_id="sync-1", mode="updates"):
             now = time.perf_counter()
             latencies.append(now - last)
             last = now
-    elapsed = time.perf_counter() - start
-    return (
-        len(latencies) / elapsed,
-        percentile(latencies, 50) * 1000,
-        percentile(latencies, 99) * 1000,
-    )
+    return figures(latencies, time.perf_counter() - start, time.process_time() - cpu)
 
 
 def worker(url: str, prefix: str, queue: str) -> int:
@@ -315,7 +321,7 @@ def worker(url: str, prefix: str, queue: str) -> int:
     return 0
 
 
-def processes() -> tuple[float, float, float]:
+def processes() -> Figures:
     """Steps per second and p50/p99 step latency (ms) of WORKERS processes on one Redis."""
     client = redis.Redis.from_url(REDIS_URL)
     prefix = f"bench-load-{uuid.uuid4().hex[:8]}"
@@ -344,11 +350,7 @@ def processes() -> tuple[float, float, float]:
         if keys:
             client.delete(*keys)
     latencies = [float(x) for r in reports if r for x in r[1].decode().split(",") if x]
-    return (
-        len(latencies) / elapsed,
-        percentile(latencies, 50) * 1000,
-        percentile(latencies, 99) * 1000,
-    )
+    return figures(latencies, elapsed)
 
 
 async def step_vs_ping(rounds: int = 400) -> tuple[float, float]:
@@ -398,11 +400,11 @@ SCENARIOS = ("memory", "langgraph", "redis", "sql", "processes", "ping")
 async def main(only: frozenset[str], threads: tuple[int, ...], repeat: int) -> None:
     """Print the table (the ``only`` scenarios, each ``repeat`` times)."""
     print(f"# load: {machine()}; scripted ReactAgent, 1 tool, {TURNS_PER_THREAD} turns/thread")
-    print(f"{'scenario':<42} {'steps/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
+    print(f"{'scenario':<42} {'steps/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'CPU µs/step':>12}")
 
-    def row(label: str, figures: tuple[float, float, float]) -> None:
-        steps, p50, p99 = figures
-        print(f"{label:<42} {steps:>9.0f} {p50:>8.3f} {p99:>8.3f}", flush=True)
+    def row(label: str, f: Figures) -> None:
+        cpu = "-" if f.cpu is None else f"{f.cpu:.0f}"
+        print(f"{label:<42} {f.steps:>9.0f} {f.p50:>8.3f} {f.p99:>8.3f} {cpu:>12}", flush=True)
 
     for _ in range(repeat):
         if "memory" in only:
@@ -416,8 +418,8 @@ async def main(only: frozenset[str], threads: tuple[int, ...], repeat: int) -> N
                 print("(LangGraph not installed: pip install -e '.[bench]')")
             else:
                 for n in threads:
-                    figures = await lg_concurrent(lg_agent(InMemorySaver()), n)
-                    row(f"LangGraph InMemorySaver, {n} conc. threads", figures)
+                    lg = await lg_concurrent(lg_agent(InMemorySaver()), n)
+                    row(f"LangGraph InMemorySaver, {n} conc. threads", lg)
         if "redis" in only:
             prefix = f"bench-load-{uuid.uuid4().hex[:8]}"
             sync_saver = RedisSaver.from_url(REDIS_URL, prefix=prefix)

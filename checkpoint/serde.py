@@ -264,7 +264,8 @@ class Serde:
             SerializationError: naming the unsupported type and how to register it, or
                 the value nests deeper than :data:`MAX_DEPTH`.
         """
-        self._current()
+        if self._seen != _registrations[0]:  # _current's check, without its call
+            self._current()
         try:
             try:
                 # fast path: no walk; a value whose tuples, sets and objects nest more than

@@ -176,6 +176,20 @@ async def test_cancelled_calls_never_hand_their_reply_to_another(
         assert cp is not None and cp.values["log"] == list(range(i + 1))
 
 
+def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of scripts in each write the wire makes from now on (a batch is one
+    ``transport.write``; counted around it, since uvloop's transports cannot be patched)."""
+    sends: list[int] = []
+    original = wire_module._Link.send
+
+    def counted(self: Any, batch: Any) -> None:
+        sends.append(b"".join(item[0] for item in batch).count(b"EVALSHA"))
+        original(self, batch)
+
+    monkeypatch.setattr(wire_module._Link, "send", counted)
+    return sends
+
+
 async def test_concurrent_calls_share_one_write(
     asaver: AsyncRedisSaver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -183,17 +197,7 @@ async def test_concurrent_calls_share_one_write(
     threads = [f"t{i}" for i in range(16)]
     for i, t in enumerate(threads):
         await grow(asaver, t, i + 1)
-    wire = asaver._fast()
-    assert wire is not None and wire._link is not None
-    transport = wire._link.transport
-    sends: list[int] = []
-    original = transport.write
-
-    def counted(data: Any) -> None:
-        sends.append(bytes(data).count(b"EVALSHA"))
-        original(data)
-
-    monkeypatch.setattr(transport, "write", counted)
+    sends = _count_writes(monkeypatch)
     got = await asyncio.gather(*(asaver.aget(t) for t in threads))
     assert [cp.values["last"] for cp in got if cp is not None] == list(range(16))
     assert sends == [16]
@@ -205,17 +209,7 @@ async def test_scripts_issued_while_a_batch_is_out_go_in_the_next(
     """One batch is out at a time: what callers issue meanwhile waits and goes together."""
     for i in range(8):
         await grow(asaver, f"t{i}", 2)
-    wire = asaver._fast()
-    assert wire is not None and wire._link is not None
-    transport = wire._link.transport
-    sends: list[int] = []
-    original = transport.write
-
-    def counted(data: Any) -> None:
-        sends.append(bytes(data).count(b"EVALSHA"))
-        original(data)
-
-    monkeypatch.setattr(transport, "write", counted)
+    sends = _count_writes(monkeypatch)
     first = asyncio.ensure_future(asaver.aget("t0"))
     await asyncio.sleep(0)
     await asyncio.sleep(0)  # the first read is on the wire

@@ -88,6 +88,14 @@ def pending_tool_calls(
     return None, []
 
 
+def _messages(state: Mapping[str, Any]) -> Sequence[Message]:
+    """``state.get("messages", [])`` in one call (a Mapping's get is two Python calls)."""
+    try:
+        return state["messages"]  # type: ignore[no-any-return]
+    except KeyError:
+        return []
+
+
 class _Template(string.Formatter):
     def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
         return kwargs.get(key, "{" + str(key) + "}")
@@ -303,7 +311,7 @@ class ReactAgent(BaseAgent):
     def _route_after_model(state: OverAllState, has_tools: bool) -> str:
         if AgentRecord.of(state).run_finished:
             return ANSWER
-        messages = state.get("messages", [])
+        messages = _messages(state)
         _, pending = pending_tool_calls(messages)
         if pending and has_tools:
             return TOOL_CALLS
@@ -354,7 +362,7 @@ class ReactAgent(BaseAgent):
                 f"finishing (max_iterations={self.max_iterations}); raise max_iterations, or "
                 "add a hook that ends the run (e.g. ModelCallLimitHook)"
             )
-        history = state.get("messages", [])
+        history = _messages(state)
         messages: list[Message] = (
             [self._system, *history] if self._system is not None else list(history)
         )
@@ -592,7 +600,7 @@ class ReactAgent(BaseAgent):
     def _split(
         self, state: OverAllState
     ) -> tuple[AssistantMessage | None, list[ToolCall], list[ToolCall], AgentRecord]:
-        last, pending = pending_tool_calls(state.get("messages", []))
+        last, pending = pending_tool_calls(_messages(state))
         record = AgentRecord.of(state)
         answers = record.answers
         runnable = [c for c in pending if c.id not in answers] if answers else pending
