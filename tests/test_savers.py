@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Any
 
@@ -345,17 +346,22 @@ def test_redis_step_write_size_does_not_grow_with_history(
         )
 
     parent = None
-    sizes = {}
-    for i in range(1001):
+    grew: dict[int, list[int]] = {10: [], 1000: []}
+    for i in range(1009):
         w = write(parent, {"messages": ("append", [UserMessage(f"message {i}")])}, step=i)
-        if i in (10, 1000):
+        at = 10 if 10 <= i < 19 else 1000 if i >= 1000 else None
+        if at is not None:
             before = used()
         s.put("t", w, expected_head=parent)
-        if i in (10, 1000):
-            sizes[i] = used() - before
+        if at is not None:
+            grew[at].append(used() - before)
         parent = w.id
-    # exact sizes (SAMPLES 0): the default estimate samples 5 fields of a 1,000-field hash
-    assert sizes[1000] <= sizes[10] * 1.5 + 64, sizes
+    # exact sizes (SAMPLES 0): the default estimate samples 5 fields of a 1,000-field hash.
+    # The median of nine steps: Redis finishes growing a hash's table in the background
+    # (incremental rehashing, also on a timer), and the step during which that lands
+    # shows the table's old half going away or a new one arriving, not what it wrote
+    sizes = {at: statistics.median(steps) for at, steps in grew.items()}
+    assert sizes[1000] <= sizes[10] * 1.5 + 64, grew
 
 
 async def test_async_redis_saver_reads_sync_threads(
