@@ -5,19 +5,21 @@ lock and health check, observability hooks, a task per timeout and per write, a
 coroutine per reply, packing each argument through the encoder), and every command is a
 send and a receive of its own, which on a busy host costs more than the command. A step
 is one ``EVALSHA`` whose arguments we already hold as bytes, and a process serving many
-conversations issues many of them at once. So :class:`Wire` packs a command in one
-``join``, and sends the commands issued while the previous batch was out (or during one
+conversations issues many of them at once. So :class:`Wire` has hiredis pack each command
+in one call, and sends the commands issued while the previous batch was out (or during one
 turn of the event loop) together, in one write, reading the replies back in order
 (pipelining across conversations; each conversation still waits for its own reply
 before its next command, so its order is kept).
 
 The connection is taken from the client's own pool, so it has the client's address,
 credentials, TLS, protocol and database, and redis-py makes the handshake. Then the
-saver takes its socket over (``transport.set_protocol``): replies are parsed as they
-arrive, by hiredis when installed (``graphagent[fast]``) or by :class:`Reader`, and
-handed to the waiting callers from the socket's callback, with no task, timeout context
-or coroutine per reply. Closing the client closes the connection (it is the pool's);
-the saver then takes a fresh one. Errors come back as redis-py raises them.
+saver takes its socket over (``transport.set_protocol``): hiredis packs the commands and
+parses the replies as they arrive (the wire needs ``graphagent[fast]``; without hiredis
+the saver sends its scripts through redis-py's client instead, and no protocol is
+written here by hand), and replies are handed to the waiting callers from the socket's
+callback, with no task, timeout context or coroutine per reply. Closing the client
+closes the connection (it is the pool's); the saver then takes a fresh one. Errors come
+back as redis-py raises them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
 from typing import Any
 
 import redis.asyncio as aredis
@@ -37,17 +39,16 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 hiredis: Any
 try:
     import hiredis
-except ImportError:  # pragma: no cover - the pure reader below is tested on its own
+except ImportError:  # the saver then uses redis-py's client, not the wire
     hiredis = None
 
-__all__ = ["Reader", "Wire", "pack", "pack_args"]
+__all__ = ["Wire", "available"]
 
 _MORE: Any = object()
 """What a reader's ``gets`` returns while a reply is incomplete."""
 
 _PUSH: type | None = getattr(hiredis, "PushNotification", None)
 
-_EVALSHA: dict[str, bytes] = {}  # script sha -> "EVALSHA <sha>" packed
 
 MAX_IN_FLIGHT = 1
 """Batches on the wire at once. Commands issued while one is out go together in the next,
@@ -59,131 +60,17 @@ process sends at once."""
 _Item = tuple[bytes, "asyncio.Future[Any]", int]
 
 
-def pack(args: Sequence[Any]) -> bytes:
-    """One command in RESP: ``*<n>`` then a ``$<len>`` bulk string per argument."""
-    return b"*%d\r\n%s" % (len(args), pack_args(args))
-
-
-def pack_args(args: Sequence[Any]) -> bytes:
-    """Arguments as RESP bulk strings (a command's body, without its count)."""
-    parts = []
-    for arg in args:
-        kind = type(arg)
-        if kind is bytes:
-            data = arg
-        elif kind is str:
-            data = arg.encode()
-        elif kind is int:
-            data = b"%d" % arg
-        elif isinstance(arg, (bytes, bytearray, memoryview)):
-            data = bytes(arg)
-        else:
-            raise TypeError(f"cannot send {type(arg).__name__} to Redis: {arg!r:.60}")
-        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(parts)
-
-
-class _Short(Exception):
-    """The buffer holds only part of a reply; ``need`` bytes are needed at least."""
-
-    def __init__(self, need: int) -> None:
-        self.need = need
-
-
-class _Pushed(list[Any]):
-    """A RESP3 push message: not the reply to any command."""
-
-
-class Reader:
-    """RESP2 and RESP3 replies from bytes, for when hiredis is not installed.
-
-    Same interface as ``hiredis.Reader``: ``feed`` what the socket gave, then ``gets``
-    until it returns the ``not_enough`` marker. Replies are bytes, ints, lists, ``None``
-    (errors are whatever ``reply_error`` makes of the message). A reply that arrives in
-    pieces is parsed again from its start when the next piece comes, but not before the
-    bytes it is known to need are there.
-    """
-
-    __slots__ = ("_buf", "_need", "_not_enough", "_reply_error")
-
-    def __init__(self, reply_error: Callable[[str], Exception], not_enough: Any) -> None:
-        self._buf = bytearray()
-        self._need = 0
-        self._reply_error = reply_error
-        self._not_enough = not_enough
-
-    def feed(self, data: bytes) -> None:
-        """Add bytes read from the socket."""
-        self._buf += data
-
-    def gets(self) -> Any:
-        """The next whole reply, or the ``not_enough`` marker."""
-        buf = self._buf
-        if not buf or len(buf) < self._need:
-            return self._not_enough
-        try:
-            reply, end = self._parse(buf, 0)
-        except _Short as short:
-            self._need = short.need
-            return self._not_enough
-        del buf[:end]
-        self._need = 0
-        return reply
-
-    def _parse(self, buf: bytearray, pos: int) -> tuple[Any, int]:
-        eol = buf.find(b"\r\n", pos)
-        if eol < 0:
-            raise _Short(len(buf) + 1)
-        kind = buf[pos]
-        line = bytes(buf[pos + 1 : eol])
-        pos = eol + 2
-        if kind in b"$=!":  # bulk string, verbatim string, bulk error
-            size = int(line)
-            if size < 0:
-                return None, pos
-            end = pos + size
-            if len(buf) < end + 2:
-                raise _Short(end + 2)
-            data = bytes(buf[pos:end])
-            if kind == 0x21:  # '!'
-                return self._reply_error(data.decode("utf-8", "replace")), end + 2
-            return (data[4:] if kind == 0x3D else data), end + 2  # '=': "txt:" first
-        if kind in b"*~>%|":  # array, set, push, map, attribute
-            size = int(line)
-            if size < 0:
-                return None, pos
-            items: list[Any] = []
-            for _ in range(size * 2 if kind in b"%|" else size):
-                item, pos = self._parse(buf, pos)
-                items.append(item)
-            if kind == 0x25:  # '%'
-                return dict(zip(items[::2], items[1::2], strict=True)), pos
-            if kind == 0x7C:  # '|': attributes annotate the reply that follows
-                return self._parse(buf, pos)
-            return (_Pushed(items) if kind == 0x3E else items), pos
-        if kind == 0x2B:  # '+'
-            return line, pos
-        if kind == 0x2D:  # '-'
-            return self._reply_error(line.decode("utf-8", "replace")), pos
-        if kind in b":(":
-            return int(line), pos
-        if kind == 0x5F:  # '_'
-            return None, pos
-        if kind == 0x23:  # '#'
-            return line == b"t", pos
-        if kind == 0x2C:  # ','
-            return float(line), pos
-        raise InvalidResponse(f"Protocol Error: {bytes(buf[pos - 2 - len(line) - 1 : pos])!r}")
+def available() -> bool:
+    """Whether the wire can be used: hiredis (``graphagent[fast]``) is installed."""
+    return hiredis is not None
 
 
 def _reader() -> Any:
-    if hiredis is not None:
-        return hiredis.Reader(
-            protocolError=InvalidResponse,
-            replyError=BaseParser.parse_error,
-            notEnoughData=_MORE,
-        )
-    return Reader(BaseParser.parse_error, _MORE)
+    return hiredis.Reader(
+        protocolError=InvalidResponse,
+        replyError=BaseParser.parse_error,
+        notEnoughData=_MORE,
+    )
 
 
 class _Link(asyncio.Protocol):
@@ -234,7 +121,7 @@ class _Link(asyncio.Protocol):
                 return
             if reply is _MORE:
                 break
-            if type(reply) is _PUSH or type(reply) is _Pushed:
+            if type(reply) is _PUSH:
                 continue  # RESP3 push: nobody asked for it
             future = sent.popleft()[1]
             if not future.done():  # the caller may have been cancelled meanwhile
@@ -302,7 +189,7 @@ class Wire:
 
     def call(self, *args: Any) -> Awaitable[Any]:
         """Send one command (with the others of this loop turn) and return its reply."""
-        return self._send(pack(args))
+        return self._send(hiredis.pack_command(args))
 
     async def _send(self, packed: bytes) -> Any:
         loop = asyncio.get_running_loop()
@@ -319,21 +206,6 @@ class Wire:
                 self._due = True
                 loop.call_soon(self._flush)
         return await future
-
-    async def evalsha(self, sha: str, nkeys: int, packed_keys: bytes, args: Sequence[Any]) -> Any:
-        """``EVALSHA sha nkeys keys... args...``, the keys already packed (:func:`pack_args`)."""
-        head = _EVALSHA.get(sha)
-        if head is None:
-            head = _EVALSHA[sha] = b"$7\r\nEVALSHA\r\n$%d\r\n%s\r\n" % (len(sha), sha.encode())
-        packed = b"*%d\r\n%s$%d\r\n%d\r\n%s%s" % (
-            3 + nkeys + len(args),
-            head,
-            len(str(nkeys)),
-            nkeys,
-            packed_keys,
-            pack_args(args),
-        )
-        return await self._send(packed)
 
     def _flush(self) -> None:
         self._due = False

@@ -33,8 +33,9 @@ from redis.exceptions import NoPermissionError, NoScriptError, RedisError
 from typing_extensions import Self
 
 from checkpoint import _layout as layout
+from checkpoint import _redis_wire
 from checkpoint._history import History, needed_fields
-from checkpoint._redis_wire import Wire, pack_args
+from checkpoint._redis_wire import Wire
 from checkpoint.base import (
     Checkpoint,
     CheckpointSaver,
@@ -274,11 +275,9 @@ class _Keys:
         "cp",
         "data",
         "every",
-        "every_packed",
         "head",
         "lock",
         "read",
-        "read_packed",
         "seq",
         "writes",
     )
@@ -294,9 +293,6 @@ class _Keys:
         self.lock = f"{tag}:lock"
         self.every = [self.head, self.cp, self.data, self.writes, self.seq]
         self.read = self.every[:4]  # the read script's keys
-        # as the wire sends them (a thread's keys are packed once, not per step)
-        self.every_packed = pack_args(self.every)
-        self.read_packed = pack_args(self.read)
 
     def all(self) -> list[str]:
         return self.every
@@ -307,7 +303,6 @@ class _Eval:
     script: str
     keys: list[str]
     args: list[Any]
-    packed_keys: bytes = b""  # ``keys`` as the wire sends them, when known
 
 
 @dataclass(slots=True)
@@ -451,7 +446,7 @@ class _RedisLogic:
                 args.append(_b(f))
                 args.append(v)
         k = self.keys(thread_id)
-        ok, info = yield _Eval(_PUT, k.every, args, k.every_packed)
+        ok, info = yield _Eval(_PUT, k.every, args)
         if not ok:
             current = info.decode() if isinstance(info, bytes) else info
             if not current and expected_head is not None:
@@ -525,7 +520,7 @@ class _RedisLogic:
             args.append(f)
             args.append(v)
         k = self.keys(thread_id)
-        if not (yield _Eval(_PUT_WRITES, k.every, args, k.every_packed)):
+        if not (yield _Eval(_PUT_WRITES, k.every, args)):
             raise self._not_found(thread_id, checkpoint_id)
 
     def get(self, thread_id: str, checkpoint_id: str | None) -> _Program[Checkpoint | None]:
@@ -539,7 +534,6 @@ class _RedisLogic:
             _READ,
             k.read,
             [_b(checkpoint_id or ""), *(_fields_spec(guess) if guess is not None else ("",))],
-            k.read_packed,
         )
         if found is None:
             if checkpoint_id is not None:
@@ -883,6 +877,7 @@ class AsyncRedisSaver(_AsyncOnly, _RedisSaverBase[aredis.Redis], sync_twin="Redi
         wire = self._wire
         if (
             wire is None
+            and _redis_wire.available()
             and type(self.client) is aredis.Redis
             # its one connection is made on first use: ``connection`` is None until then
             and not self.client.single_connection_client
@@ -899,8 +894,6 @@ class AsyncRedisSaver(_AsyncOnly, _RedisSaverBase[aredis.Redis], sync_twin="Redi
             wire = self._fast()
             if wire is not None:
                 try:
-                    if op.packed_keys:
-                        return await wire.evalsha(sha, len(op.keys), op.packed_keys, op.args)
                     return await wire.call("EVALSHA", sha, len(op.keys), *op.keys, *op.args)
                 except NoScriptError:
                     try:

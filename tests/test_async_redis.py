@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio as aredis
-from redis.exceptions import InvalidResponse, NoScriptError, ResponseError
 
 import checkpoint._redis_wire as wire_module
 import checkpoint.redis as redis_module
@@ -33,7 +32,6 @@ from checkpoint import (
     new_checkpoint_id,
 )
 from checkpoint import _layout as layout
-from checkpoint._redis_wire import Reader, pack
 from checkpoint.base import CheckpointSaver
 from checkpoint.serde import default_serde
 from graphagent.agent import AgentRecord, ReactAgent
@@ -64,92 +62,39 @@ async def grow(saver: AsyncRedisSaver, thread: str, n: int) -> list[str]:
     return ids
 
 
-@pytest.fixture(params=["hiredis", "python"])
-async def asaver(
-    request: pytest.FixtureRequest,
-    redis_url: str,
-    redis_prefix: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Any:
-    """An AsyncRedisSaver whose wire parses replies with hiredis, and one with the pure
-    Python reader (hiredis is an optional extra)."""
-    if request.param == "python":
-        monkeypatch.setattr(wire_module, "hiredis", None)
-    else:
-        assert wire_module.hiredis is not None, "make test installs hiredis (graphagent[fast])"
+@pytest.fixture
+async def asaver(redis_url: str, redis_prefix: str) -> Any:
+    """An AsyncRedisSaver on its wire (hiredis packs and parses: ``graphagent[fast]``)."""
+    assert wire_module.available(), "make test installs hiredis (graphagent[fast])"
     saver = AsyncRedisSaver.from_url(redis_url, prefix=redis_prefix)
     yield saver
     await saver.aclose()
 
 
-def test_pack_is_resp() -> None:
-    """Arguments go out as RESP bulk strings; what Redis cannot take is refused by name."""
-    assert pack(["GET", b"k\r\n", 12, bytearray(b"x")]) == (
-        b"*4\r\n$3\r\nGET\r\n$3\r\nk\r\n\r\n$2\r\n12\r\n$1\r\nx\r\n"
-    )
-    assert pack(["SET", "é"]) == b"*2\r\n$3\r\nSET\r\n$2\r\n\xc3\xa9\r\n"
-    with pytest.raises(TypeError, match="cannot send float"):
-        pack(["SET", 1.5])
-
-
-def _read_all(data: bytes, step: int) -> list[Any]:
-    """Every reply in ``data``, fed to the pure reader ``step`` bytes at a time."""
-    more = object()
-    reader = Reader(wire_module.BaseParser.parse_error, more)
-    replies: list[Any] = []
-    for i in range(0, len(data), step):
-        reader.feed(data[i : i + step])
-        while (reply := reader.gets()) is not more:
-            replies.append(reply)
-    return replies
-
-
-@pytest.mark.parametrize("step", [1, 3, 1000])
-def test_the_pure_reader_parses_resp2_and_resp3_in_pieces(step: int) -> None:
-    """Without hiredis, replies are parsed as hiredis gives them, however the socket cuts
-    them: bytes, ints, nested lists, nulls, maps; push messages are marked as such."""
-    data = (
-        b"+OK\r\n:42\r\n$5\r\nhello\r\n$0\r\n\r\n$-1\r\n*-1\r\n_\r\n"
-        b"*3\r\n$2\r\nid\r\n$-1\r\n*2\r\n:1\r\n*0\r\n"
-        b"%1\r\n+k\r\n:2\r\n~2\r\n:1\r\n:2\r\n#t\r\n#f\r\n,1.5\r\n(12345678901234567890\r\n"
-        b"=8\r\ntxt:text\r\n|1\r\n+ttl\r\n:3\r\n$1\r\nv\r\n>2\r\n+pushed\r\n:1\r\n"
-        b"$4\r\n\r\n\r\n\r\n"
-    )
-    replies = _read_all(data, step)
-    push = replies.pop(-2)
-    assert isinstance(push, wire_module._Pushed) and push == [b"pushed", 1]
-    assert replies == [
-        b"OK",
-        42,
-        b"hello",
-        b"",
-        None,
-        None,
-        None,
-        [b"id", None, [1, []]],
-        {b"k": 2},
-        [1, 2],
-        True,
-        False,
-        1.5,
-        12345678901234567890,
-        b"text",
-        b"v",
-        b"\r\n\r\n",
-    ]
-
-
-def test_the_pure_reader_makes_errors_as_redis_py_does() -> None:
-    """Error replies become redis-py's exception classes (NOSCRIPT is how a forgotten
-    script is noticed); a byte that starts no RESP type is a protocol error."""
-    noscript, plain, blob = _read_all(
-        b"-NOSCRIPT No matching script.\r\n-ERR wrong\r\n!9\r\nERR bulky\r\n", 2
-    )
-    assert isinstance(noscript, NoScriptError)
-    assert type(plain) is ResponseError and str(plain) == "wrong"
-    assert type(blob) is ResponseError and str(blob) == "bulky"
-    with pytest.raises(InvalidResponse):
-        _read_all(b"?what\r\n", 100)
+async def test_without_hiredis_scripts_go_through_the_client(
+    redis_url: str, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hiredis is an optional extra: without it the saver has no wire (no protocol of its
+    own) and sends its scripts through redis-py's client, with the same answers: a thread,
+    a conflict, a forgotten script, sixteen conversations at once."""
+    monkeypatch.setattr(wire_module, "hiredis", None)
+    saver = AsyncRedisSaver.from_url(redis_url, prefix=redis_prefix)
+    try:
+        assert saver._fast() is None
+        ids = await grow(saver, "t", 3)
+        cp = await saver.aget("t")
+        assert cp is not None and cp.values == {"log": [0, 1, 2], "last": 2}
+        with pytest.raises(CheckpointConflictError):
+            await saver.aput("t", write(ids[0], 9), expected_head=ids[0])
+        await saver.client.script_flush()
+        await saver.aput("t", write(ids[-1], 3), expected_head=ids[-1])
+        again = await saver.aget("t")
+        assert again is not None and again.values["log"] == [0, 1, 2, 3]
+        on_client = await _conversations(saver, 16, 3)
+        assert on_client == await _conversations(MemorySaver(), 16, 3)
+        assert saver._wire is None
+    finally:
+        await saver.aclose()
 
 
 async def test_cancelled_calls_never_hand_their_reply_to_another(
