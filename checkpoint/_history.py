@@ -61,7 +61,7 @@ def needed_fields(records: Sequence[layout.Record], stored: int | None = None) -
                         f"the listed records name more than the {stored} stored values and "
                         f"list items the thread holds (items {first}..{end} of {key!r})",
                     )
-                stem = layout.log_field(key, branch, 0)[:-1]
+                stem = layout.log_stem(key, branch)
                 fields.extend([f"{stem}{i}" for i in range(first, end)])
                 reach = end
     return fields

@@ -40,6 +40,7 @@ __all__ = [
     "FREE_CLAIM",
     "PutPlan",
     "log_put",
+    "log_stem",
     "logging_puts",
     "Record",
     "check_claim",
@@ -281,9 +282,15 @@ def val_field(version: str) -> str:
     return f"v{SEP}{version}"
 
 
+def log_stem(key: str, branch: str) -> str:
+    """What the data fields of branch ``branch`` of the log of ``key`` start with: item
+    ``i`` is in ``log_stem(key, branch) + str(i)``."""
+    return f"l{SEP}{key}{SEP}{branch}{SEP}"
+
+
 def log_field(key: str, branch: str, index: int) -> str:
     """Data field holding item ``index`` of branch ``branch`` of the log of ``key``."""
-    return f"l{SEP}{key}{SEP}{branch}{SEP}{index}"
+    return f"{log_stem(key, branch)}{index}"
 
 
 class PutPlan:
@@ -408,12 +415,12 @@ def plan_put(
             ranges = [*(ranges or ()), (branch, 0, len(items))]
             started = [branch] if started is None else [*started, branch]
             own_changed = True
-        prefix = f"l{SEP}{key}{SEP}{branch}{SEP}"  # log_field(key, branch, i)
+        stem = log_stem(key, branch)
         for offset, item in enumerate(items, base):
-            data[f"{prefix}{offset}"] = dumps(item)
+            data[f"{stem}{offset}"] = dumps(item)
         logs[key] = ranges
     if sets:
-        data[f"v{SEP}{wid}"] = dumps(sets)  # val_field(wid)
+        data[val_field(wid)] = dumps(sets)
     if own_changed:
         # the branches this line may extend: those it started that its logs still use
         used = {r[0] for ranges in logs.values() for r in ranges}

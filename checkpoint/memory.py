@@ -155,12 +155,12 @@ class MemorySaver(CheckpointSaver):
                     )
                 plans.append(plan)
             data, records, order = t.data, t.records, t.order
-            logging = layout.logging_puts()
+            log_each = layout.logging_puts()
             for plan in plans:
                 data.update(plan.data)
                 records[plan.record.id] = plan.record
                 order.append(plan.record.id)
-                if logging:
+                if log_each:
                     layout.log_put(thread_id, plan)
             if parent_id is not None:
                 t.writes.pop(parent_id, None)

@@ -231,7 +231,7 @@ def _fields_spec(record: layout.Record) -> list[Any]:
         for branch, start, end in ranges:
             if end > start:
                 # a log item's field is this prefix followed by its index
-                spec += (_b(layout.log_field(key, branch, 0)[:-1]), start, end)
+                spec += (_b(layout.log_stem(key, branch)), start, end)
     return spec
 
 
