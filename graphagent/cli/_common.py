@@ -61,6 +61,12 @@ def load_object(spec: str) -> Any:
         raise CliError(f"cannot import {module_name!r}: {exc}") from exc
     except Exception as exc:
         raise CliError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from exc
+    except SystemExit as exc:
+        # a script's `sys.exit()` at import would end the command with its code, silently
+        raise CliError(
+            f"importing {module_name!r} called sys.exit({exc.code!r}): a module the command "
+            "loads must not exit on import (put that code under if __name__ == '__main__':)"
+        ) from None
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):

@@ -26,8 +26,13 @@ def _draw(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
 
 def add_draw_command(sub: Any) -> None:
     """Add ``draw`` to the ``graphagent`` command's subparsers."""
-    draw = sub.add_parser("draw", help="draw a graph or agent")
+    draw = sub.add_parser(
+        "draw",
+        help="draw a graph or agent",
+        description="Draw a graph or agent: ASCII to the terminal, or Mermaid, DOT or SVG.",
+        epilog="example: graphagent draw graphagent.demo:agent -f svg -o agent.svg",
+    )
     draw.add_argument("target", help="module:object (a graph, an agent, or a factory)")
-    draw.add_argument("--format", "-f", choices=FORMATS, default="ascii")
+    draw.add_argument("--format", "-f", choices=FORMATS, default="ascii", help="default ascii")
     draw.add_argument("-o", "--output", help="write to this file instead of stdout")
     draw.set_defaults(run=_draw)
