@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 import itertools
 import random
 import threading
@@ -25,6 +26,7 @@ from contextlib import (
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, TypeVar, overload
 
+from checkpoint.errors import SerializationError, located
 from checkpoint.locks import LockPolicy, ahold, hold
 
 __all__ = [
@@ -271,6 +273,50 @@ async def _in_worker_thread(held: AbstractContextManager[None]) -> AsyncIterator
         await asyncio.to_thread(held.__exit__, None, None, None)
 
 
+# the saver methods that take a thread id first and may decode stored bytes
+_READERS = (
+    "get",
+    "list",
+    "history",
+    "put",
+    "put_many",
+    "put_writes",
+    "aget",
+    "alist",
+    "ahistory",
+    "aput",
+    "aput_many",
+    "aput_writes",
+)
+
+
+def _naming_thread(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, whose errors about stored bytes name the thread they were read from."""
+    if asyncio.iscoroutinefunction(method):
+
+        @functools.wraps(method)
+        async def anamed(self: Any, thread_id: str, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await method(self, thread_id, *args, **kwargs)
+            except SerializationError as exc:
+                located(exc, thread_id)
+                raise
+
+        anamed.names_thread = True  # type: ignore[attr-defined]
+        return anamed
+
+    @functools.wraps(method)
+    def named(self: Any, thread_id: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, thread_id, *args, **kwargs)
+        except SerializationError as exc:
+            located(exc, thread_id)
+            raise
+
+    named.names_thread = True  # type: ignore[attr-defined]
+    return named
+
+
 class CheckpointSaver(ABC):
     """Stores a thread's checkpoints. Every method has an ``a``-prefixed async twin.
 
@@ -283,6 +329,16 @@ class CheckpointSaver(ABC):
     """
 
     lock_policy: LockPolicy | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # every saver's errors about stored bytes name the thread (one boundary for all,
+        # not one per saver: a saver written later gets it too)
+        for name in _READERS:
+            method = cls.__dict__.get(name)
+            default = CheckpointSaver.__dict__.get(name)  # taken as it is (see history)
+            if callable(method) and method is not default and not hasattr(method, "names_thread"):
+                setattr(cls, name, _naming_thread(method))
 
     def _lock_ops(self, thread_id: str, policy: LockPolicy) -> LockOps | None:
         """Take, renew and release of the thread's run lock: each one short call that
