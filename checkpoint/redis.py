@@ -37,6 +37,7 @@ from checkpoint import _redis_wire
 from checkpoint._history import History, needed_fields
 from checkpoint._redis_wire import Wire
 from checkpoint.base import (
+    DELETE_KEPT,
     Checkpoint,
     CheckpointSaver,
     CheckpointWrite,
@@ -44,6 +45,8 @@ from checkpoint.base import (
     PendingWrite,
     _AsyncOnly,
     chain_of,
+    new_checkpoint_id,
+    refuse_if_deleted,
 )
 from checkpoint.errors import (
     CheckpointConflictError,
@@ -69,6 +72,15 @@ local cur = redis.call('GET', KEYS[1]) or ''
 -- already the head: a client retry of a write that landed before its reply was lost
 if cur == h[#h] then return {1, 0} end
 if cur ~= h[1] then return {0, cur} end
+-- KEYS[6] (a new thread's first write only): the id the thread's delete minted; a
+-- write minted before it belongs to a run the delete ended
+if cur == '' and KEYS[6] then
+  local gone = redis.call('GET', KEYS[6])
+  if gone then
+    if h[6] < gone then return {2, gone} end
+    redis.call('DEL', KEYS[6])
+  end
+end
 local n = tonumber(h[4])
 local i = ids + 2
 while n > 0 do
@@ -276,6 +288,8 @@ class _Keys:
         "cp",
         "data",
         "every",
+        "first",
+        "gone",
         "head",
         "lock",
         "read",
@@ -293,6 +307,9 @@ class _Keys:
         # not in all(): deleting a thread must not break the lock of a run holding it
         self.lock = f"{tag}:lock"
         self.every = [self.head, self.cp, self.data, self.writes, self.seq]
+        # what a delete leaves: the id it minted, for DELETE_KEPT (see refuse_if_deleted)
+        self.gone = f"{tag}:gone"
+        self.first = [*self.every, self.gone]  # a new thread's first write's keys
         self.read = self.every[:4]  # the read script's keys
 
     def all(self) -> list[str]:
@@ -447,7 +464,9 @@ class _RedisLogic:
                 args.append(_b(f))
                 args.append(v)
         k = self.keys(thread_id)
-        ok, info = yield _Eval(_PUT, k.every, args)
+        ok, info = yield _Eval(_PUT, k.every if expected_head else k.first, args)
+        if ok == 2:
+            refuse_if_deleted(thread_id, first.id, _text(info))
         if not ok:
             current = info.decode() if isinstance(info, bytes) else info
             if not current and expected_head is not None:
@@ -646,7 +665,9 @@ class _RedisLogic:
 
     def delete(self, thread_id: str) -> _Program[None]:
         self._heads.pop(thread_id, None)
-        yield _Call("delete", tuple(self.keys(thread_id).all()))
+        k = self.keys(thread_id)
+        marker = _Call("set", (k.gone, new_checkpoint_id()), {"px": int(DELETE_KEPT * 1000)})
+        yield _Pipeline([_Call("delete", tuple(k.all())), marker], transaction=True)
 
     def head(self, thread_id: str) -> _Program[str | None]:
         raw = yield _Call("get", (self.keys(thread_id).head,))
