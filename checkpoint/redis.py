@@ -30,6 +30,7 @@ import redis
 import redis.asyncio as aredis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import NoPermissionError, NoScriptError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from typing_extensions import Self
 
 from checkpoint import _layout as layout
@@ -280,6 +281,35 @@ def _storage_error(action: str, exc: Exception) -> CheckpointStorageError:
     else:
         made = CheckpointStorageError(f"Redis unreachable while {action}: {exc}")
     made.__cause__ = exc
+    return made
+
+
+WRITE_TRIES = 3
+"""Times a write whose reply timed out is sent (it is idempotent: see :func:`_unknown`)."""
+
+
+def _timed_out(exc: CheckpointStorageError) -> bool:
+    return isinstance(exc.__cause__, (RedisTimeoutError, TimeoutError))
+
+
+def _unknown(
+    thread_id: str, checkpoint_id: str, exc: CheckpointStorageError
+) -> CheckpointStorageError:
+    """The error for a write none of whose :data:`WRITE_TRIES` got a reply in time.
+
+    Each try sends the same write (the same checkpoint ids): one that lands after another
+    did finds the head already at its last id and changes nothing. But the last try may
+    still be queued on the server, so whether the step is stored is unknown here.
+    """
+    made = CheckpointStorageError(
+        f"Redis did not answer within socket_timeout while writing checkpoint "
+        f"{checkpoint_id} of thread {thread_id!r} ({WRITE_TRIES} tries): the write may have "
+        f"landed, or may still land. Check before running again: if saver.head({thread_id!r}) "
+        f"is {checkpoint_id!r} (get_state shows the step), continue with invoke(None, config); "
+        "if it is still the checkpoint before, run again with the same input. Sending the "
+        f"input again without checking may store it twice ({exc.__cause__})"
+    )
+    made.__cause__ = exc.__cause__
     return made
 
 
@@ -809,25 +839,43 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
             getattr(pipe, call.name)(*call.args, **call.kwargs)
         return pipe.execute()
 
+    def _write(
+        self, program: Callable[[], _Program[None]], action: str, thread_id: str, cid: str
+    ) -> None:
+        """Run a write, sending it again when its reply timed out (see :data:`WRITE_TRIES`)."""
+        for _ in range(WRITE_TRIES - 1):
+            try:
+                return self._run(program(), action)
+            except CheckpointStorageError as exc:
+                if not _timed_out(exc):
+                    raise
+        try:
+            return self._run(program(), action)
+        except CheckpointStorageError as exc:
+            raise (_unknown(thread_id, cid, exc) if _timed_out(exc) else exc) from exc.__cause__
+
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
         """Store ``write`` as the new head in one round trip (see ``CheckpointSaver.put``)."""
-        action = f"writing checkpoint {write.id} of thread {thread_id!r}"
-        self._run(self.logic.put(thread_id, (write,), expected_head), action)
+        self.put_many(thread_id, (write,), expected_head=expected_head)
 
     def put_many(
         self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
     ) -> None:
         """Store a chain of writes as one step, in one round trip (see
-        ``CheckpointSaver.put_many``)."""
-        action = f"writing checkpoint {writes[-1].id if writes else ''} of thread {thread_id!r}"
-        self._run(self.logic.put(thread_id, writes, expected_head), action)
+        ``CheckpointSaver.put_many``); a try whose reply timed out is sent again."""
+        cid = writes[-1].id if writes else ""
+        action = f"writing checkpoint {cid} of thread {thread_id!r}"
+        self._write(
+            lambda: self.logic.put(thread_id, writes, expected_head), action, thread_id, cid
+        )
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
     ) -> None:
         """Keep a step's finished work until the step commits."""
         action = f"saving pending writes of thread {thread_id!r}"
-        self._run(self.logic.put_writes(thread_id, checkpoint_id, writes), action)
+        program = lambda: self.logic.put_writes(thread_id, checkpoint_id, writes)  # noqa: E731
+        self._write(program, action, thread_id, checkpoint_id)
 
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """The head (or the named checkpoint) with its state; two round trips."""
@@ -939,26 +987,44 @@ class AsyncRedisSaver(_AsyncOnly, _RedisSaverBase[aredis.Redis], sync_twin="Redi
             getattr(pipe, call.name)(*call.args, **call.kwargs)
         return await pipe.execute()
 
+    async def _write(
+        self, program: Callable[[], _Program[None]], action: str, thread_id: str, cid: str
+    ) -> None:
+        """Async ``RedisSaver._write``."""
+        for _ in range(WRITE_TRIES - 1):
+            try:
+                return await self._run(program(), action)
+            except CheckpointStorageError as exc:
+                if not _timed_out(exc):
+                    raise
+        try:
+            return await self._run(program(), action)
+        except CheckpointStorageError as exc:
+            raise (_unknown(thread_id, cid, exc) if _timed_out(exc) else exc) from exc.__cause__
+
     async def aput(
         self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
     ) -> None:
         """Store ``write`` as the new head in one round trip."""
-        action = f"writing checkpoint {write.id} of thread {thread_id!r}"
-        await self._run(self.logic.put(thread_id, (write,), expected_head), action)
+        await self.aput_many(thread_id, (write,), expected_head=expected_head)
 
     async def aput_many(
         self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
     ) -> None:
-        """Store a chain of writes as one step, in one round trip."""
-        action = f"writing checkpoint {writes[-1].id if writes else ''} of thread {thread_id!r}"
-        await self._run(self.logic.put(thread_id, writes, expected_head), action)
+        """Store a chain of writes as one step, in one round trip; a try whose reply timed
+        out is sent again."""
+        cid = writes[-1].id if writes else ""
+        action = f"writing checkpoint {cid} of thread {thread_id!r}"
+        program = lambda: self.logic.put(thread_id, writes, expected_head)  # noqa: E731
+        await self._write(program, action, thread_id, cid)
 
     async def aput_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
     ) -> None:
         """Keep a step's finished work until the step commits."""
         action = f"saving pending writes of thread {thread_id!r}"
-        await self._run(self.logic.put_writes(thread_id, checkpoint_id, writes), action)
+        program = lambda: self.logic.put_writes(thread_id, checkpoint_id, writes)  # noqa: E731
+        await self._write(program, action, thread_id, checkpoint_id)
 
     async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """The head (or the named checkpoint) with its state."""
