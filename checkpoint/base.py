@@ -26,7 +26,7 @@ from contextlib import (
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, TypeVar, overload
 
-from checkpoint.errors import SerializationError, located
+from checkpoint.errors import CheckpointNotFoundError, SerializationError, located
 from checkpoint.locks import LockPolicy, ahold, hold
 
 __all__ = [
@@ -247,6 +247,37 @@ def new_checkpoint_id() -> str:
     return "%024x" % ((stamp << 32) | _rand(32))
 
 
+DELETE_KEPT = 86_400.0
+"""Seconds a thread's delete goes on refusing writes minted before it (see
+:meth:`CheckpointSaver.delete_thread`)."""
+
+
+def id_time(checkpoint_id: str) -> float:
+    """When a :func:`new_checkpoint_id` was minted, UNIX seconds (0.0 for other ids)."""
+    try:
+        return int(checkpoint_id[:16], 16) / 1e9
+    except ValueError:
+        return 0.0
+
+
+def refuse_if_deleted(thread_id: str, first_id: str, deleted: str | None) -> None:
+    """Refuse a new thread's first write minted before the thread's delete.
+
+    A run's first step stores its input checkpoint too (``put_many``), with
+    ``expected_head=None``: the thread is new to it. If the thread was deleted while that
+    step ran, the write looks like a new thread's and would bring it back; its checkpoint
+    ids were minted before the delete (``deleted``, an id minted by it), a new run's after.
+
+    Raises:
+        CheckpointNotFoundError: ``first_id`` sorts before ``deleted``.
+    """
+    if deleted is not None and first_id < deleted:
+        raise CheckpointNotFoundError(
+            f"thread {thread_id!r} was deleted while this run was on it; nothing was "
+            "written (a delete is final). Run again with new input to start the thread anew"
+        )
+
+
 def chain_of(writes: Sequence[CheckpointWrite]) -> Sequence[CheckpointWrite]:
     """``writes``, checked to be a non-empty chain: each the parent of the next."""
     if not writes:
@@ -464,7 +495,13 @@ class CheckpointSaver(ABC):
 
     @abstractmethod
     def delete_thread(self, thread_id: str) -> None:
-        """Remove everything stored for the thread."""
+        """Remove everything stored for the thread.
+
+        A delete is final: a run that was on the thread meanwhile cannot write it back
+        (its writes fail with ``CheckpointNotFoundError``), even when the delete came
+        during its first step, before anything of it was stored. The saver keeps a small
+        marker for that (:data:`DELETE_KEPT` seconds); a new run on the same id starts a
+        new thread."""
 
     def head(self, thread_id: str) -> str | None:
         """The id of the thread's newest checkpoint, ``None`` for an unknown thread."""
