@@ -179,3 +179,23 @@ def test_sqlite_reader_reads_and_writes_a_graphagent_store(tmp_path: Path) -> No
         assert saver.head("t") == head
         saver.put("t", _write(2, head), expected_head=head)
     assert _tables_and_journal(path) == before
+
+
+def test_sqlite_reader_reads_a_store_of_an_older_schema_and_says_how_to_migrate(
+    tmp_path: Path,
+) -> None:
+    """create=False on a store of schema 1 (before the delete marker's table) reads it,
+    changes nothing, and a delete says to open it once with SqliteSaver(path)."""
+    path = tmp_path / "threads.sqlite"
+    head = _store(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE graphagent_deleted")
+        conn.execute("DELETE FROM graphagent_migrations WHERE version > 1")
+    conn.close()
+    before = _tables_and_journal(path)
+    with SqliteSaver(path, create=False) as saver:
+        assert saver.head("t") == head
+        with pytest.raises(CheckpointStorageError, match=r"older schema.*SqliteSaver\(path\)"):
+            saver.delete_thread("t")
+        assert saver.head("t") == head
+    assert _tables_and_journal(path) == before
