@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import functools
+import logging
 import os
 import sqlite3
 import threading
@@ -33,6 +34,8 @@ from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde
 
 __all__ = ["AsyncSqliteSaver", "SqliteSaver"]
+
+_log = logging.getLogger("graphagent.checkpoint")
 
 T = TypeVar("T")
 
@@ -142,6 +145,13 @@ class SqliteSaver(SqlSaver):
         elif not os.access(folder, os.W_OK):
             # SQLite writes its -wal and -shm files beside the database
             self.read_only, self._why_read_only = True, "its folder is not writable"
+        if self.read_only:
+            _log.warning(
+                "SQLite database %r is read-only for this process (%s): opened for reading; "
+                "writes will fail",
+                self.path,
+                self._why_read_only,
+            )
 
     def _check_store(self) -> Program[None]:
         """Refuse a file that holds no graphagent store, or one of another schema version."""

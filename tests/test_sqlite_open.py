@@ -9,6 +9,7 @@ used to add graphagent's tables to another application's database and switch it 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import subprocess
@@ -87,16 +88,20 @@ def _tables_and_journal(path: Path) -> tuple[list[str], str]:
 
 @pytest.mark.parametrize("folder", [False, True], ids=["file", "file_and_folder"])
 def test_sqlite_sync_read_only_file_reads_and_refuses_writes_by_name(
-    tmp_path: Path, folder: bool
+    tmp_path: Path, folder: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     """SqliteSaver on a read-only store (the file, or the file and its folder) reads its
-    threads; a write raises naming the file and how to make it writable; nothing changes."""
+    threads, logging that writes will fail; a write raises naming the file and how to make
+    it writable; nothing changes."""
     path = tmp_path / "store" / "threads.sqlite"
     path.parent.mkdir()
     head = _store(path)
     before = path.read_bytes()
     with _read_only(*_locked(path, folder)):
-        with SqliteSaver(path) as saver:
+        with caplog.at_level(logging.WARNING, logger="graphagent.checkpoint"):
+            saver = SqliteSaver(path)
+        assert "writes will fail" in caplog.text and str(path) in caplog.text
+        with saver:
             assert saver.read_only
             cp = saver.get("t")
             assert cp is not None and cp.id == head and cp.values == {"n": 1}
