@@ -10,7 +10,8 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     │   ├── InvalidUpdateError          a node returned an update the state cannot take
     │   ├── InvalidRouteError           a router returned a target that does not exist
     │   ├── EmptyInputError             a run was started with nothing to do
-    │   └── ToolDefinitionError         a tool's signature or options are unusable
+    │   ├── ToolDefinitionError         a tool's signature or options are unusable
+    │   └── ThreadAccessError           a served caller named a thread it did not start
     ├── RunError                        the run itself failed
     │   ├── GraphRecursionError         more super-steps than ``recursion_limit``
     │   ├── MaxIterationsError          the agent looped more than ``max_iterations``
@@ -70,6 +71,7 @@ __all__ = [
     "RunError",
     "SerializationError",
     "StructuredOutputError",
+    "ThreadAccessError",
     "ThreadLockedError",
     "ToolArgumentsError",
     "ToolDefinitionError",
@@ -104,6 +106,13 @@ class EmptyInputError(UserError):
 
 class ToolDefinitionError(UserError):
     """A tool's signature or options cannot be turned into a tool."""
+
+
+class ThreadAccessError(UserError):
+    """A caller of a served agent (MCP, A2A, HTTP) named a thread it did not start.
+
+    Served callers reach only the threads they started; the message says how to start one.
+    """
 
 
 class RunError(GraphAgentError):
