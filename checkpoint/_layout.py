@@ -31,34 +31,41 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
-from checkpoint.errors import SerializationError
+from checkpoint.errors import CheckpointConflictError, SerializationError
 
 __all__ = [
     "FREE_CLAIM",
+    "BoundedCache",
     "PutPlan",
-    "log_put",
-    "log_stem",
-    "logging_puts",
     "Record",
     "check_claim",
     "claimed",
+    "conflict",
     "damaged",
     "decode_record",
     "decode_writes",
     "encode_writes",
+    "group_writes",
+    "log_put",
+    "log_stem",
+    "logging_puts",
     "older_than",
-    "plan_put",
+    "plan_chain",
     "plan_prune",
+    "plan_put",
     "read_fields",
     "rebuild",
+    "to_checkpoint",
 ]
 
 Dumps = Callable[[Any], bytes]
 Loads = Callable[[bytes], Any]
 Range = tuple[str, int, int]
+K = TypeVar("K")
+V = TypeVar("V")
 SEP = "|"
 LAYOUT = 2
 """Version of the stored record layout (1: one value field per key; 2: per checkpoint)."""
@@ -163,7 +170,7 @@ def decode_record(blob: bytes, loads: Loads, cid: str | None = None) -> Record:
             with, or written by another version), naming what is wrong and what to do.
     """
     data = loads(blob)
-    if not isinstance(data, list) or len(data) not in (10, 11) or type(data[0]) is not int:
+    if not isinstance(data, list) or len(data) != 11 or type(data[0]) is not int:
         raise damaged(cid, "it is not a checkpoint record")
     if data[0] != LAYOUT:
         raise SerializationError(
@@ -171,10 +178,7 @@ def decode_record(blob: bytes, loads: Loads, cid: str | None = None) -> Record:
             f"checkpoint reads layout {LAYOUT}; delete the thread (or read it with the version "
             "that wrote it)"
         )
-    _, rid, parent, step, created, nxt, meta, extra, vals, logs = data[:10]
-    # records written before branch ownership own nothing: appending on top of one
-    # starts a new branch, which is always safe
-    own = data[10] if len(data) == 11 else []
+    _, rid, parent, step, created, nxt, meta, extra, vals, logs, own = data
     problem = _shape_problem(rid, parent, step, created, nxt, meta, extra, vals, logs, own)
     if problem is None and cid is not None and rid != cid:
         problem = f"it is stored under id {cid!r} but names itself {rid!r}"
@@ -447,6 +451,77 @@ def plan_put(
         own,
     )
     return PutPlan(record, data, dumps, plain)
+
+
+def plan_chain(
+    parent: Record | None,
+    writes: Sequence[CheckpointWrite],
+    *,
+    on_head: bool,
+    dumps: Dumps,
+) -> list[PutPlan]:
+    """Plan a chain of writes (each the parent of the next), the first on top of
+    ``parent``: each later one extends the branches its parent owns (it is on the head)."""
+    plans = []
+    for write in writes:
+        plan = plan_put(parent, write, on_head=on_head, dumps=dumps)
+        plans.append(plan)
+        parent, on_head = plan.record, True
+    return plans
+
+
+def conflict(
+    thread_id: str,
+    expected_head: str | None,
+    current: str | None,
+    *,
+    store: str,
+    gone: str = "deleted, or expired after its ttl",
+    hint: str = "",
+) -> CheckpointConflictError:
+    """The error for a write whose expected head is not the thread's head; nothing was
+    written.
+
+    Args:
+        thread_id: the thread.
+        expected_head: the head the writer read.
+        current: the head the thread has now (``None``: the thread is not there).
+        store: where the thread lives, for the message (``"Redis"``).
+        gone: how a thread can vanish from that store.
+        hint: what else to do about a vanished thread, for the message.
+    """
+    if current is None and expected_head is not None:
+        return CheckpointConflictError(
+            f"thread {thread_id!r} is gone from {store} ({gone}) while this run expected "
+            f"checkpoint {expected_head!r}; nothing was written. Start the thread again"
+            f"{hint}"
+        )
+    return CheckpointConflictError(
+        f"thread {thread_id!r} moved to checkpoint {current!r} while this run expected "
+        f"{expected_head!r}; nothing was written. Reload the thread and run again, or "
+        "serialise runs per thread"
+    )
+
+
+class BoundedCache(dict[K, V]):
+    """A dict of what never changes once stored (decoded records, key names), bounded:
+    one that would grow past ``limit`` entries starts again empty.
+
+    A ``dict`` itself, so a look-up costs what a dict's does (this is on every step).
+    """
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: int = 4096) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def keep(self, key: K, value: V) -> V:
+        """Hold ``value`` under ``key``; returns ``value``."""
+        if len(self) >= self.limit and key not in self:
+            self.clear()
+        self[key] = value
+        return value
 
 
 def _versions(record: Record) -> list[str]:

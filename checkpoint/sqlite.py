@@ -24,8 +24,9 @@ from typing import Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import SqlLogic, SqlSaver, drive
-from checkpoint._sqlschema import Dialect, Program, Stmt
+from checkpoint._program import Program, ProgramSaver, drive
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Dialect, Stmt
 from checkpoint.errors import CheckpointError, CheckpointStorageError, ThreadLockedError
 from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde
@@ -50,7 +51,7 @@ SQLITE = Dialect(
 )
 
 
-class SqliteSaver(SqlSaver):
+class SqliteSaver(ProgramSaver[SqlLogic]):
     """Keep threads in a SQLite file, so a conversation survives restarts without a server.
 
     Args:
@@ -138,7 +139,7 @@ class SqliteSaver(SqlSaver):
                 if write is not None:  # None: each statement commits on its own
                     conn.execute(SQLITE.begin_write if write else SQLITE.begin_read)
                 try:
-                    result = drive(program, functools.partial(_execute, conn))
+                    result = drive(program, functools.partial(_perform, conn))
                     if write is not None:
                         conn.execute("COMMIT")
                     return result
@@ -161,12 +162,22 @@ class SqliteSaver(SqlSaver):
             f"SQLite failed while {action} in {self.path!r}: {type(exc).__name__}: {text}"
         )
 
+    def purge_expired(self) -> int:
+        """Delete the threads whose ttl has passed (writes do this now and then); how many."""
+        return self._do(self._purge_call())
+
     def close(self) -> None:
         """Close the connection (a later call opens a new one)."""
         with self._guard:
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None
+
+
+def _perform(conn: sqlite3.Connection, op: Stmt | tuple[Stmt, ...]) -> Any:
+    if isinstance(op, tuple):
+        return [_execute(conn, stmt) for stmt in op]
+    return _execute(conn, op)
 
 
 def _execute(conn: sqlite3.Connection, stmt: Stmt) -> Any:
