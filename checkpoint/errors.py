@@ -17,6 +17,15 @@ everything a run raises.
 
 from __future__ import annotations
 
+__all__ = [
+    "CheckpointConflictError",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "CheckpointStorageError",
+    "SerializationError",
+    "ThreadLockedError",
+]
+
 
 class CheckpointError(Exception):
     """A saver or the serde could not do what was asked."""

@@ -7,6 +7,9 @@ UUID, and the classes registered by name: pydantic models, enums and dataclasses
 (and any class registered with its own ``encode``/``decode`` pair, stored as one flat
 frame: graphagent's messages are). Loading looks a type up in the registry by its
 registered name and never imports a module or runs code named by the stored bytes.
+graphagent's own types (its messages, its agent record) load in any process: where
+graphagent is not imported, each comes back as a :class:`StoredObject` (a ``dict`` of
+its fields that knows its type's name, stored again as it was read).
 
 Values nest at most :data:`MAX_DEPTH` containers deep: ``dumps`` refuses deeper ones, and
 ``loads`` refuses stored bytes that claim more (each stored tuple, set or object is decoded
@@ -37,9 +40,20 @@ from typing import Any, NamedTuple, TypeVar
 
 import msgpack
 
+from checkpoint import _library
+from checkpoint._library import StoredObject
 from checkpoint.errors import SerializationError
 
-__all__ = ["MAX_DEPTH", "Serde", "base_serde", "default_serde", "dumps", "loads", "register"]
+__all__ = [
+    "MAX_DEPTH",
+    "Serde",
+    "StoredObject",
+    "base_serde",
+    "default_serde",
+    "dumps",
+    "loads",
+    "register",
+]
 
 T = TypeVar("T", bound=type)
 
@@ -72,8 +86,8 @@ _FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
 _LONE = "surrogatepass"
 
 
-Encode = Callable[[Any], Any]
-Decode = Callable[[Any], Any]
+_Encode = Callable[[Any], Any]
+_Decode = Callable[[Any], Any]
 
 
 class _Entry(NamedTuple):
@@ -81,8 +95,8 @@ class _Entry(NamedTuple):
 
     name: str
     shallow: bool = False
-    encode: Encode | None = None
-    decode: Decode | None = None
+    encode: _Encode | None = None
+    decode: _Decode | None = None
 
 
 def _ext(code: int, data: bytes) -> bytes:
@@ -148,8 +162,8 @@ class Serde:
         self._names: dict[type, str] = {}
         self._types: dict[str, type] = {}
         self._shallow: set[type] = set()
-        self._encoders: dict[type, tuple[str, Encode]] = {}
-        self._decoders: dict[str, Decode] = {}
+        self._encoders: dict[type, tuple[str, _Encode]] = {}
+        self._decoders: dict[str, _Decode] = {}
         # made once: the fast path's encoders by frames left, the decoders by depth
         self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
         self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
@@ -199,8 +213,8 @@ class Serde:
         name: str | None = None,
         *,
         shallow: bool = False,
-        encode: Encode | None = None,
-        decode: Decode | None = None,
+        encode: _Encode | None = None,
+        decode: _Decode | None = None,
     ) -> T:
         """Let instances of ``cls`` (pydantic model, enum or dataclass) be stored and loaded.
 
@@ -452,6 +466,8 @@ class Serde:
             known = dumped.get(id(obj)) if dumped else None
             model = known if known is not None else obj.model_dump(mode="python")
             return self._frame(_MODEL, [name, model], dumped, room)
+        if cls is StoredObject:  # read without its class: stored as it was
+            return self._frame(_ENCODED, [obj.type, _library.encode(obj)], dumped, room)
         if isinstance(obj, enum.Enum):
             return self._refuse(cls)
         if isinstance(obj, tuple):
@@ -509,7 +525,11 @@ class Serde:
                     ) from exc
             cls = self._types.get(name)
             if cls is None:
-                raise _unregistered(name)
+                # one of graphagent's types, in a process that has not loaded it
+                plain = _library.decode(name, payload)
+                if plain is None:
+                    raise _unregistered(name)
+                return plain
             raise SerializationError(
                 f"stored data holds a {name!r} written by its own encoder, and "
                 f"{_qualname(cls)} is registered here without one: register it with the "
@@ -534,6 +554,8 @@ class Serde:
             name, payload = self._unpack(data, depth)
             cls = self._types.get(name)
             if cls is None:
+                if name in _library.FIELDS and type(payload) is dict:
+                    return StoredObject(name, payload)  # stored before its flat frame
                 raise _unregistered(name)
             return self._build(code, cls, payload)
         raise SerializationError(f"stored data holds unknown extension type {code}")

@@ -35,7 +35,7 @@ __all__ = ["AsyncSqliteSaver", "SqliteSaver"]
 
 T = TypeVar("T")
 
-SQLITE = Dialect(
+_SQLITE = Dialect(
     name="SQLite",
     param="?",
     blob="BLOB",
@@ -91,7 +91,7 @@ class SqliteSaver(ProgramSaver[SqlLogic]):
     ) -> None:
         self.path = os.fspath(path)
         self.timeout = timeout
-        self.logic = SqlLogic(SQLITE, ttl=ttl, keep_last=keep_last, serde=serde)
+        self.logic = SqlLogic(_SQLITE, ttl=ttl, keep_last=keep_last, serde=serde)
         self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
         self._guard = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -137,7 +137,7 @@ class SqliteSaver(ProgramSaver[SqlLogic]):
             try:
                 conn = self._connection()
                 if write is not None:  # None: each statement commits on its own
-                    conn.execute(SQLITE.begin_write if write else SQLITE.begin_read)
+                    conn.execute(_SQLITE.begin_write if write else _SQLITE.begin_read)
                 try:
                     result = drive(program, functools.partial(_perform, conn))
                     if write is not None:

@@ -76,7 +76,7 @@ class PostgresSaver(PostgresBase["ConnectionPool[Any]"], ProgramSaver[SqlLogic])
                 try:
                     result = drive(program, execute)
                 except BaseException:
-                    rollback(conn)
+                    _rollback(conn)
                     raise
                 conn.execute("COMMIT")
                 return result
@@ -102,7 +102,7 @@ class PostgresSaver(PostgresBase["ConnectionPool[Any]"], ProgramSaver[SqlLogic])
         self.pool.close()
 
 
-def rollback(conn: psycopg.Connection[Any]) -> None:
+def _rollback(conn: psycopg.Connection[Any]) -> None:
     """Roll back after a failed program; a broken connection is the pool's to discard."""
     with suppress(*errors()):
         conn.execute("ROLLBACK")
