@@ -19,7 +19,7 @@ from __future__ import annotations
 import builtins
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -30,9 +30,10 @@ from checkpoint.base import (
     CheckpointHistory,
     CheckpointSaver,
     CheckpointWrite,
+    LockOps,
     PendingWrite,
 )
-from checkpoint.locks import ahold, hold
+from checkpoint.locks import LockPolicy, ahold
 
 __all__ = ["AsyncProgramSaver", "Call", "Logic", "Program", "ProgramSaver", "adrive", "drive"]
 
@@ -244,16 +245,14 @@ class ProgramSaver(_Calls[L]):
         """Every thread id stored (expired ones excepted)."""
         return self._do(self._threads_call())
 
-    def lock(self, thread_id: str) -> AbstractContextManager[None]:
-        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
-        if self.lock_policy is None:
-            return nullcontext()
-        take, renew, release = self.logic.lock_programs(thread_id, self.lock_policy.lease)
+    def _lock_ops(self, thread_id: str, policy: LockPolicy) -> LockOps:
+        """Take, renew and release of the thread's run lock, each one short call."""
+        take, renew, release = self.logic.lock_programs(thread_id, policy.lease)
 
         def run(program: Callable[[str], Program[T]]) -> Callable[[str], T]:
             return lambda token: self._do(self._lock_call(program(token), thread_id))
 
-        return hold(self.lock_policy, thread_id, run(take), run(renew), run(release))
+        return run(take), run(renew), run(release)
 
     def __enter__(self) -> Self:
         return self
