@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from checkpoint._record import LAYOUT, Record, damaged, decode_record, own_map
 from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
-from checkpoint.errors import CheckpointConflictError, SerializationError
+from checkpoint.errors import STORED_WAY_OUT, CheckpointConflictError, SerializationError, located
 
 __all__ = [
     "FREE_CLAIM",
@@ -354,6 +354,14 @@ def read_fields(record: Record) -> list[str]:
 
 def rebuild(record: Record, blobs: Sequence[bytes | None], loads: Loads) -> dict[str, Any]:
     """The state at ``record`` from the blobs of :func:`read_fields` (same order)."""
+    try:
+        return _rebuild(record, blobs, loads)
+    except SerializationError as exc:
+        located(exc, checkpoint_id=record.id)
+        raise
+
+
+def _rebuild(record: Record, blobs: Sequence[bytes | None], loads: Loads) -> dict[str, Any]:
     values: dict[str, Any] = {}
     it = iter(blobs)
     sets = {version: loads(_present(next(it), "?")) for version in _versions(record)}
@@ -420,8 +428,7 @@ def decode_writes(blob: bytes, loads: Loads) -> list[PendingWrite]:
     ):
         raise SerializationError(
             "stored pending writes are damaged: they are not a list of (task, kind, value). "
-            "The store was changed behind the saver's back; delete the thread, or restore it "
-            "from a backup"
+            f"The store was changed behind the saver's back. {STORED_WAY_OUT}"
         )
     return [PendingWrite(task, kind, value) for task, kind, value in data]
 

@@ -86,9 +86,8 @@ Locks = tuple[
 class Logic(Protocol):
     """What a saver's logic offers: each saver method as a program."""
 
-    @property
-    def put_mode(self) -> bool | None:
-        """The transaction a put runs in (see :class:`Call`)."""
+    def put_mode(self, expected_head: str | None) -> bool | None:
+        """The transaction a put on ``expected_head`` runs in (see :class:`Call`)."""
 
     def put(
         self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
@@ -155,7 +154,8 @@ class _Calls(CheckpointSaver, Generic[L]):
     ) -> Call[None]:
         action = f"writing checkpoint {writes[-1].id if writes else ''} of thread {thread_id!r}"
         logic = self.logic
-        return Call(logic.put(thread_id, writes, expected_head), logic.put_mode, action)
+        program = logic.put(thread_id, writes, expected_head)
+        return Call(program, logic.put_mode(expected_head), action)
 
     def _put_writes_call(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from checkpoint.errors import SerializationError
+from checkpoint.errors import STORED_WAY_OUT, SerializationError, located
 
 __all__ = ["LAYOUT", "Record", "damaged", "decode_record", "own_map"]
 
@@ -120,7 +120,21 @@ def decode_record(blob: bytes, loads: Loads, cid: str | None = None) -> Record:
         SerializationError: the bytes are not a record of this layout (damaged, tampered
             with, or written by another version), naming what is wrong and what to do.
     """
-    data = loads(blob)
+    try:
+        data = loads(blob)
+    except SerializationError as exc:
+        located(exc, checkpoint_id=cid)
+        raise
+    if isinstance(data, list) and data and type(data[0]) is int and data[0] > LAYOUT:
+        # a rolling deploy: the newer half of the workers wrote it, and it is healthy
+        raise located(
+            SerializationError(
+                f"this checkpoint was written by a newer graphagent (layout {data[0]}): "
+                f"upgrade graphagent on this worker to read it (this version reads layout "
+                f"{LAYOUT}). The thread is healthy: keep it"
+            ),
+            checkpoint_id=cid,
+        )
     if not isinstance(data, list) or len(data) != 11 or type(data[0]) is not int:
         raise damaged(cid, "it is not a checkpoint record")
     if data[0] != LAYOUT:
@@ -198,8 +212,10 @@ def _shape_problem(
 def damaged(cid: str | None, problem: str) -> SerializationError:
     """The error for a stored record (or its data) that cannot be what this library wrote."""
     which = f"checkpoint {cid!r}" if cid is not None else "a checkpoint"
-    return SerializationError(
-        f"the stored record of {which} is damaged: {problem}. The store was changed behind "
-        "the saver's back (or its bytes were corrupted); delete the thread, or restore it "
-        "from a backup"
+    return located(
+        SerializationError(
+            f"the stored record of {which} is damaged: {problem}. The store was changed "
+            f"behind the saver's back (or its bytes were corrupted). {STORED_WAY_OUT}"
+        ),
+        checkpoint_id=cid,
     )

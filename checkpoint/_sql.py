@@ -27,7 +27,7 @@ from checkpoint._sqlschema import (
     encode_text,
     storable_id,
 )
-from checkpoint.base import Checkpoint, PendingWrite
+from checkpoint.base import DELETE_KEPT, Checkpoint, PendingWrite, new_checkpoint_id
 
 __all__ = ["SqlLogic"]
 
@@ -228,11 +228,30 @@ class SqlLogic(SqlPut):
             )
 
     def delete(self, thread_id: str) -> Program[None]:
-        """Remove everything stored for the thread (not a run's lock on it)."""
+        """Remove everything stored for the thread (not a run's lock on it), leaving the
+        id the delete minted, so that writes of runs older than the delete are refused."""
         # list() first: another thread of a pooled saver may be adding records meanwhile
         for key in [k for k in list(self._records) if k[0] == thread_id]:
             self._records.pop(key, None)
-        yield from self._delete(encode_text(thread_id))
+        tid = encode_text(thread_id)
+        yield self.stmt(
+            "INSERT INTO {t}graphagent_deleted (thread_id, stamp, deleted_at) "
+            "VALUES (?, ?, {now}) ON CONFLICT (thread_id) DO UPDATE "
+            "SET stamp = excluded.stamp, deleted_at = excluded.deleted_at",
+            tid,
+            new_checkpoint_id(),
+        )
+        # a first write in flight has inserted the thread's row: this waits for it to
+        # commit (PostgreSQL), so that the delete below sees what it stored
+        yield self.stmt(
+            "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
+            "VALUES (?, '', 0, {now}) ON CONFLICT (thread_id) DO NOTHING",
+            tid,
+        )
+        yield from self._delete(tid)
+        yield self.stmt(
+            "DELETE FROM {t}graphagent_deleted WHERE deleted_at < {now} - ?", DELETE_KEPT
+        )
 
     def purge_expired(self) -> Program[int]:
         """Delete every thread whose ttl has passed; how many went."""

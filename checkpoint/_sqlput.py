@@ -15,7 +15,7 @@ from checkpoint import _layout as layout
 from checkpoint._program import Program
 from checkpoint._sqlbase import SqlBase
 from checkpoint._sqlschema import Stmt, encode_text, storable_id
-from checkpoint.base import CheckpointWrite, chain_of
+from checkpoint.base import CheckpointWrite, chain_of, refuse_if_deleted
 from checkpoint.errors import CheckpointError, CheckpointNotFoundError
 
 __all__ = ["SqlPut"]
@@ -24,17 +24,20 @@ __all__ = ["SqlPut"]
 class SqlPut(SqlBase):
     """:meth:`put`: a step's write, checked against the head."""
 
-    @property
-    def put_mode(self) -> bool | None:
+    def put_mode(self, expected_head: str | None) -> bool | None:
         """A put's transaction: none for one statement (see :meth:`put`), else a write."""
-        return None if self.one_statement_put else True
+        return None if self._as_one_statement(expected_head) else True
+
+    def _as_one_statement(self, expected_head: str | None) -> bool:
+        # a new thread's first write checks the thread's delete: the transaction's way
+        return self.one_statement_put and expected_head is not None
 
     def put(
         self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
     ) -> Program[None]:
         """Check the head and store the chain of writes: as one statement where the
         dialect can (see :attr:`one_statement_put`), else in the caller's transaction."""
-        if self.one_statement_put:
+        if self._as_one_statement(expected_head):
             return self.put_one_statement(thread_id, writes, expected_head)
         return self._put(thread_id, writes, expected_head)
 
@@ -46,6 +49,9 @@ class SqlPut(SqlBase):
         moved = yield from self._move_head(thread_id, writes, expected_head)
         if moved is None:
             return  # a retry of this very write, which already landed
+        if expected_head is None:
+            # after the insert of the thread's row: a delete in flight waits for it
+            yield from self._not_deleted(thread_id, first)
         parent = None
         if first.parent_id is not None:
             # the head check just proved that the expected head exists; a fork's parent
@@ -79,6 +85,15 @@ class SqlPut(SqlBase):
             self._records.keep((thread_id, w.id), p.record)
         if self.keep_last is not None and moved > self.keep_last:
             yield from self._prune(thread_id, self.keep_last)
+
+    def _not_deleted(self, thread_id: str, first: CheckpointWrite) -> Program[None]:
+        """Refuse a new thread's first write minted before the thread's delete; forget the
+        delete once a newer write starts the thread again."""
+        tid = encode_text(thread_id)
+        rows = yield self.stmt("SELECT stamp FROM {t}graphagent_deleted WHERE thread_id = ?", tid)
+        if rows:
+            refuse_if_deleted(thread_id, first.id, str(rows[0][0]))
+            yield self.stmt("DELETE FROM {t}graphagent_deleted WHERE thread_id = ?", tid)
 
     @staticmethod
     def _checked(writes: Sequence[CheckpointWrite], expected_head: str | None) -> CheckpointWrite:

@@ -41,7 +41,25 @@ from typing import Any, NamedTuple, TypeVar
 import msgpack
 
 from checkpoint import _library
+from checkpoint import _serdeload as _load
 from checkpoint._library import StoredObject
+from checkpoint._serdeload import (
+    _DATACLASS,
+    _DATE,
+    _DATETIME,
+    _ENCODED,
+    _ENUM,
+    _FROZENSET,
+    _LONE,
+    _MODEL,
+    _SET,
+    _TIMEDELTA,
+    _TUPLE,
+    _UUID,
+    _Decode,
+    _qualname,
+    _registrations,
+)
 from checkpoint.errors import SerializationError
 
 __all__ = [
@@ -57,21 +75,16 @@ __all__ = [
 
 T = TypeVar("T", bound=type)
 
-_TUPLE, _SET, _FROZENSET, _DATETIME, _DATE, _TIMEDELTA, _UUID = 1, 2, 3, 4, 5, 6, 7
-_MODEL, _ENUM, _DATACLASS, _ENCODED = 8, 9, 10, 11
 # a reused packer keeps the largest buffer it filled: one that packed more is let go
 _KEEP_PACKER_BELOW = 1 << 20
 
-MAX_DEPTH = 100
+MAX_DEPTH = _load.MAX_DEPTH
 """How deeply a value may nest: lists, dicts, tuples, sets and registered objects inside one
 another. ``dumps`` stores any value within it and refuses deeper values that hold more than
 a few levels of tuples, sets or objects (lists and dicts alone are stored up to msgpack's own
 limit, 511 levels); ``loads`` refuses bytes whose tuples, sets and objects nest deeper. Far
 above what agent state needs, and low enough that decoding fits a 512 KiB thread stack."""
 
-# Nested frames this deep are decoded with a heap-allocated Unpacker (~1 KB of C stack per
-# level instead of ~25 KB for unpackb); shallower ones keep unpackb, which is faster.
-_HEAP_FRAMES_FROM = 4
 # Frames encoded without measuring the value first: each may hold lists 511 deep
 # (msgpack's limit), so this bounds the C stack an unmeasured value can take.
 _FAST_FRAMES = 4
@@ -81,13 +94,9 @@ _SEQUENCES = (list, tuple, set, frozenset)
 _new_ext = tuple.__new__
 # msgpack's ext headers by payload size: fixext 1/2/4/8/16, else ext 8/16/32
 _FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
-# Any Python str is stored: lone surrogates as the bytes "surrogatepass" gives them, which
-# valid UTF-8 never contains, so every string keeps its own encoding and comes back as itself.
-_LONE = "surrogatepass"
 
 
 _Encode = Callable[[Any], Any]
-_Decode = Callable[[Any], Any]
 
 
 class _Entry(NamedTuple):
@@ -121,15 +130,7 @@ class _Deeper(Exception):
     """Raised inside the fast path of ``dumps``: measure the value before encoding it."""
 
 
-def _qualname(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-# Bumped by every registration anywhere, so a Serde knows when to merge its layers again.
-_registrations = [0]
-
-
-class Serde:
+class Serde(_load.Loading):
     """A msgpack codec with its own registry of named types, layered on a base registry.
 
     Types registered here are known to this codec only. Lookups fall through to ``base``
@@ -167,6 +168,9 @@ class Serde:
         # made once: the fast path's encoders by frames left, the decoders by depth
         self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
         self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
+        self._strict_hooks = [
+            partial(self._ext_hook, depth, strict=True) for depth in range(MAX_DEPTH + 2)
+        ]
         # the fast path reuses its packers (making one costs more than packing a small
         # value): a free list per frame depth, per thread
         self._rooms: dict[Callable[[Any], Any], int] = {f: i for i, f in enumerate(self._fast)}
@@ -357,56 +361,6 @@ class Serde:
             return value
         return ()
 
-    def loads(self, data: bytes) -> Any:
-        """Decode bytes made by :meth:`dumps`.
-
-        Raises:
-            SerializationError: corrupt bytes, a stored type not registered here, or
-                nesting deeper than :data:`MAX_DEPTH` (which :meth:`dumps` never writes).
-        """
-        self._current()
-        try:
-            return msgpack.unpackb(
-                data,
-                ext_hook=self._hooks[1],
-                raw=False,
-                strict_map_key=False,
-                use_list=True,
-                unicode_errors=_LONE,
-            )
-        except SerializationError:
-            raise
-        except Exception as exc:
-            raise SerializationError(
-                f"cannot decode stored checkpoint data ({type(exc).__name__}: {exc})"
-            ) from exc
-
-    def _unpack(self, data: bytes, depth: int) -> Any:
-        """Decode one frame; ``depth`` frames enclose it."""
-        hook = self._hooks[depth + 1]
-        if depth < _HEAP_FRAMES_FROM:
-            return msgpack.unpackb(
-                data,
-                ext_hook=hook,
-                raw=False,
-                strict_map_key=False,
-                use_list=True,
-                unicode_errors=_LONE,
-            )
-        unpacker = msgpack.Unpacker(
-            ext_hook=hook,
-            raw=False,
-            strict_map_key=False,
-            use_list=True,
-            unicode_errors=_LONE,
-            max_buffer_size=max(len(data), 1),
-        )
-        unpacker.feed(data)
-        value = unpacker.unpack()
-        if unpacker.tell() != len(data):
-            raise SerializationError("cannot decode stored checkpoint data: extra bytes")
-        return value
-
     def _pack(self, value: Any, default: Callable[[Any], Any], errors: str | None = None) -> bytes:
         room = self._rooms.get(default) if errors is None else None
         if room is None:
@@ -505,82 +459,6 @@ class Serde:
             f"checkpoint.serde.register({cls.__name__}) (pydantic models, enums, dataclasses) "
             "or store plain data (dict, list, str, numbers)"
         )
-
-    def _ext_hook(self, depth: int, code: int, data: bytes) -> Any:
-        if depth > MAX_DEPTH:
-            raise SerializationError(
-                f"stored data nests more than {MAX_DEPTH} levels deep, which this library "
-                "never writes: the bytes were damaged or tampered with. Delete the thread, "
-                "or restore it from a backup"
-            )
-        if code == _ENCODED:  # the library's messages: the commonest frames
-            name, payload = self._unpack(data, depth)
-            decode = self._decoders.get(name)
-            if decode is not None:
-                try:
-                    return decode(payload)
-                except Exception as exc:
-                    raise SerializationError(
-                        f"stored {_qualname(self._types[name])} no longer fits its class: {exc}"
-                    ) from exc
-            cls = self._types.get(name)
-            if cls is None:
-                # one of graphagent's types, in a process that has not loaded it
-                plain = _library.decode(name, payload)
-                if plain is None:
-                    raise _unregistered(name)
-                return plain
-            raise SerializationError(
-                f"stored data holds a {name!r} written by its own encoder, and "
-                f"{_qualname(cls)} is registered here without one: register it with the "
-                "encode and decode it was stored with"
-            )
-        if code == _TUPLE:
-            return tuple(self._unpack(data, depth))
-        if code == _SET:
-            return set(self._unpack(data, depth))
-        if code == _FROZENSET:
-            return frozenset(self._unpack(data, depth))
-        if code == _DATETIME:
-            return _dt.datetime.fromisoformat(data.decode())
-        if code == _DATE:
-            return _dt.date.fromisoformat(data.decode())
-        if code == _TIMEDELTA:
-            days, seconds, micros = self._unpack(data, depth)
-            return _dt.timedelta(days=days, seconds=seconds, microseconds=micros)
-        if code == _UUID:
-            return uuid.UUID(bytes=data)
-        if code in (_MODEL, _ENUM, _DATACLASS):
-            name, payload = self._unpack(data, depth)
-            cls = self._types.get(name)
-            if cls is None:
-                if name in _library.FIELDS and type(payload) is dict:
-                    return StoredObject(name, payload)  # stored before its flat frame
-                raise _unregistered(name)
-            return self._build(code, cls, payload)
-        raise SerializationError(f"stored data holds unknown extension type {code}")
-
-    @staticmethod
-    def _build(code: int, cls: type, payload: Any) -> Any:
-        try:
-            if code == _ENUM:
-                return cls(payload)
-            if code == _DATACLASS:
-                return cls(**payload)
-            validate: Callable[[Any], Any] = cls.model_validate  # type: ignore[attr-defined]
-            return validate(payload)
-        except Exception as exc:
-            raise SerializationError(
-                f"stored {_qualname(cls)} no longer fits its class: {exc}"
-            ) from exc
-
-
-def _unregistered(name: Any) -> SerializationError:
-    return SerializationError(
-        f"stored data holds a {name!r}, which is not registered in this process; "
-        "import the module that defines it and call checkpoint.serde.register(cls) "
-        "before loading"
-    )
 
 
 base_serde = Serde(base=None)

@@ -93,11 +93,11 @@ class RedisSaver(RedisBase[redis.Redis], ProgramSaver[RedisLogic]):
                 return wire.call("EVALSHA", op.sha, len(op.keys), *op.keys, *op.args)
             return client.evalsha(op.sha, len(op.keys), *op.keys, *op.args)
         if cls is Command:
-            return getattr(client, op.name)(*op.args)
+            return getattr(client, op.name)(*op.args, **op.kwargs)
         if cls is Pipeline:
             pipe = client.pipeline(transaction=op.transaction)
             for call in op.calls:
-                getattr(pipe, call.name)(*call.args)
+                getattr(pipe, call.name)(*call.args, **call.kwargs)
             return pipe.execute()
         if cls is Scan:
             return list(client.scan_iter(match=op.match, count=500))

@@ -83,7 +83,7 @@ def thread_of_head_key(prefix: str, key: bytes | str) -> str:
 class Keys:
     """One thread's keys."""
 
-    __slots__ = ("cp", "data", "every", "head", "lock", "read", "seq", "writes")
+    __slots__ = ("cp", "data", "every", "first", "gone", "head", "lock", "read", "seq", "writes")
 
     def __init__(self, prefix: str, thread_id: str) -> None:
         tag = f"{{{prefix}:{escape_thread_id(thread_id)}}}"
@@ -95,4 +95,7 @@ class Keys:
         # not in every: deleting a thread must not break the lock of a run holding it
         self.lock = f"{tag}:lock"
         self.every = [self.head, self.cp, self.data, self.writes, self.seq]
+        # what a delete leaves: the id it minted, for DELETE_KEPT (see refuse_if_deleted)
+        self.gone = f"{tag}:gone"
+        self.first = [*self.every, self.gone]  # a new thread's first write's keys
         self.read = self.every[:4]  # the read script's keys

@@ -9,22 +9,32 @@ loads a script Redis forgot.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.exceptions import NoPermissionError, NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from checkpoint import _layout as layout
 from checkpoint._history import History, needed_fields
 from checkpoint._program import Locks, Program
-from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite, chain_of
-from checkpoint.errors import CheckpointError, CheckpointNotFoundError
+from checkpoint.base import (
+    DELETE_KEPT,
+    Checkpoint,
+    CheckpointWrite,
+    PendingWrite,
+    chain_of,
+    new_checkpoint_id,
+    refuse_if_deleted,
+)
+from checkpoint.errors import CheckpointError, CheckpointNotFoundError, CheckpointStorageError
 from checkpoint.redis import _scripts as scripts
 from checkpoint.redis._keys import Keys, check_prefix, head_pattern, thread_of_head_key
 from checkpoint.serde import Serde, default_serde
 
 __all__ = [
+    "WRITE_TRIES",
     "Command",
     "Eval",
     "EvalSha",
@@ -32,6 +42,7 @@ __all__ = [
     "Pipeline",
     "RedisLogic",
     "Scan",
+    "retried",
     "run_script",
 ]
 
@@ -69,6 +80,7 @@ class Command:
 
     name: str
     args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -99,6 +111,41 @@ def run_script(script: scripts.Script, keys: list[str], args: list[Any]) -> Prog
         # a least-privilege user may run scripts without loading them
         return (yield Eval(script.text, keys, args))
     return (yield EvalSha(script.sha, keys, args))
+
+
+WRITE_TRIES = 3
+"""Times a write whose reply timed out is sent (it is idempotent: see :func:`retried`)."""
+
+
+def retried(make: Callable[[], Program[None]], thread_id: str, cid: str) -> Program[None]:
+    """Run the write ``make`` gives, sending it again (a fresh program) when its reply
+    timed out, up to :data:`WRITE_TRIES` times.
+
+    Each try sends the same write (the same checkpoint ids): one that lands after another
+    did finds the head already at its last id and changes nothing. But the last try may
+    still be queued on the server, so whether the step is stored is then unknown.
+
+    Raises:
+        CheckpointStorageError: no try got a reply in time, saying what to check.
+    """
+    for attempt in range(1, WRITE_TRIES + 1):
+        try:
+            return (yield from make())
+        except (RedisTimeoutError, TimeoutError) as exc:
+            if attempt == WRITE_TRIES:
+                raise _unknown(thread_id, cid, exc) from exc
+
+
+def _unknown(thread_id: str, checkpoint_id: str, exc: Exception) -> CheckpointStorageError:
+    """The error for a write none of whose :data:`WRITE_TRIES` got a reply in time."""
+    return CheckpointStorageError(
+        f"Redis did not answer within socket_timeout while writing checkpoint "
+        f"{checkpoint_id} of thread {thread_id!r} ({WRITE_TRIES} tries): the write may have "
+        f"landed, or may still land. Check before running again: if saver.head({thread_id!r}) "
+        f"is {checkpoint_id!r} (get_state shows the step), continue with invoke(None, config); "
+        "if it is still the checkpoint before, run again with the same input. Sending the "
+        f"input again without checking may store it twice ({exc})"
+    )
 
 
 def _b(text: str) -> bytes:
@@ -150,8 +197,6 @@ class RedisLogic:
         serde: the codec (default: the process-wide one).
     """
 
-    put_mode = None  # a step is one script: atomic on its own
-
     def __init__(
         self,
         *,
@@ -178,6 +223,10 @@ class RedisLogic:
         if keys is None:
             keys = self._keys.keep(thread_id, Keys(self.prefix, thread_id))
         return keys
+
+    def put_mode(self, expected_head: str | None) -> bool | None:
+        """None: a step is one script, atomic on its own."""
+        return None
 
     def purge_due(self) -> bool:
         """Never: Redis expires a thread's keys itself."""
@@ -222,7 +271,14 @@ class RedisLogic:
     def put(
         self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
     ) -> Program[None]:
-        """Check the head and store the chain of writes: one script."""
+        """Check the head and store the chain of writes: one script (sent again when its
+        reply timed out, see :func:`retried`)."""
+        cid = writes[-1].id if writes else ""
+        return retried(lambda: self._put(thread_id, writes, expected_head), thread_id, cid)
+
+    def _put(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
+    ) -> Program[None]:
         first = chain_of(writes)[0]
         for cid in (*(w.id for w in writes), first.parent_id, expected_head):
             if cid and "|" in cid:
@@ -243,7 +299,10 @@ class RedisLogic:
             for f, v in plan.data.items():
                 args.append(_b(f))
                 args.append(v)
-        ok, info = yield from run_script(scripts.PUT, self.keys(thread_id).every, args)
+        k = self.keys(thread_id)
+        ok, info = yield from run_script(scripts.PUT, k.every if expected_head else k.first, args)
+        if ok == 2:
+            refuse_if_deleted(thread_id, first.id, _text(info))
         if not ok:
             current = info.decode() if isinstance(info, bytes) else info
             raise layout.conflict(
@@ -291,7 +350,15 @@ class RedisLogic:
     def put_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
     ) -> Program[None]:
-        """Keep a step's finished work; the checkpoint must still be stored."""
+        """Keep a step's finished work; the checkpoint must still be stored (sent again
+        when its reply timed out, see :func:`retried`)."""
+        return retried(
+            lambda: self._put_writes(thread_id, checkpoint_id, writes), thread_id, checkpoint_id
+        )
+
+    def _put_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> Program[None]:
         by_task: dict[str, list[PendingWrite]] = {}
         for w in writes:
             by_task.setdefault(w.task, []).append(w)
@@ -305,7 +372,9 @@ class RedisLogic:
     def delete(self, thread_id: str) -> Program[None]:
         """Remove every key of the thread (not a run's lock on it)."""
         self._heads.pop(thread_id, None)
-        yield Command("delete", tuple(self.keys(thread_id).every))
+        k = self.keys(thread_id)
+        marker = Command("set", (k.gone, new_checkpoint_id()), {"px": int(DELETE_KEPT * 1000)})
+        yield Pipeline([Command("delete", tuple(k.every)), marker], transaction=True)
 
     # -- reading --------------------------------------------------------------------
 

@@ -33,6 +33,15 @@ local cur = redis.call('GET', KEYS[1]) or ''
 -- already the head: a client retry of a write that landed before its reply was lost
 if cur == h[#h] then return {1, 0} end
 if cur ~= h[1] then return {0, cur} end
+-- KEYS[6] (a new thread's first write only): the id the thread's delete minted; a
+-- write minted before it belongs to a run the delete ended
+if cur == '' and KEYS[6] then
+  local gone = redis.call('GET', KEYS[6])
+  if gone then
+    if h[6] < gone then return {2, gone} end
+    redis.call('DEL', KEYS[6])
+  end
+end
 local n = tonumber(h[4])
 local i = ids + 2
 while n > 0 do

@@ -347,8 +347,9 @@ class SyncWire:
     wire keeps up to ``IDLE`` of them between calls (a thread takes one per call), and
     gives the rest back. A connection that fails (a server restart, an idle timeout) is
     dropped and the command sent once more on a fresh one: every script the savers run is
-    safe to repeat (a step write sees its own id as the head). Errors come back as
-    redis-py raises them.
+    safe to repeat (a step write sees its own id as the head). A reply that times out
+    drops its connection (its late reply must answer nobody) and raises ``TimeoutError``.
+    Errors come back as redis-py raises them.
     """
 
     IDLE = 8
@@ -387,7 +388,10 @@ class SyncWire:
             except BaseException as exc:
                 self._drop(link)
                 link = None
-                if attempt == 2 or not isinstance(exc, RedisConnectionError | OSError):
+                # a connection that failed (the server closed it, or restarted) is replaced
+                # once; a reply that timed out is the savers' to retry (see _programs)
+                retry = isinstance(exc, RedisConnectionError | OSError)
+                if attempt == 2 or not retry or isinstance(exc, TimeoutError):
                     raise
                 continue
             if len(free) < self.IDLE:

@@ -73,11 +73,11 @@ class AsyncRedisSaver(
                 return await wire.call("EVALSHA", op.sha, len(op.keys), *op.keys, *op.args)
             return await client.evalsha(op.sha, len(op.keys), *op.keys, *op.args)
         if cls is Command:
-            return await getattr(client, op.name)(*op.args)
+            return await getattr(client, op.name)(*op.args, **op.kwargs)
         if cls is Pipeline:
             pipe = client.pipeline(transaction=op.transaction)
             for call in op.calls:
-                getattr(pipe, call.name)(*call.args)
+                getattr(pipe, call.name)(*call.args, **call.kwargs)
             return await pipe.execute()
         if cls is Scan:
             return [key async for key in client.scan_iter(match=op.match, count=500)]
