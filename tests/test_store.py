@@ -422,3 +422,14 @@ def test_redis_store_runs_on_a_cluster(redis_cluster_url: str, cluster_prefix: s
     finally:
         store.clear()
         store.client.close()
+
+
+def test_filtered_search_finds_old_matches_behind_many_new_items(lt_store: BaseStore) -> None:
+    """A filter or prefix matching only old items still gets the right page, however many
+    newer items come first (SQL stores look in the newest rows first, then widen)."""
+    lt_store.batch([PutOp(("old",), f"o{i}", {"kind": "rare", "i": i}) for i in range(5)])
+    lt_store.batch([PutOp(("new",), f"n{i:04d}", {"kind": "common"}) for i in range(4200)])
+    assert keys(lt_store.search((), filter={"kind": "rare"}, limit=3)) == ["o4", "o3", "o2"]
+    assert keys(lt_store.search(("old",), limit=2, offset=3)) == ["o1", "o0"]
+    assert keys(lt_store.search((), filter={"i": {"$lt": 2}})) == ["o1", "o0"]
+    assert keys(lt_store.search((), limit=2)) == ["n4199", "n4198"]

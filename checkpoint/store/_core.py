@@ -160,7 +160,7 @@ def _bad_value(path: str, problem: str) -> StoreError:
 def _own(value: Any, path: str, depth: int) -> Any:
     kind = type(value)
     if kind is str:
-        if _TEXT_PROBLEM.search(value):
+        if (not value.isascii() or "\x00" in value) and _TEXT_PROBLEM.search(value):
             raise _bad_value(path, "holds a NUL or a lone surrogate, which PostgreSQL refuses")
         return value
     if kind is int or kind is bool or value is None:
@@ -197,11 +197,16 @@ def own_value(value: Any) -> dict[str, Any]:
     return out
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def copy_value(value: Any) -> Any:
     """A deep copy of an already-checked value (what reads hand out)."""
     kind = type(value)
     if kind is dict:
-        return {k: copy_value(v) for k, v in value.items()}
+        # atoms are shared (immutable); only containers are copied, without a call each
+        atoms = _ATOMS
+        return {k: v if type(v) in atoms else copy_value(v) for k, v in value.items()}
     if kind is list:
         return [copy_value(v) for v in value]
     return value

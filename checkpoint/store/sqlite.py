@@ -63,6 +63,8 @@ class SqliteStore(SqlStore):
             store.put(("memories", "u42"), "tea", {"text": "likes green tea"})
     """
 
+    NS_UNINDEXED = "+"
+
     def __init__(
         self,
         path: str | os.PathLike[str] = ":memory:",
@@ -115,7 +117,7 @@ class SqliteStore(SqlStore):
             f"CREATE TABLE IF NOT EXISTS {t} (ns TEXT NOT NULL, key TEXT NOT NULL, "
             "value TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, "
             "expires_at REAL, ttl_minutes REAL, PRIMARY KEY (ns, key)) WITHOUT ROWID",
-            f"CREATE INDEX IF NOT EXISTS {t}_updated ON {t} (updated_at)",
+            f"CREATE INDEX IF NOT EXISTS {t}_recent ON {t} (updated_at, ns, key)",
             f"CREATE INDEX IF NOT EXISTS {t}_expires ON {t} (expires_at) "
             "WHERE expires_at IS NOT NULL",
             f"CREATE TABLE IF NOT EXISTS {v} (ns TEXT NOT NULL, key TEXT NOT NULL, "
@@ -146,12 +148,13 @@ class SqliteStore(SqlStore):
         return self._transaction(True)
 
     def _run(self, prepared: Sequence[Any]) -> list[Any]:
-        write = (
-            any(isinstance(op, Put) for op in prepared)
-            or any(isinstance(op, Search) and op.refresh for op in prepared)
-            or any(getattr(op, "refresh_ttl", False) for op in prepared)
-        )
-        with self._transaction(write):
+        if len(prepared) == 1 and not isinstance(prepared[0], Put):
+            # one read is one statement (a TTL refresh a second one, atomic on its own):
+            # no transaction to begin and commit
+            with self._lock:
+                self._ensure()
+                return [self._one(prepared[0], self._now())]
+        with self._transaction(True):
             return [self._one(op, self._now()) for op in prepared]
 
     def _path_sql(self, cond: core.Condition) -> tuple[str, list[Any]]:

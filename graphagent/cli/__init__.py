@@ -8,6 +8,7 @@ Examples::
     graphagent threads show ticket-42 --db threads.sqlite
     graphagent threads history ticket-42 --postgres postgresql://db/app
     graphagent threads history ticket-42 --redis redis://localhost:6379/0
+    graphagent store search memories/ada --query tea --db memory.sqlite
     graphagent mcp serve myapp.agents:support --http 127.0.0.1:8000
 
 ``module:object`` names a module (or a ``.py`` file) and an attribute in it: a compiled
@@ -28,6 +29,7 @@ from graphagent.cli._chat import add_chat_command
 from graphagent.cli._common import CliError, Parser, Run, load_object
 from graphagent.cli._draw import add_draw_command
 from graphagent.cli._mcp import add_mcp_command
+from graphagent.cli._store import add_store_command
 from graphagent.cli._threads import add_threads_command
 from graphagent.errors import GraphAgentError
 
@@ -41,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     add_chat_command(sub)
     add_threads_command(sub)
     add_mcp_command(sub)
+    add_store_command(sub)
     return parser
 
 
