@@ -98,9 +98,13 @@ class SqlStore(BaseStore):
 
     ORDER = "ORDER BY updated_at DESC, ns DESC, key DESC"
 
-    # SQLite: a unary '+' keeps the planner off the primary key for the namespace range, so
-    # the window query walks the (updated_at, ns, key) index backwards and stops early
-    NS_UNINDEXED = ""
+    def _window_sql(self, cols: str, where: str, page: str) -> str:
+        """The page among the W newest rows (W the first parameter): PostgreSQL reads them
+        backwards along the ``(updated_at, ns, key)`` index whatever its statistics say."""
+        return (
+            f"SELECT {cols} FROM (SELECT * FROM {self.table} {self.ORDER} LIMIT {self.P}) w "
+            f"WHERE {where} {page}"
+        )
 
     def _page(self, search: Search, now: float) -> list[SearchItem]:
         """Newest first. With a prefix or a filter, look among the newest rows first (those
@@ -113,16 +117,10 @@ class SqlStore(BaseStore):
         cols = "ns, key, value, created_at, updated_at, ttl_minutes"
         page = f"{self.ORDER} LIMIT {self.P} OFFSET {self.P}"
         if search.prefix or search.conditions:
-            windowed = where.replace(" ns ", f" {self.NS_UNINDEXED}ns ")
-            cutoff = (
-                f"coalesce((SELECT updated_at FROM {self.table} ORDER BY updated_at DESC "
-                f"LIMIT 1 OFFSET {self.P}), 0)"
-            )
             window = max(256, 16 * (search.offset + search.limit))
             rows = self._rows(
-                f"SELECT {cols} FROM {self.table} WHERE updated_at >= {cutoff} "
-                f"AND {windowed} {page}",
-                [window - 1, *params, search.limit, search.offset],
+                self._window_sql(cols, where, page),
+                [window, *params, search.limit, search.offset],
             )
             if len(rows) == search.limit:
                 return [self._item(SearchItem, row) for row in rows]
