@@ -224,6 +224,24 @@ def copy_value(value: Any) -> Any:
     return value
 
 
+def loads(raw: Any, namespace: Sequence[str], key: str) -> dict[str, Any]:
+    """A stored value read back: JSON text (or an already decoded dict) that must be an
+    object; anything else is a :class:`StoreError` naming the item, never a crash."""
+    try:
+        value = json.loads(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
+    except (ValueError, RecursionError) as exc:
+        raise StoreError(
+            f"the stored value of {'/'.join(namespace)} {key!r} is not JSON ({exc}); "
+            "delete the item or write it again"
+        ) from None
+    if type(value) is not dict:
+        raise StoreError(
+            f"the stored value of {'/'.join(namespace)} {key!r} is not a JSON object; "
+            "delete the item or write it again"
+        )
+    return value
+
+
 def dumps(value: Any) -> str:
     """The JSON text the SQL and Redis stores keep (compact, key order kept)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

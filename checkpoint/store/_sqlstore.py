@@ -9,7 +9,6 @@ is compared with numbers and a string with strings, exactly as the memory store 
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections.abc import Iterable, Sequence
 from operator import mul
@@ -62,10 +61,6 @@ class SqlStore(BaseStore):
         """SQL true when ``cond`` holds for column ``value``, with its parameters."""
         raise NotImplementedError
 
-    def _load(self, raw: Any) -> dict[str, Any]:
-        loaded: dict[str, Any] = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
-        return loaded
-
     # ------------------------------------------------------------ shared SQL
 
     def _where(self, search: Search, now: float, alias: str = "") -> tuple[str, list[Any]]:
@@ -86,10 +81,11 @@ class SqlStore(BaseStore):
     def _item(self, cls: type[Item], row: Sequence[Any]) -> Any:
         """An item from ``ns, key, value, created_at, updated_at[, ttl_minutes]``."""
         ns, key, value, created, updated = row[:5]
+        namespace, key = core.decode_namespace(ns), core.unescape_key(key)
         item = cls(
-            namespace=core.decode_namespace(ns),
-            key=core.unescape_key(key),
-            value=self._load(value),
+            namespace=namespace,
+            key=key,
+            value=core.loads(value, namespace, key),
             created_at=created,
             updated_at=updated,
         )
