@@ -236,7 +236,9 @@ class SqliteStore(SqlStore):
         assert search.query is not None
         where, params = self._where(search, now, "s.")
         rows = self._rows(
-            "SELECT s.ns, s.key, max(1.0 - vec_distance_cosine(v.vec, ?)) AS score "
+            # CASE: items without vectors (the LEFT JOIN's NULLs) never reach the function
+            "SELECT s.ns, s.key, max(CASE WHEN v.vec IS NULL THEN NULL "
+            "ELSE 1.0 - vec_distance_cosine(v.vec, ?) END) AS score "
             f"FROM {self.table} s LEFT JOIN {self.vectors} v ON v.ns = s.ns AND v.key = s.key "
             f"WHERE {where} GROUP BY s.ns, s.key "
             "ORDER BY score IS NULL, score DESC, max(s.updated_at) DESC, s.ns, s.key "
