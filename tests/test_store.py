@@ -433,3 +433,24 @@ def test_filtered_search_finds_old_matches_behind_many_new_items(lt_store: BaseS
     assert keys(lt_store.search(("old",), limit=2, offset=3)) == ["o1", "o0"]
     assert keys(lt_store.search((), filter={"i": {"$lt": 2}})) == ["o1", "o0"]
     assert keys(lt_store.search((), limit=2)) == ["n4199", "n4198"]
+
+
+def test_damaged_stored_values_are_named_not_crashes(lt_store: BaseStore) -> None:
+    """A stored value that is not a JSON object (edited by hand, another program) reads as a
+    StoreError naming the item, on get and on search."""
+    from checkpoint.store import PostgresStore, SqliteStore
+
+    lt_store.put(("d", "x"), "k", {"v": 1})
+    if isinstance(lt_store, SqliteStore):
+        lt_store.conn.execute("UPDATE graphagent_store SET value = 'not json{'")
+    elif isinstance(lt_store, PostgresStore):
+        lt_store.conn.execute(f"UPDATE {lt_store.table} SET value = '[1, 2]'::jsonb")
+    elif isinstance(lt_store, RedisStore):
+        lt_store.client.hset(lt_store.keys[0], "d/x/k", b"\xff not json")
+    else:
+        pytest.skip("a memory store holds no bytes")
+    with pytest.raises(StoreError, match=r"d/x 'k' is not"):
+        lt_store.get(("d", "x"), "k")
+    with pytest.raises(StoreError, match="delete the item"):
+        lt_store.search(("d",))
+    assert lt_store.delete(("d", "x"), "k") is True

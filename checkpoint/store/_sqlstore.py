@@ -9,7 +9,6 @@ is compared with numbers and a string with strings, exactly as the memory store 
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections.abc import Iterable, Sequence
 from operator import mul
@@ -62,10 +61,6 @@ class SqlStore(BaseStore):
         """SQL true when ``cond`` holds for column ``value``, with its parameters."""
         raise NotImplementedError
 
-    def _load(self, raw: Any) -> dict[str, Any]:
-        loaded: dict[str, Any] = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
-        return loaded
-
     # ------------------------------------------------------------ shared SQL
 
     def _where(self, search: Search, now: float, alias: str = "") -> tuple[str, list[Any]]:
@@ -86,10 +81,11 @@ class SqlStore(BaseStore):
     def _item(self, cls: type[Item], row: Sequence[Any]) -> Any:
         """An item from ``ns, key, value, created_at, updated_at[, ttl_minutes]``."""
         ns, key, value, created, updated = row[:5]
+        namespace, key = core.decode_namespace(ns), core.unescape_key(key)
         item = cls(
-            namespace=core.decode_namespace(ns),
-            key=core.unescape_key(key),
-            value=self._load(value),
+            namespace=namespace,
+            key=key,
+            value=core.loads(value, namespace, key),
             created_at=created,
             updated_at=updated,
         )
@@ -98,9 +94,13 @@ class SqlStore(BaseStore):
 
     ORDER = "ORDER BY updated_at DESC, ns DESC, key DESC"
 
-    # SQLite: a unary '+' keeps the planner off the primary key for the namespace range, so
-    # the window query walks the (updated_at, ns, key) index backwards and stops early
-    NS_UNINDEXED = ""
+    def _window_sql(self, cols: str, where: str, page: str) -> str:
+        """The page among the W newest rows (W the first parameter): PostgreSQL reads them
+        backwards along the ``(updated_at, ns, key)`` index whatever its statistics say."""
+        return (
+            f"SELECT {cols} FROM (SELECT * FROM {self.table} {self.ORDER} LIMIT {self.P}) w "
+            f"WHERE {where} {page}"
+        )
 
     def _page(self, search: Search, now: float) -> list[SearchItem]:
         """Newest first. With a prefix or a filter, look among the newest rows first (those
@@ -113,16 +113,10 @@ class SqlStore(BaseStore):
         cols = "ns, key, value, created_at, updated_at, ttl_minutes"
         page = f"{self.ORDER} LIMIT {self.P} OFFSET {self.P}"
         if search.prefix or search.conditions:
-            windowed = where.replace(" ns ", f" {self.NS_UNINDEXED}ns ")
-            cutoff = (
-                f"coalesce((SELECT updated_at FROM {self.table} ORDER BY updated_at DESC "
-                f"LIMIT 1 OFFSET {self.P}), 0)"
-            )
             window = max(256, 16 * (search.offset + search.limit))
             rows = self._rows(
-                f"SELECT {cols} FROM {self.table} WHERE updated_at >= {cutoff} "
-                f"AND {windowed} {page}",
-                [window - 1, *params, search.limit, search.offset],
+                self._window_sql(cols, where, page),
+                [window, *params, search.limit, search.offset],
             )
             if len(rows) == search.limit:
                 return [self._item(SearchItem, row) for row in rows]

@@ -402,6 +402,8 @@ class BaseStore:
             return Put(namespace, key, None, [], None), []
         value = core.own_value(op.value)
         ttl = self.default_ttl if op.ttl is NOT_PROVIDED else _minutes(op.ttl, "ttl")
+        if op.index is None and self.index is None:
+            return Put(namespace, key, value, [], ttl), []  # the common case, nothing to embed
         fields: Sequence[str] = ()
         if op.index is False:
             fields = ()

@@ -112,7 +112,7 @@ class RedisStore(BaseStore):
         return Item(
             namespace=namespace,
             key=key,
-            value=json.loads(value),
+            value=core.loads(value, namespace, key),
             created_at=float(created),
             updated_at=float(updated),
         )
@@ -141,7 +141,7 @@ class RedisStore(BaseStore):
         return SearchItem(
             namespace=namespace,
             key=key,
-            value=json.loads(value),
+            value=core.loads(value, namespace, key),
             created_at=float(created),
             updated_at=float(updated),
         )

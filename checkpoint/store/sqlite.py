@@ -63,7 +63,16 @@ class SqliteStore(SqlStore):
             store.put(("memories", "u42"), "tea", {"text": "likes green tea"})
     """
 
-    NS_UNINDEXED = "+"
+    def _window_sql(self, cols: str, where: str, page: str) -> str:
+        """The page among rows updated at or after the W-th newest: a unary '+' keeps the
+        planner off the primary key for the namespace range, so the query walks the
+        ``(updated_at, ns, key)`` index backwards and stops at its page."""
+        cutoff = (
+            f"coalesce((SELECT updated_at FROM {self.table} ORDER BY updated_at DESC "
+            "LIMIT 1 OFFSET ? - 1), 0)"
+        )
+        windowed = where.replace(" ns ", " +ns ")
+        return f"SELECT {cols} FROM {self.table} WHERE updated_at >= {cutoff} AND {windowed} {page}"
 
     def __init__(
         self,
@@ -227,7 +236,9 @@ class SqliteStore(SqlStore):
         assert search.query is not None
         where, params = self._where(search, now, "s.")
         rows = self._rows(
-            "SELECT s.ns, s.key, max(1.0 - vec_distance_cosine(v.vec, ?)) AS score "
+            # CASE: items without vectors (the LEFT JOIN's NULLs) never reach the function
+            "SELECT s.ns, s.key, max(CASE WHEN v.vec IS NULL THEN NULL "
+            "ELSE 1.0 - vec_distance_cosine(v.vec, ?) END) AS score "
             f"FROM {self.table} s LEFT JOIN {self.vectors} v ON v.ns = s.ns AND v.key = s.key "
             f"WHERE {where} GROUP BY s.ns, s.key "
             "ORDER BY score IS NULL, score DESC, max(s.updated_at) DESC, s.ns, s.key "
