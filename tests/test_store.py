@@ -454,3 +454,26 @@ def test_damaged_stored_values_are_named_not_crashes(lt_store: BaseStore) -> Non
     with pytest.raises(StoreError, match="delete the item"):
         lt_store.search(("d",))
     assert lt_store.delete(("d", "x"), "k") is True
+
+
+def test_postgres_schemas_isolate_tenants(postgres_url: str, pg_schema: str) -> None:
+    """Stores on two schemas never see, count or clear each other's items; a schema name
+    that could break out of its quotes is refused."""
+    from checkpoint.store import PostgresStore
+
+    other_schema = pg_schema + "_b"
+    a = PostgresStore.from_url(postgres_url, schema=pg_schema)
+    b = PostgresStore.from_url(postgres_url, schema=other_schema)
+    try:
+        a.put(("n",), "k", {"v": "a"})
+        b.put(("n",), "k", {"v": "b"})
+        b.clear()
+        got = a.get(("n",), "k")
+        assert got is not None and got.value == {"v": "a"} and len(b) == 0
+        assert a.list_namespaces() == [("n",)] and b.list_namespaces() == []
+        with pytest.raises(StoreError, match="invalid schema name"):
+            PostgresStore(a.conn, schema='x"; DROP TABLE y; --')
+    finally:
+        b.conn.execute(f'DROP SCHEMA IF EXISTS "{other_schema}" CASCADE')
+        a.close()
+        b.close()

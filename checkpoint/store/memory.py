@@ -274,28 +274,32 @@ class MemoryStore(BaseStore):
             yield self._found(namespace, key, rec), rec.vectors
 
     def _ranked(self, search: Search, now: float) -> list[SearchItem]:
-        # score first and copy only the page: values are copied for the items handed out
+        # score in one comprehension, then copy only the page's values
         query = search.query
         assert query is not None
-        scored: list[tuple[float | None, float, tuple[str, ...], str, _Rec]] = []
-        unscored: list[tuple[float | None, float, tuple[str, ...], str, _Rec]] = []
-        for namespace, key, rec in self._newest(search, now):
-            vectors = rec.vectors
-            if vectors:
-                if len(vectors) == 1:
-                    score = sum(map(mul, query, vectors[0]))
-                else:
-                    score = max(sum(map(mul, query, v)) for v in vectors)
-                scored.append((score, rec.updated, namespace, key, rec))
-            else:
-                unscored.append((None, rec.updated, namespace, key, rec))
+        hits = list(self._newest(search, now))  # newest first
+        scores = [
+            (
+                sum(map(mul, query, vs[0]))
+                if len(vs) == 1
+                else max(sum(map(mul, query, v)) for v in vs)
+            )
+            if (vs := rec.vectors)
+            else None
+            for _, _, rec in hits
+        ]
+        scored = [i for i, score in enumerate(scores) if score is not None]
+        ranking: list[float] = [score or 0.0 for score in scores]
         need = search.offset + search.limit
-        best = heapq.nlargest(need, scored, key=lambda t: (t[0] or 0.0, t[1]))
-        ordered = best + unscored[: max(0, need - len(best))]  # unscored: newest first
+        # ties keep newest first: nlargest is stable on equal keys, and hits are newest first
+        best = heapq.nlargest(need, scored, key=ranking.__getitem__)
+        if len(best) < need:
+            best += [i for i, score in enumerate(scores) if score is None][: need - len(best)]
         page = []
-        for scored_as, _, namespace, key, rec in ordered[search.offset : need]:
+        for i in best[search.offset :]:
+            namespace, key, rec = hits[i]
             found = self._found(namespace, key, rec)
-            found.score = scored_as
+            found.score = scores[i]
             page.append(found)
         return page
 
