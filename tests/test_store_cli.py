@@ -51,8 +51,9 @@ def test_mistakes_name_the_fix(db: str, tmp_path: Path, capsys: pytest.CaptureFi
     """Bad JSON filters, a missing key or file, and two stores at once are one-line errors."""
     assert _run("store", "search", "memories", "--filter", "{kind", "--db", db)[0] == 2
     assert "--filter must be JSON" in capsys.readouterr().err
-    assert _run("store", "get", "memories/ada", "--db", db)[0] == 2
-    assert "needs a key" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _run("store", "get", "memories/ada", "--db", db)  # argparse: the key is required
+    assert "key" in capsys.readouterr().err
     assert _run("store", "ls", "--db", str(tmp_path / "nope.sqlite"))[0] == 2
     assert "no SQLite file" in capsys.readouterr().err
     assert _run("store", "ls", "--db", db, "--redis", "redis://x")[0] == 2

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from checkpoint.store import BaseStore, PostgresStore, RedisStore, SqliteStore
-from graphagent.cli._common import CliError
+from graphagent.cli._common import CliError, Parser
 
 __all__ = ["add_store_command"]
 
@@ -52,52 +52,116 @@ def _show(item: Any, out: TextIO) -> None:
     print(f"{'/'.join(item.namespace)}  {item.key}  {value}{score}", file=out)
 
 
-def _store(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
-    if args.limit < 1:
-        raise CliError(f"--limit must be 1 or more (got {args.limit})")
+def _ls(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
     store = _open(args)
-    if args.action == "ls":
-        for namespace in store.list_namespaces(
-            prefix=_namespace(args.namespace, "prefix") or None, limit=args.limit
-        ):
-            print("/".join(namespace), file=out)
-        return 0
-    if args.action == "search":
-        try:
-            flt = json.loads(args.filter) if args.filter else None
-        except json.JSONDecodeError as exc:
-            raise CliError(f'--filter must be JSON, e.g. \'{{"kind": "food"}}\' ({exc})') from exc
-        prefix = _namespace(args.namespace, "prefix")
-        for item in store.search(prefix, query=args.query, filter=flt, limit=args.limit):
-            _show(item, out)
-        return 0
-    namespace = _namespace(args.namespace, args.action)
-    if not args.key:
-        raise CliError(f"store {args.action} needs a key: graphagent store {args.action} NS KEY")
-    if args.action == "get":
-        got = store.get(namespace, args.key, refresh_ttl=False)
-        if got is None:
-            raise CliError(f"no item {args.key!r} in {'/'.join(namespace)}")
-        print(json.dumps(got.dict(), ensure_ascii=False, indent=2), file=out)
-        return 0
-    if not store.delete(namespace, args.key):
+    prefix = _namespace(args.namespace, "prefix") or None
+    for namespace in store.list_namespaces(prefix=prefix, limit=_limit(args)):
+        print("/".join(namespace), file=out)
+    return 0
+
+
+def _search(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
+    try:
+        flt = json.loads(args.filter) if args.filter else None
+    except json.JSONDecodeError as exc:
+        raise CliError(f'--filter must be JSON, e.g. \'{{"kind": "food"}}\' ({exc})') from exc
+    limit = _limit(args)
+    store = _open(args)
+    prefix = _namespace(args.namespace, "prefix")
+    for item in store.search(prefix, query=args.query, filter=flt, limit=limit):
+        _show(item, out)
+    return 0
+
+
+def _get(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
+    namespace = _namespace(args.namespace, "get")
+    got = _open(args).get(namespace, args.key, refresh_ttl=False)
+    if got is None:
+        raise CliError(f"no item {args.key!r} in {'/'.join(namespace)}")
+    print(json.dumps(got.dict(), ensure_ascii=False, indent=2), file=out)
+    return 0
+
+
+def _rm(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
+    namespace = _namespace(args.namespace, "rm")
+    if not _open(args).delete(namespace, args.key):
         raise CliError(f"no item {args.key!r} in {'/'.join(namespace)}; nothing deleted")
     print(f"deleted {'/'.join(namespace)} {args.key}", file=out)
     return 0
 
 
+def _limit(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise CliError(f"--limit must be 1 or more (got {args.limit})")
+    return int(args.limit)
+
+
+_HELP = (
+    "The store is the one --db PATH, --postgres URL or --redis URL names (Redis from "
+    "$REDIS_URL by default); a namespace is written with / between labels."
+)
+
+
 def add_store_command(sub: Any) -> None:
-    """Add ``store`` to the ``graphagent`` command's subparsers."""
-    store = sub.add_parser("store", help="look into a long-term memory store")
-    store.add_argument("action", choices=("ls", "get", "search", "rm"))
-    store.add_argument("namespace", nargs="?", help="labels joined by '/', e.g. memories/ada")
-    store.add_argument("key", nargs="?", help="the item's key (get, rm)")
-    store.add_argument("--query", help="search: text (or meaning, on an indexed store)")
-    store.add_argument("--filter", help='search: JSON filter, e.g. \'{"kind": "food"}\'')
-    store.add_argument("--limit", type=int, default=20, help="most lines shown (default 20)")
-    store.add_argument("--db", help="SQLite file")
-    store.add_argument("--postgres", help="PostgreSQL URL")
-    store.add_argument("--schema", default=None, help="PostgreSQL schema")
-    store.add_argument("--redis", help="Redis URL (default: $REDIS_URL)")
-    store.add_argument("--prefix", default="graphagent", help="Redis key prefix")
-    store.set_defaults(run=_store)
+    """Add ``store ls|get|search|rm`` to the ``graphagent`` command."""
+    store = sub.add_parser(
+        "store",
+        help="look into a long-term memory store",
+        description="Look into a long-term memory store. " + _HELP,
+        epilog="example: graphagent store ls --db memory.sqlite",
+    )
+    actions = store.add_subparsers(
+        dest="action", required=True, parser_class=Parser, metavar="{ls,get,search,rm}"
+    )
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument("--db", help="SQLite file")
+    flags.add_argument("--postgres", help="PostgreSQL URL")
+    flags.add_argument("--schema", default=None, help="PostgreSQL schema")
+    flags.add_argument("--redis", help="Redis URL (default: $REDIS_URL)")
+    flags.add_argument("--prefix", default="graphagent", help="Redis key prefix")
+
+    def action(name: str, text: str, example: str, run: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = actions.add_parser(
+            name,
+            parents=[flags],
+            help=text,
+            description=f"{text[0].upper()}{text[1:]}. {_HELP}",
+            epilog=f"example: {example}",
+        )
+        parser.set_defaults(run=run)
+        return parser
+
+    ls = action(
+        "ls",
+        "print the namespaces that hold items, one a line",
+        "graphagent store ls memories --db memory.sqlite",
+        _ls,
+    )
+    ls.add_argument("namespace", nargs="?", help="only namespaces under this one")
+    ls.add_argument("--limit", type=int, default=100, metavar="N", help="at most N lines")
+    get = action(
+        "get",
+        "print one item as JSON",
+        "graphagent store get memories/ada tea --db memory.sqlite",
+        _get,
+    )
+    get.add_argument("namespace", help="labels joined by /, e.g. memories/ada")
+    get.add_argument("key", help="the item's key")
+    search = action(
+        "search",
+        "print the items under a namespace, newest first or by a query",
+        "graphagent store search memories --query tea --db memory.sqlite",
+        _search,
+    )
+    search.add_argument("namespace", nargs="?", help="labels joined by /, e.g. memories")
+    search.add_argument("--query", help="text to match (by meaning, on an indexed store)")
+    search.add_argument("--filter", help='JSON filter on value fields, e.g. {"kind": "food"}')
+    search.add_argument("--limit", type=int, default=20, metavar="N", help="at most N items")
+    rm = action(
+        "rm",
+        "delete one item",
+        "graphagent store rm memories/ada tea --db memory.sqlite",
+        _rm,
+    )
+    rm.add_argument("namespace", help="labels joined by /, e.g. memories/ada")
+    rm.add_argument("key", help="the item's key")
