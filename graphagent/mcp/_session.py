@@ -135,6 +135,7 @@ class LiveSession:
         self.transport = transport
         self.named = named
         self.startup_timeout = startup_timeout
+        self._startup: anyio.CancelScope | None = None
         self.on_tools = on_tools
         self.server_name = ""
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -176,7 +177,9 @@ class LiveSession:
         session = await stack.enter_async_context(
             ClientSession(session_read, write, message_handler=self._on_message)
         )
-        with anyio.fail_after(self.startup_timeout):
+        # kept so a deadline that a transport's teardown error hides is still known as one
+        with anyio.fail_after(self.startup_timeout) as deadline:
+            self._startup = deadline
             info = await session.initialize()
             self.transport.started()
             self.server_name = info.serverInfo.name
@@ -207,7 +210,9 @@ class LiveSession:
             ours = _find(exc, McpServerError)
             if ours is not None:
                 self._fail(ready, ours)
-            elif _find(exc, TimeoutError) is not None and not ready.done():
+            elif not ready.done() and (
+                _find(exc, TimeoutError) is not None or self._startup_expired()
+            ):
                 self._fail(ready, self._error(f"did not start within {self.startup_timeout} s"))
             elif isinstance(leaf, McpError) and _connection_closed(leaf):
                 what = "exited during start-up" if not ready.done() else "closed the connection"
@@ -221,6 +226,11 @@ class LiveSession:
             self._abort_calls(self._dead or "closed")
             for task in self._refreshing:
                 task.cancel()
+
+    def _startup_expired(self) -> bool:
+        """Whether start-up ran out of time (the HTTP transport may raise ClosedResourceError
+        from its teardown instead of letting the deadline's TimeoutError through)."""
+        return self._startup is not None and self._startup.cancel_called
 
     def _fail(self, ready: asyncio.Future[None], error: McpServerError) -> None:
         self._dead = str(error)
