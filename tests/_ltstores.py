@@ -12,6 +12,8 @@ from checkpoint.store import BaseStore, MemoryStore, PostgresStore, RedisStore, 
 from checkpoint.store import base as store_base
 
 BACKENDS = ["memory", "sqlite", "postgres", "redis"]
+# the backends whose items live outside the store object (a file, a schema, a prefix)
+DURABLE = BACKENDS[1:]
 
 MakeStore = Callable[..., BaseStore]
 
