@@ -27,7 +27,7 @@ from graphagent.cli._stores import (
 )
 from graphagent.errors import GraphAgentError, ModelConfigError
 from graphagent.graph import Command, CompiledGraph, Interrupt
-from graphagent.observability._progress import status_line
+from graphagent.observability import status_line
 
 __all__ = ["PAUSED", "Chat", "add_chat_command", "describe", "parse_answer"]
 

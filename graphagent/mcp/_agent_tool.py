@@ -10,7 +10,7 @@ from typing import Any
 from mcp import types
 
 from checkpoint import MemorySaver
-from graphagent.agent._base import BaseAgent, last_answer
+from graphagent.agent import BaseAgent
 from graphagent.graph import Command
 from graphagent.mcp._names import safe_name
 
@@ -84,11 +84,10 @@ class AgentTool:
         thread = str(arguments.get("thread_id") or uuid.uuid4().hex)
         before = await self.agent.graph.aget_state(self.agent._config(None, thread))
         payload: Any = Command(resume=_resume_value(message)) if before.interrupts else message
-        state = await self.agent.ainvoke(payload, thread_id=thread)
+        answer = (await self.agent.acall(payload, thread_id=thread)).text
         after = await self.agent.graph.aget_state(self.agent._config(None, thread))
         if after.interrupts:
             return self._waiting(thread, [i.value for i in after.interrupts])
-        answer = last_answer(state).text
         data = {"status": "answered", "answer": answer, "thread_id": thread}
         text = f"{answer}\n\n(thread_id: {thread}; pass it to continue this conversation)"
         return types.CallToolResult(

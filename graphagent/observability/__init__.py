@@ -28,14 +28,17 @@ from graphagent.observability._hooks import (
     content_captured,
     remove_observer,
 )
-from graphagent.observability._progress import progress
+from graphagent.observability._progress import progress, status_line
+from graphagent.observability._redact import exception_summary
 
 __all__ = [
     "capture_content",
     "content_captured",
+    "exception_summary",
     "instrument",
     "instrumented",
     "progress",
+    "status_line",
     "uninstrument",
 ]
 
