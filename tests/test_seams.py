@@ -97,8 +97,6 @@ KNOWN = {
     "graphagent.cli._draw -> graphagent.graph._draw",
     "graphagent.cli._threads -> graphagent.graph._constants",
     "graphagent.cli._threads -> graphagent.graph._snapshot",
-    # the sync-only guard of the savers' base, reached from the PostgreSQL subpackage
-    "checkpoint.postgres.aio -> checkpoint.base._AsyncOnly",
 }
 
 
