@@ -39,7 +39,9 @@ __all__ = [
     "ListedHistory",
     "PendingWrite",
     "chain_of",
+    "id_time",
     "new_checkpoint_id",
+    "refuse_if_deleted",
 ]
 
 ChangeKind = Literal["set", "append", "reset"]

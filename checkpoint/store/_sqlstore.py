@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from checkpoint.store import _core as core
-from checkpoint.store.base import BaseStore, Candidate, Item, Put, Search, SearchItem
+from checkpoint.store.base import BaseStore, Candidate, Item, SearchItem, _Put, _Search
 
 __all__ = ["SqlStore", "pack", "unpack"]
 
@@ -67,7 +67,7 @@ class SqlStore(BaseStore):
 
     # ------------------------------------------------------------ shared SQL
 
-    def _where(self, search: Search, now: float, alias: str = "") -> tuple[str, list[Any]]:
+    def _where(self, search: _Search, now: float, alias: str = "") -> tuple[str, list[Any]]:
         a = alias
         P = self.P
         parts = [f"({a}expires_at IS NULL OR {a}expires_at > {P})"]
@@ -92,7 +92,7 @@ class SqlStore(BaseStore):
             updated_at=updated,
         )
 
-    def _page(self, search: Search, now: float) -> list[SearchItem]:
+    def _page(self, search: _Search, now: float) -> list[SearchItem]:
         where, params = self._where(search, now)
         sql = (
             f"SELECT ns, key, value, created_at, updated_at FROM {self.table} WHERE {where} "
@@ -101,7 +101,7 @@ class SqlStore(BaseStore):
         rows = self._rows(sql, [*params, search.limit, search.offset])
         return [self._item(SearchItem, row) for row in rows]
 
-    def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
+    def _candidates(self, search: _Search, now: float, vectors: bool) -> Iterable[Candidate]:
         where, params = self._where(search, now)
         rows = self._rows(
             f"SELECT ns, key, value, created_at, updated_at FROM {self.table} WHERE {where} "
@@ -110,7 +110,7 @@ class SqlStore(BaseStore):
         )
         return [(self._item(SearchItem, row), ()) for row in rows]
 
-    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+    def _ranked(self, search: _Search, now: float) -> list[SearchItem]:
         """Exact scan: score every candidate's vectors here, then read the page's values."""
         query = search.query
         assert query is not None
@@ -200,5 +200,5 @@ class SqlStore(BaseStore):
         )
 
     @staticmethod
-    def _expiry(op: Put, now: float) -> float | None:
+    def _expiry(op: _Put, now: float) -> float | None:
         return now + op.ttl * 60.0 if op.ttl else None

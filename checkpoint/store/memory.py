@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from checkpoint.store import _core as core
-from checkpoint.store.base import BaseStore, Candidate, Item, Put, Search, SearchItem
+from checkpoint.store.base import BaseStore, Candidate, Item, SearchItem, _Put, _Search
 
 __all__ = ["InMemoryStore", "MemoryStore"]
 
@@ -111,7 +111,7 @@ class MemoryStore(BaseStore):
             updated_at=rec.updated,
         )
 
-    def _put(self, op: Put, now: float) -> bool:
+    def _put(self, op: _Put, now: float) -> bool:
         self._sweep(now, 16)
         items = self._data.get(op.namespace)
         old = items.pop(op.key, None) if items else None
@@ -138,7 +138,7 @@ class MemoryStore(BaseStore):
             return [ns for ns in self._data if ns[0] == first]
         return [ns for ns in self._data if ns[:n] == prefix]
 
-    def _newest(self, search: Search, now: float) -> Iterator[tuple[tuple[str, ...], str, _Rec]]:
+    def _newest(self, search: _Search, now: float) -> Iterator[tuple[tuple[str, ...], str, _Rec]]:
         spaces = self._spaces(search.prefix)
         match = core.predicate(search.conditions)
 
@@ -165,7 +165,7 @@ class MemoryStore(BaseStore):
             updated_at=rec.updated,
         )
 
-    def _page(self, search: Search, now: float) -> list[SearchItem]:
+    def _page(self, search: _Search, now: float) -> list[SearchItem]:
         out = []
         skip, want = search.offset, search.limit
         for namespace, key, rec in self._newest(search, now):
@@ -177,11 +177,11 @@ class MemoryStore(BaseStore):
                 break
         return out
 
-    def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
+    def _candidates(self, search: _Search, now: float, vectors: bool) -> Iterable[Candidate]:
         for namespace, key, rec in self._newest(search, now):
             yield self._found(namespace, key, rec), rec.vectors
 
-    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+    def _ranked(self, search: _Search, now: float) -> list[SearchItem]:
         # score first and copy only the page: values are copied for the items handed out
         query = search.query
         assert query is not None

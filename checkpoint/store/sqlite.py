@@ -21,7 +21,7 @@ from typing_extensions import Self
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store._sqlstore import SqlStore, pack
-from checkpoint.store.base import Item, Put, Search, SearchItem
+from checkpoint.store.base import Item, SearchItem, _Put, _Search
 
 __all__ = ["SqliteStore"]
 
@@ -147,8 +147,8 @@ class SqliteStore(SqlStore):
 
     def _run(self, prepared: Sequence[Any]) -> list[Any]:
         write = (
-            any(isinstance(op, Put) for op in prepared)
-            or any(isinstance(op, Search) and op.refresh for op in prepared)
+            any(isinstance(op, _Put) for op in prepared)
+            or any(isinstance(op, _Search) and op.refresh for op in prepared)
             or any(getattr(op, "refresh_ttl", False) for op in prepared)
         )
         with self._transaction(write):
@@ -193,7 +193,7 @@ class SqliteStore(SqlStore):
         item: Item = self._item(Item, rows[0])
         return item
 
-    def _put(self, op: Put, now: float) -> bool:
+    def _put(self, op: _Put, now: float) -> bool:
         self._sweep(now)
         ns, k = core.encode_namespace(op.namespace), core.escape_key(op.key)
         old = self._rows(f"SELECT expires_at FROM {self.table} WHERE ns = ? AND key = ?", [ns, k])
@@ -218,7 +218,7 @@ class SqliteStore(SqlStore):
             )
         return existed
 
-    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+    def _ranked(self, search: _Search, now: float) -> list[SearchItem]:
         if not self.vec:
             return super()._ranked(search, now)
         assert search.query is not None
