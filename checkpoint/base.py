@@ -30,6 +30,7 @@ from checkpoint.errors import CheckpointNotFoundError, SerializationError, locat
 from checkpoint.locks import LockPolicy, ahold, hold
 
 __all__ = [
+    "DELETE_KEPT",
     "Change",
     "ChangeKind",
     "Checkpoint",
@@ -37,6 +38,7 @@ __all__ = [
     "CheckpointSaver",
     "CheckpointWrite",
     "ListedHistory",
+    "LockOps",
     "PendingWrite",
     "chain_of",
     "id_time",

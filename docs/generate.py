@@ -33,8 +33,7 @@ MODULES = {
     "checkpoint": "Savers and serialisation; imports nothing from graphagent. "
     "Guide: [persistence](persistence.md), [production](production.md).",
     "checkpoint.base": "What a saver is and what it stores, for writing savers of your own.",
-    "checkpoint.errors": "The savers' errors (graphagent raises their `GraphAgentError` "
-    "mirrors).",
+    "checkpoint.errors": "The savers' errors (graphagent raises their `GraphAgentError` mirrors).",
     "checkpoint.locks": "One run at a time per thread: the savers' lock policy.",
     "checkpoint.serde": "The msgpack codec every saver stores values with.",
     "checkpoint.sqlite": "`SqliteSaver` and its async twin.",

@@ -7,8 +7,7 @@ import functools
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from checkpoint._async_only import AsyncOnly
-from checkpoint._program import AsyncProgramSaver, Program, adrive
+from checkpoint._program import AsyncOnly, AsyncProgramSaver, Program, adrive
 from checkpoint._sql import SqlLogic
 from checkpoint._sqlschema import Stmt
 from checkpoint.postgres._common import (

@@ -8,8 +8,7 @@ import redis.asyncio as aredis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import RedisError
 
-from checkpoint._async_only import AsyncOnly
-from checkpoint._program import AsyncProgramSaver, Program, adrive
+from checkpoint._program import AsyncOnly, AsyncProgramSaver, Program, adrive
 from checkpoint.redis import _wire
 from checkpoint.redis._common import RedisBase, storage_error
 from checkpoint.redis._programs import (

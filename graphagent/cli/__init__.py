@@ -6,6 +6,7 @@ Examples::
     graphagent chat graphagent.demo:agent --thread demo-user-42 -m "Weather in Oslo?"
     graphagent threads list
     graphagent threads history demo-user-42 --limit 5
+    graphagent store search memories/ada --query tea --db memory.sqlite
     graphagent mcp serve graphagent.demo:agent --http 127.0.0.1:8000
 
 ``module:object`` names a module (or a ``.py`` file) and an attribute in it: a compiled

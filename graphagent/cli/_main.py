@@ -14,6 +14,7 @@ from graphagent.cli._common import Parser, Run
 from graphagent.cli._draw import add_draw_command
 from graphagent.cli._errors import one_line
 from graphagent.cli._mcp import add_mcp_command
+from graphagent.cli._store import add_store_command
 from graphagent.cli._threads import add_threads_command
 
 __all__ = ["main"]
@@ -49,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     add_chat_command(sub)
     add_threads_command(sub)
     add_mcp_command(sub)
+    add_store_command(sub)
     return parser
 
 
