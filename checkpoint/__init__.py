@@ -7,6 +7,7 @@ with it alone.
 from __future__ import annotations
 
 from checkpoint import serde
+from checkpoint._cache import ReadCache
 from checkpoint.base import (
     Change,
     Checkpoint,
@@ -45,6 +46,7 @@ __all__ = [
     "MemorySaver",
     "PendingWrite",
     "PostgresSaver",
+    "ReadCache",
     "RedisSaver",
     "SerializationError",
     "SqliteSaver",

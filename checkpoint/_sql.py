@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from typing_extensions import Self
 
 from checkpoint import _layout as layout
+from checkpoint._cache import ReadCache
 from checkpoint._history import History, needed_fields
 from checkpoint._sqlschema import (
     LATEST,
@@ -88,6 +89,7 @@ class SqlLogic:
         self._sql: dict[str, str] = {}
         self._records: dict[tuple[str, str], layout.Record] = {}
         self._next_purge = 0.0
+        self.cache = ReadCache(self.serde)
 
     def purge_due(self) -> bool:
         """Whether this saver should purge expired threads now (at most once per
@@ -319,13 +321,14 @@ class SqlLogic:
             return []
         tid = encode_text(thread_id)
         yield from self._check_claims(tid, records)
-        wanted = [layout.read_fields(r) for r in records]
-        names = sorted({f for fields in wanted for f in fields})
+        # only what the read cache does not hold yet (on a warm thread: the last turn's)
+        plans = [self.cache.plan(thread_id, r) for r in records]
+        names = sorted({f for plan in plans for f in plan.fields})
         only = records[0].id if len(records) == 1 else None
         blobs, pending = yield from self._read(tid, names, only)
         out = []
-        for record, fields in zip(records, wanted, strict=True):
-            values = layout.rebuild(record, [blobs.get(f) for f in fields], self.serde.loads)
+        for record, plan in zip(records, plans, strict=True):
+            values = plan.build([blobs.get(f) for f in plan.fields])
             writes = layout.group_writes(pending.get(record.id, {}), self.serde.loads)
             out.append(layout.to_checkpoint(thread_id, record, values, writes))
         return out
@@ -651,6 +654,7 @@ class SqlLogic:
         # list() first: another thread of a pooled saver may be adding records meanwhile
         for key in [k for k in list(self._records) if k[0] == thread_id]:
             self._records.pop(key, None)
+        self.cache.forget(thread_id)
         yield from self._delete(encode_text(thread_id))
 
     def _delete(self, tid: bytes) -> Program[None]:
@@ -753,6 +757,12 @@ class _SqlCalls(CheckpointSaver):
     logic: SqlLogic
     _small_read: ClassVar[bool | None]
     _lock_write: ClassVar[bool | None]
+
+    @property
+    def read_cache(self) -> ReadCache:
+        """The decoded list items of recently read threads, so a turn decodes only what
+        was written since the last (see :class:`~checkpoint.ReadCache`)."""
+        return self.logic.cache
 
     def _put_call(
         self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None

@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from checkpoint import _layout as layout
+from checkpoint._cache import ReadCache
 from checkpoint._history import History, needed_fields
 from checkpoint.base import (
     Checkpoint,
@@ -51,6 +52,10 @@ class MemorySaver(CheckpointSaver):
         serde: the codec (default: the process-wide one).
         keep_last: keep only this many newest checkpoints per thread (``None``: all).
 
+    Attributes:
+        read_cache: the decoded list items of recently read threads, so a turn decodes
+            only what was written since the last (see :class:`~checkpoint.ReadCache`).
+
     Example:
         >>> from checkpoint import MemorySaver
         >>> saver = MemorySaver()
@@ -72,6 +77,7 @@ class MemorySaver(CheckpointSaver):
         self.keep_last = keep_last
         self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
         self._threads: dict[str, _Thread] = {}
+        self.read_cache = ReadCache(self.serde)
         self._lock = threading.Lock()
         # thread -> (token, lease end on the monotonic clock)
         self._run_locks: dict[str, tuple[str, float]] = {}
@@ -215,8 +221,8 @@ class MemorySaver(CheckpointSaver):
     def _load(self, thread_id: str, t: _Thread, checkpoint_id: str) -> Checkpoint:
         record = self._record(thread_id, t, checkpoint_id)
         layout.check_claim(record, len(t.data))
-        blobs = [t.data.get(f) for f in layout.read_fields(record)]
-        values = layout.rebuild(record, blobs, self.serde.loads)
+        plan = self.read_cache.plan(thread_id, record)
+        values = plan.build([t.data.get(f) for f in plan.fields])
         pending = layout.group_writes(t.writes.get(checkpoint_id, {}), self.serde.loads)
         return layout.to_checkpoint(thread_id, record, values, pending)
 
@@ -240,6 +246,7 @@ class MemorySaver(CheckpointSaver):
         """Forget the thread."""
         with self._lock:
             self._threads.pop(thread_id, None)
+            self.read_cache.forget(thread_id)
 
     def head(self, thread_id: str) -> str | None:
         """The thread's head id, without loading its state."""

@@ -34,6 +34,7 @@ from typing_extensions import Self
 
 from checkpoint import _layout as layout
 from checkpoint import _redis_wire
+from checkpoint._cache import ReadCache, ReadPlan
 from checkpoint._history import History, needed_fields
 from checkpoint._redis_wire import Wire
 from checkpoint.base import (
@@ -221,17 +222,13 @@ def unescape_thread_id(escaped: str) -> str:
     return _ESCAPED.sub(_unescape_one, escaped)
 
 
-def _fields_spec(record: layout.Record) -> list[Any]:
-    """``record``'s id, then the data fields :func:`layout.read_fields` names, for the read
-    script: their number and the single fields, then each log range as a (prefix, first,
-    last) triple, so a read names a 1,000-item history in three arguments."""
-    singles = [_b(layout.val_field(version)) for version in dict.fromkeys(record.vals.values())]
-    spec: list[Any] = [record.id, len(singles), *singles]
-    for key, ranges in record.logs.items():
-        for branch, start, end in ranges:
-            if end > start:
-                # a log item's field is this prefix followed by its index
-                spec += (_b(layout.log_stem(key, branch)), start, end)
+def _plan_spec(record: layout.Record, plan: ReadPlan) -> list[Any]:
+    """``record``'s id, then the data fields ``plan`` reads, for the read script: their
+    number and the single fields, then each log range as a (prefix, first, last) triple,
+    so a read names a 1,000-item history in three arguments."""
+    spec: list[Any] = [record.id, len(plan.singles), *map(_b, plan.singles)]
+    for key, branch, start, end in plan.spans:
+        spec += (_b(layout.log_stem(key, branch)), start, end)
     return spec
 
 
@@ -364,6 +361,7 @@ class _RedisLogic:
         # read take one round trip (a wrong guess costs a second one, never a wrong state)
         self._heads: dict[str, str] = {}
         self._keys: dict[str, _Keys] = {}
+        self.cache = ReadCache(self.serde)
 
     def keys(self, thread_id: str) -> _Keys:
         keys = self._keys.get(thread_id)
@@ -528,12 +526,17 @@ class _RedisLogic:
         # guess the record: the named checkpoint's, or the last head this saver saw (not
         # one naming more fields than a step could simply try: those are counted first)
         guess = self._records.get((thread_id, checkpoint_id or self._heads.get(thread_id, "")))
-        if guess is not None and layout.claimed(guess) > layout.FREE_CLAIM:
-            guess = None
+        # only the guess's fields the read cache lacks (on a warm thread: the last turn's)
+        plan = self.cache.plan(thread_id, guess) if guess is not None else None
+        if plan is not None and plan.count > layout.FREE_CLAIM:
+            guess = plan = None
         found = yield _Eval(
             _READ,
             k.read,
-            [_b(checkpoint_id or ""), *(_fields_spec(guess) if guess is not None else ("",))],
+            [
+                _b(checkpoint_id or ""),
+                *(_plan_spec(guess, plan) if guess is not None and plan is not None else ("",)),
+            ],
         )
         if found is None:
             if checkpoint_id is not None:
@@ -546,7 +549,7 @@ class _RedisLogic:
             self.serde.loads,
         )
         if len(found) == 4:  # the guess was right: its values came along
-            assert guess is not None
+            assert guess is not None and plan is not None
             record, blobs = guess, found[3]
         else:
             if found[1] is None:
@@ -555,11 +558,12 @@ class _RedisLogic:
                 thread_id, layout.decode_record(bytes(found[1]), self.serde.loads, cid)
             )
             yield from self._check_claims(thread_id, [record])
-            fields = layout.read_fields(record)
+            plan = self.cache.plan(thread_id, record)
+            fields = plan.fields
             blobs = (yield _Call("hmget", (k.data, [_b(f) for f in fields]))) if fields else []
         if checkpoint_id is None:
             self._seen_head(thread_id, cid)
-        values = layout.rebuild(record, blobs, self.serde.loads)
+        values = plan.build(blobs)
         return layout.to_checkpoint(thread_id, record, values, pending)
 
     def _check_claims(self, thread_id: str, records: Sequence[layout.Record]) -> _Program[None]:
@@ -645,6 +649,7 @@ class _RedisLogic:
 
     def delete(self, thread_id: str) -> _Program[None]:
         self._heads.pop(thread_id, None)
+        self.cache.forget(thread_id)
         yield _Call("delete", tuple(self.keys(thread_id).all()))
 
     def head(self, thread_id: str) -> _Program[str | None]:
@@ -718,6 +723,12 @@ class _RedisSaverBase(CheckpointSaver, Generic[C]):
             lock_timeout=lock_timeout,
             lock_lease=lock_lease,
         )
+
+    @property
+    def read_cache(self) -> ReadCache:
+        """The decoded list items of recently read threads, so a turn decodes only what
+        was written since the last (see :class:`~checkpoint.ReadCache`)."""
+        return self.logic.cache
 
     @property
     def prefix(self) -> str:
