@@ -74,10 +74,14 @@ class _Thread:
 
 
 class ReadCache:
-    """Decoded list items of recently read threads, for one saver (see the module doc).
+    """A saver's decoded list items of the threads it read, so a turn decodes only what was
+    written since the last.
 
-    Every saver has one as ``read_cache``; ``ReadCache(serde, max_bytes=0)`` holds
-    nothing (each read decodes everything, as without a cache).
+    Every saver has one as ``read_cache``. A read is checked against the record the store
+    names as the head, so another process's writes (turns, forks, ``update_state``) are
+    read, never missed. Items shared between reads are immutable (messages, text,
+    numbers); others are decoded for each read. ``MemorySaver`` takes another as
+    ``saver.read_cache = ReadCache(saver.serde, ...)``; ``max_bytes=0`` holds nothing.
 
     Args:
         serde: the saver's codec.
