@@ -869,9 +869,9 @@ class CompiledGraph:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         # SVG only: JupyterLab ranks text/vnd.mermaid above SVG, so offering Mermaid here
         # made every graph render through Mermaid; draw("mermaid") opts in to it
-        from graphagent.graph._draw import draw
+        from graphagent.graph._draw import draw, svg_bundle
 
-        return {"image/svg+xml": draw(self, "svg"), "text/plain": repr(self)}
+        return svg_bundle(draw(self, "svg"), repr(self))
 
     def __repr__(self) -> str:
         saver = type(self.saver).__name__ if self.saver is not None else "no saver"

@@ -220,9 +220,12 @@ def snapshot_html(snap: StateSnapshot, drawing: str | None = None) -> str:
     if others:
         parts.append(f"<table {_TABLE}>{others}</table>")
     if drawing:
+        from graphagent.graph._draw import svg_img
+
+        # an image, not inline <svg>: untrusted notebooks strip inline SVG to loose text
         parts.append(
             '<details open><summary style="cursor:pointer;color:#546e7a">the run on its graph'
-            f"</summary>{drawing}</details>"
+            f"</summary>{svg_img(drawing)}</details>"
         )
     parts.append("</div>")
     return "".join(parts)
