@@ -31,7 +31,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from itertools import islice
+from typing import Any, cast
 
 from checkpoint import _layout as layout
 from checkpoint.errors import SerializationError
@@ -80,7 +81,7 @@ class ReadCache:
     Every saver has one as ``read_cache``. A read is checked against the record the store
     names as the head, so another process's writes (turns, forks, ``update_state``) are
     read, never missed. Items shared between reads are immutable (messages, text,
-    numbers); others are decoded for each read. ``MemorySaver`` takes another as
+    numbers); others are decoded for each read. A saver takes another as
     ``saver.read_cache = ReadCache(saver.serde, ...)``; ``max_bytes=0`` holds nothing.
 
     Args:
@@ -222,7 +223,8 @@ class ReadPlan:
             SerializationError: a field is missing or damaged (nothing is held then).
         """
         record, cache = self._record, self._cache
-        loads, shareable = cache.serde.loads, cache.serde.shareable
+        serde = cache.serde
+        loads, loads_all, shareable = serde.loads, serde.loads_all, serde.shareable
         it = iter(blobs)
         fresh_sets = {name[2:]: _present(next(it), "?") for name in self.singles}
         sets = {**self._sets, **fresh_sets} if fresh_sets else self._sets
@@ -249,15 +251,16 @@ class ReadPlan:
             else:
                 part = []
             if first < end:
-                items: list[Any] = []
-                new_raw = size = 0
-                for _ in range(first, end):
-                    blob = _present(next(it), key)
-                    size += len(blob)
-                    item = loads(blob)
+                got = list(islice(it, end - first))
+                if len(got) < end - first or None in got:
+                    _present(None, key)
+                chunk = cast("list[bytes]", got)
+                items = loads_all(chunk)
+                new_raw = 0
+                for i, item in enumerate(items):
                     if not shareable(item):
-                        item, new_raw = _Raw(blob), new_raw + 1
-                    items.append(item)
+                        items[i], new_raw = _Raw(chunk[i]), new_raw + 1
+                size = sum(map(len, chunk))
                 fetched.append(((key, branch), first, items, new_raw, size))
                 part.extend(items)
                 raw += new_raw

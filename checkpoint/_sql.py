@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from typing_extensions import Self
 
 from checkpoint import _layout as layout
-from checkpoint._cache import ReadCache
+from checkpoint._cache import ReadCache, ReadPlan
 from checkpoint._history import History, needed_fields
 from checkpoint._sqlschema import (
     LATEST,
@@ -59,6 +59,7 @@ __all__ = ["AsyncSqlSaver", "SqlLogic", "SqlSaver", "drive"]
 
 T = TypeVar("T")
 _CHUNK = 500  # parameters per IN (...) list: below every SQLite build's limit
+_AFTER_SEP = bytes([ord(layout.SEP) + 1])  # the byte after '|': ends a field-prefix range
 
 
 class SqlLogic:
@@ -317,22 +318,50 @@ class SqlLogic:
     def _load(
         self, thread_id: str, records: builtins.list[layout.Record]
     ) -> Program[builtins.list[Checkpoint]]:
-        """Rebuild each record's state, reading every field they need once."""
-        if not records:
-            return []
+        """Rebuild each record's state, reading only what the read cache lacks (on a warm
+        thread: the items written since its last read), in one batch per record."""
         tid = encode_text(thread_id)
         yield from self._check_claims(tid, records)
-        # only what the read cache does not hold yet (on a warm thread: the last turn's)
-        plans = [self.cache.plan(thread_id, r) for r in records]
-        names = sorted({f for plan in plans for f in plan.fields})
-        only = records[0].id if len(records) == 1 else None
-        blobs, pending = yield from self._read(tid, names, only)
         out = []
-        for record, plan in zip(records, plans, strict=True):
-            values = plan.build([blobs.get(f) for f in plan.fields])
-            writes = layout.group_writes(pending.get(record.id, {}), self.serde.loads)
-            out.append(layout.to_checkpoint(thread_id, record, values, writes))
+        for record in records:
+            plan = self.cache.plan(thread_id, record)
+            singles = plan.singles
+            batch = [
+                self._data(tid, singles[i : i + _CHUNK]) for i in range(0, len(singles), _CHUNK)
+            ]
+            for key, branch, start, end in plan.spans:
+                batch.extend(self._span(tid, key, branch, start, end))
+            batch.append(
+                self.stmt(
+                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                    "WHERE thread_id = ? AND checkpoint_id = ?",
+                    tid,
+                    record.id,
+                )
+            )
+            *found, writes = yield tuple(batch)
+            values = plan.build(_in_plan_order(plan, found))
+            pending = {decode_text(task): bytes(value) for _, task, value in writes}
+            writes_of = layout.group_writes(pending, self.serde.loads)
+            out.append(layout.to_checkpoint(thread_id, record, values, writes_of))
         return out
+
+    def _span(self, tid: bytes, key: str, branch: str, start: int, end: int) -> list[Stmt]:
+        """Statements reading items ``start..end`` of a log branch: a few by name, many
+        by one range of the branch's fields (an index scan, not one look-up each)."""
+        stem = layout.log_stem(key, branch)
+        if end - start <= _CHUNK:
+            return [self._data(tid, [f"{stem}{i}" for i in range(start, end)])]
+        low = encode_text(stem)
+        return [
+            self.stmt(
+                "SELECT field, value FROM {t}graphagent_data "
+                "WHERE thread_id = ? AND field >= ? AND field < ?",
+                tid,
+                low,
+                low[:-1] + _AFTER_SEP,
+            )
+        ]
 
     def _check_claims(self, tid: bytes, records: Sequence[layout.Record]) -> Program[None]:
         """Refuse records naming more data than the thread stores (counted only for claims
@@ -765,6 +794,10 @@ class _SqlCalls(CheckpointSaver):
         was written since the last (see :class:`~checkpoint.ReadCache`)."""
         return self.logic.cache
 
+    @read_cache.setter
+    def read_cache(self, cache: ReadCache) -> None:
+        self.logic.cache = cache
+
     def _put_call(
         self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
     ) -> _Call[None]:
@@ -956,3 +989,25 @@ class AsyncSqlSaver(_SqlCalls):
             return lambda token: self._ado(self._lock_call(program(token), thread_id))
 
         return ahold(self.lock_policy, thread_id, run(take), run(renew), run(release))
+
+
+def _in_plan_order(plan: ReadPlan, found: Sequence[Sequence[Any]]) -> list[bytes | None]:
+    """The bytes of ``plan.fields``, in its order, from the rows the batch of
+    :meth:`SqlLogic._load` read (``None``: not stored)."""
+    rows = iter(found)
+    singles = {
+        decode_text(f): bytes(v) for i in range(0, len(plan.singles), _CHUNK) for f, v in next(rows)
+    }
+    blobs: list[bytes | None] = [singles.get(f) for f in plan.singles]
+    for key, branch, start, end in plan.spans:
+        part: list[bytes | None] = [None] * (end - start)
+        cut = len(encode_text(layout.log_stem(key, branch)))
+        for field, value in next(rows):
+            digits = bytes(field)[cut:]
+            # only an item's own name: a stranger field under the prefix is not one
+            if digits.isdigit() and (digits[:1] != b"0" or digits == b"0"):
+                index = int(digits) - start
+                if 0 <= index < end - start:
+                    part[index] = bytes(value)
+        blobs.extend(part)
+    return blobs

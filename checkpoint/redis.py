@@ -731,6 +731,10 @@ class _RedisSaverBase(CheckpointSaver, Generic[C]):
         was written since the last (see :class:`~checkpoint.ReadCache`)."""
         return self.logic.cache
 
+    @read_cache.setter
+    def read_cache(self, cache: ReadCache) -> None:
+        self.logic.cache = cache
+
     @property
     def prefix(self) -> str:
         """The key prefix."""

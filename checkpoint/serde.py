@@ -31,7 +31,7 @@ import datetime as _dt
 import enum
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
@@ -378,6 +378,47 @@ class Serde:
         if isinstance(value, _SEQUENCES):
             return value
         return ()
+
+    def loads_all(self, blobs: Sequence[bytes]) -> list[Any]:
+        """``[self.loads(b) for b in blobs]``, faster: each stored message (one frame of its
+        own) goes straight to its decoder, without the calls :meth:`loads` makes around it.
+
+        Raises:
+            SerializationError: as :meth:`loads` would for the first blob it refuses.
+        """
+        if self._seen != _registrations[0]:
+            self._current()
+        decoders = self._decoders
+        unpack = partial(
+            msgpack.unpackb,
+            ext_hook=self._hooks[2],  # what a frame nested in the message's frame needs
+            raw=False,
+            strict_map_key=False,
+            use_list=True,
+            unicode_errors=_LONE,
+        )
+        out: list[Any] = []
+        append = out.append
+        for data in blobs:
+            size = len(data)
+            if size > 3 and data[0] == 0xC7 and data[2] == _ENCODED and data[1] + 3 == size:
+                frame = data[3:]
+            elif (
+                size > 4
+                and data[0] == 0xC8
+                and data[3] == _ENCODED
+                and (data[1] << 8 | data[2]) + 4 == size
+            ):
+                frame = data[4:]
+            else:
+                append(self.loads(data))
+                continue
+            try:
+                name, payload = unpack(frame)
+                append(decoders[name](payload))
+            except Exception:
+                append(self.loads(data))  # raises the error loads gives, naming what is wrong
+        return out
 
     def loads(self, data: bytes) -> Any:
         """Decode bytes made by :meth:`dumps`.

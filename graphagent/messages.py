@@ -328,22 +328,29 @@ def _freeze(value: Any) -> Any:
     """``value`` (decoded metadata) with its dicts and lists read-only; ``_CANNOT`` when it
     holds something else that could change (then the message keeps a plain dict)."""
     cls = type(value)
-    if cls in _PLAIN:
-        return value
     if cls is dict:
-        out = {}
-        for k, v in value.items():
-            v = _freeze(v)
-            if v is _CANNOT:
+        out = None
+        for key, item in value.items():
+            if type(item) in _PLAIN:
+                continue
+            frozen = _freeze(item)
+            if frozen is _CANNOT:
                 return _CANNOT
-            out[k] = v
-        return _ReadOnlyDict(out)
+            if out is None:
+                out = dict(value)
+            out[key] = frozen
+        return _ReadOnlyDict(value if out is None else out)
     if cls is list or cls is tuple:
-        items = [_freeze(v) for v in value]
-        if any(v is _CANNOT for v in items):
-            return _CANNOT
+        items = list(value)
+        for i, item in enumerate(items):
+            if type(item) in _PLAIN:
+                continue
+            frozen = _freeze(item)
+            if frozen is _CANNOT:
+                return _CANNOT
+            items[i] = frozen
         return _ReadOnlyList(items) if cls is list else tuple(items)
-    if cls is frozenset and all(type(v) in _PLAIN for v in value):
+    if cls in _PLAIN or (cls is frozenset and all(type(v) in _PLAIN for v in value)):
         return value
     return _CANNOT
 
@@ -355,9 +362,14 @@ def _metadata(stored: Any) -> Any:
         return None
     if not stored:
         return _EMPTY
-    for key in stored:
+    flat = True
+    for key, value in stored.items():
         if type(key) is not str:
             return None
+        if flat and type(value) not in _PLAIN:
+            flat = False
+    if flat:
+        return _ReadOnlyDict(stored)
     frozen = _freeze(stored)
     return stored if frozen is _CANNOT else frozen
 

@@ -10,6 +10,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,10 @@ class CountingSerde(Serde):
     def loads(self, data: bytes) -> Any:
         self.decoded += 1
         return super().loads(data)
+
+    def loads_all(self, blobs: Sequence[bytes]) -> list[Any]:
+        self.decoded += len(blobs)
+        return [super(CountingSerde, self).loads(b) for b in blobs]
 
 
 def test_a_warm_turn_decodes_only_what_was_written_since_the_last() -> None:
@@ -366,3 +371,34 @@ def test_sqlite_reader_in_another_process_sees_a_pruned_and_regrown_thread(tmp_p
         "last",
     ]
     assert plain(reader.get("t").values) == cold_values(reader, "t")  # type: ignore[union-attr]
+
+
+def test_a_long_log_is_read_by_range_and_strangers_under_its_prefix_are_not_items(
+    tmp_path: Path,
+) -> None:
+    """A cold SQL read of a 1,200-item log (one range scan) gives every item in order; rows
+    under the log's prefix that are not an item's own name ("007", "x") change nothing."""
+    import sqlite3
+
+    from checkpoint._sqlschema import encode_text
+
+    path = tmp_path / "t.sqlite"
+    saver = SqliteSaver(path)
+    app = chat(saver, extras=False)
+    app.invoke({"messages": [UserMessage(f"m {i}") for i in range(1200)]}, {"thread_id": "t"})
+    record = saver.logic._records[("t", saver.head("t"))]  # type: ignore[index]
+    (branch, _, end), *_ = record.logs["messages"]
+    stem = f"l|messages|{branch}|"
+    junk = default_serde.dumps(UserMessage("junk"))
+    with sqlite3.connect(path) as conn:
+        for name in ("007", "x", f"{end + 5}", "-1"):
+            conn.execute(
+                "INSERT INTO graphagent_data (thread_id, field, value) VALUES (?, ?, ?)",
+                (encode_text("t"), encode_text(stem + name), junk),
+            )
+    other = SqliteSaver(path)
+    cp = other.get("t")
+    assert cp is not None
+    assert [m.text for m in cp.values["messages"]] == [f"m {i}" for i in range(1200)] + [
+        "answer to 1200"
+    ]
