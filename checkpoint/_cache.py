@@ -183,11 +183,11 @@ class ReadPlan:
         self._thread_id = thread_id
         self._record = record
         # what is held now: windows only grow, so the parts below stay valid
-        self._sets = sets = dict(held.sets) if held is not None else {}
+        versions = dict.fromkeys(record.vals.values())
+        held_sets = held.sets if held is not None else {}
+        self._sets = {v: held_sets[v] for v in versions if v in held_sets}
         windows = held.windows if held is not None else {}
-        self.singles = [
-            layout.val_field(v) for v in dict.fromkeys(record.vals.values()) if v not in sets
-        ]
+        self.singles = [layout.val_field(v) for v in versions if v not in self._sets]
         self.spans: list[tuple[str, str, int, int]] = []
         self._parts: list[_Part] = []
         for key, ranges in record.logs.items():
@@ -224,7 +224,7 @@ class ReadPlan:
         """
         record, cache = self._record, self._cache
         serde = cache.serde
-        loads, loads_all, shareable = serde.loads, serde.loads_all, serde.shareable
+        loads, loads_all, unshareable = serde.loads, serde.loads_all, serde.unshareable
         it = iter(blobs)
         fresh_sets = {name[2:]: _present(next(it), "?") for name in self.singles}
         sets = {**self._sets, **fresh_sets} if fresh_sets else self._sets
@@ -256,10 +256,10 @@ class ReadPlan:
                     _present(None, key)
                 chunk = cast("list[bytes]", got)
                 items = loads_all(chunk)
-                new_raw = 0
-                for i, item in enumerate(items):
-                    if not shareable(item):
-                        items[i], new_raw = _Raw(chunk[i]), new_raw + 1
+                changeable = unshareable(items)
+                for i in changeable:
+                    items[i] = _Raw(chunk[i])
+                new_raw = len(changeable)
                 size = sum(map(len, chunk))
                 fetched.append(((key, branch), first, items, new_raw, size))
                 part.extend(items)
@@ -287,10 +287,16 @@ class ReadPlan:
             if held is None:
                 held = _Thread()
             grown = 0
-            for version, blob in fresh_sets.items():
-                if version not in held.sets:
-                    held.sets[version] = blob
-                    grown += len(blob)
+            if fresh_sets:
+                # value maps are held for the latest read's record only: a thread of
+                # 10,000 steps that each set a key would otherwise hold 10,000 of them
+                used = set(self._record.vals.values())
+                for version in [v for v in held.sets if v not in used]:
+                    grown -= len(held.sets.pop(version))
+                for version, blob in fresh_sets.items():
+                    if version not in held.sets:
+                        held.sets[version] = blob
+                        grown += len(blob)
             for slot, first, items, raw, size in fetched:
                 window = held.windows.get(slot)
                 if window is not None and window.lo <= first <= window.hi:

@@ -296,6 +296,24 @@ class Serde:
             return all(self.shareable(item) for item in value)
         return False
 
+    def unshareable(self, values: Sequence[Any]) -> list[int]:
+        """The positions of ``values`` that are not :meth:`shareable` (one pass)."""
+        if self._seen != _registrations[0]:
+            self._current()
+        checks, atoms = self._shareable, _SHARED_ATOMS
+        out = []
+        for i, value in enumerate(values):
+            cls = type(value)
+            if cls in atoms:
+                continue
+            check = checks.get(cls)
+            if check is not None:
+                if not check(value):
+                    out.append(i)
+            elif not self.shareable(value):
+                out.append(i)
+        return out
+
     def dumps(self, value: Any) -> bytes:
         """Encode ``value``.
 
@@ -383,47 +401,78 @@ class Serde:
         return ()
 
     def loads_all(self, blobs: Sequence[bytes]) -> list[Any]:
-        """``[self.loads(b) for b in blobs]``, faster: each stored message (one frame of its
-        own) goes straight to its decoder, without the calls :meth:`loads` makes around it.
+        """``[self.loads(b) for b in blobs]``, faster: the stored messages among them (each
+        one frame of its own) are unpacked by one msgpack call and go straight to their
+        decoders, without the calls :meth:`loads` makes around each.
 
         Raises:
             SerializationError: as :meth:`loads` would for the first blob it refuses.
         """
         if self._seen != _registrations[0]:
             self._current()
-        decoders = self._decoders
-        unpack = partial(
-            msgpack.unpackb,
-            ext_hook=self._hooks[2],  # what a frame nested in the message's frame needs
-            raw=False,
-            strict_map_key=False,
-            use_list=True,
-            unicode_errors=_LONE,
-        )
-        out: list[Any] = []
-        append = out.append
-        for data in blobs:
+        frames: list[bytes] = []
+        ends: list[int] = []  # where each frame ends in their concatenation
+        at: list[int] = []  # each frame's position in ``blobs``
+        others: list[int] = []  # positions decoded one by one
+        end = 0
+        for i, data in enumerate(blobs):
             size = len(data)
-            if 255 in data:  # maybe a msgpack timestamp: loads refuses those
-                append(self.loads(data))
+            if 255 in data:  # maybe a msgpack timestamp: loads' strict path refuses those
+                others.append(i)
                 continue
             if size > 3 and data[0] == 0xC7 and data[2] == _ENCODED and data[1] + 3 == size:
-                frame = data[3:]
+                frames.append(data[3:])
+                end += size - 3
             elif (
                 size > 4
                 and data[0] == 0xC8
                 and data[3] == _ENCODED
                 and (data[1] << 8 | data[2]) + 4 == size
             ):
-                frame = data[4:]
+                frames.append(data[4:])
+                end += size - 4
             else:
-                append(self.loads(data))
+                others.append(i)
                 continue
-            try:
-                name, payload = unpack(frame)
+            ends.append(end)
+            at.append(i)
+        decoded = self._frames(b"".join(frames), ends) if frames else []
+        if decoded is None:  # one is not a well-formed frame: loads names the problem
+            return [self.loads(data) for data in blobs]
+        if not others:
+            return decoded
+        out: list[Any] = list(blobs)
+        for i, value in zip(at, decoded, strict=True):
+            out[i] = value
+        for i in others:
+            out[i] = self.loads(blobs[i])
+        return out
+
+    def _frames(self, joined: bytes, ends: list[int]) -> list[Any] | None:
+        """The values of the encoded frames in ``joined`` (each ending where ``ends`` says),
+        or ``None`` when any is not a well-formed one (the caller then decodes each on its
+        own, which names what is wrong)."""
+        decoders = self._decoders
+        unpacker = msgpack.Unpacker(
+            ext_hook=self._hooks[2],  # what a frame nested in a message's frame needs
+            raw=False,
+            strict_map_key=False,
+            use_list=True,
+            unicode_errors=_LONE,
+            max_buffer_size=max(len(joined), 1),
+        )
+        unpacker.feed(joined)
+        out: list[Any] = []
+        append = out.append
+        tell = unpacker.tell
+        try:
+            for end, frame in zip(ends, unpacker, strict=True):
+                if tell() != end:
+                    return None
+                name, payload = frame
                 append(decoders[name](payload))
-            except Exception:
-                append(self.loads(data))  # raises the error loads gives, naming what is wrong
+        except Exception:
+            return None
         return out
 
     def loads(self, data: bytes) -> Any:

@@ -394,10 +394,12 @@ _private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 def _built(cls: type[BaseModel], fields: dict[str, Any]) -> Any:
     """An instance of ``cls`` holding ``fields``, already checked: what ``model_construct``
-    does, without its per-field alias look-ups."""
+    does, without its per-field alias look-ups. The instances of a class share one set of
+    fields set: pydantic changes it only on a model that is not frozen, and ``model_copy``
+    copies it first."""
     message = _new(cls)
     _put(message, "__dict__", fields)
-    _fields_set(message, set(fields))
+    _fields_set(message, _ALL_SET[cls])
     _extra(message, None)
     _private(message, None)
     return message
@@ -432,6 +434,24 @@ def _decoder(cls: type[BaseModel]) -> Any:
             fields["tool_calls"] = [dict(zip(_CALL_FIELDS, c, strict=True)) for c in stored[3]]
         return cls(**fields)  # validated as by model_validate, without its keyword handling
 
+    fields_set = _ALL_SET[cls]
+
+    def simple(stored: list[Any]) -> Any:
+        # content, id and metadata only (a user, system or remove message): the commonest
+        # stored value, so built inline
+        if type(stored) is list and len(stored) == 3:
+            content, mid, meta = stored
+            if type(content) is str and type(mid) is str:
+                metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
+                if metadata is not None:
+                    message = _new(cls)
+                    _put(message, "__dict__", {"content": content, "id": mid, "metadata": metadata})
+                    _fields_set(message, fields_set)
+                    _extra(message, None)
+                    _private(message, None)
+                    return message
+        return decode(stored)
+
     def decode(stored: list[Any]) -> Any:
         if type(stored) is not list or len(stored) != size:
             raise ValueError(f"expected {size} stored fields, got {stored!r:.80}")
@@ -465,8 +485,10 @@ def _decoder(cls: type[BaseModel]) -> Any:
         }
         return _built(cls, fields)
 
-    return decode
+    return simple if names == ("content", "id", "metadata") else decode
 
+
+_ALL_SET: dict[type[BaseModel], set[str]] = {cls: set(cls.model_fields) for cls in _STORED_FIELDS}
 
 _ENCODERS: dict[type[BaseModel], Callable[[Any], list[Any]]] = {
     SystemMessage: _encode_simple,

@@ -402,3 +402,61 @@ def test_a_long_log_is_read_by_range_and_strangers_under_its_prefix_are_not_item
     assert [m.text for m in cp.values["messages"]] == [f"m {i}" for i in range(1200)] + [
         "answer to 1200"
     ]
+
+
+def test_loads_all_decodes_as_loads_does_and_refuses_what_it_refuses() -> None:
+    """A batch decodes to exactly what loads gives one by one (long, short, non-message
+    values mixed in); a damaged frame anywhere in it raises loads' error for that frame."""
+    import msgpack
+
+    from checkpoint.errors import SerializationError
+    from checkpoint.serde import _ENCODED, _ext
+
+    values: list[Any] = [
+        UserMessage("short"),
+        AssistantMessage("long " * 100, metadata={"usage": {"in": 1}, "tags": ["a"]}),
+        AssistantMessage("", tool_calls=[ToolCall(id="c", name="f", arguments="{}")]),
+    ]
+    blobs = [default_serde.dumps(v) for v in values]
+    assert default_serde.loads_all(blobs) == values
+    mixed = [*blobs, default_serde.dumps({"not": "a message"}), blobs[0]]
+    assert default_serde.loads_all(mixed) == [default_serde.loads(b) for b in mixed]
+    frame = msgpack.packb(["graphagent.UserMessage", ["x", "id", {}]])
+    trailing = _ext(_ENCODED, frame + b"\xc0")  # one frame and a stray byte
+    wrong = _ext(_ENCODED, msgpack.packb(["graphagent.UserMessage", ["x", 1, {}]]))
+    for bad, error in ((trailing, "extra|cannot decode"), (wrong, "no longer fits")):
+        with pytest.raises(SerializationError, match=error):
+            default_serde.loads(bad)
+        with pytest.raises(SerializationError, match=error):
+            default_serde.loads_all([*blobs, bad, *blobs])
+
+
+def test_a_thread_that_sets_a_key_every_step_holds_only_its_latest_values() -> None:
+    """Value maps (``set`` keys) are held for the record last read only: a thread whose
+    every step sets a key does not grow the cache by a map per step."""
+    saver = MemorySaver()
+    app = chat(saver)  # each turn sets "summary"
+    for i in range(30):
+        turn(app, "t", f"turn {i}")
+        saver.get("t")
+    held = saver.read_cache._threads["t"]
+    assert len(held.sets) <= 2, sorted(held.sets)
+
+
+def test_loads_all_refuses_a_msgpack_timestamp_inside_a_message_as_loads_does() -> None:
+    """A message frame holding msgpack's own timestamp extension (which msgpack decodes
+    without asking the serde) is refused by the batch decode exactly as by loads."""
+    import msgpack
+
+    from checkpoint.errors import SerializationError
+    from checkpoint.serde import _ENCODED, _ext
+
+    stamp = msgpack.Timestamp(1)
+    frame = msgpack.packb(["graphagent.UserMessage", ["x", "id", {"at": stamp}]])
+    bad = _ext(_ENCODED, frame)
+    good = default_serde.dumps(UserMessage("fine"))
+    with pytest.raises(SerializationError) as one:
+        default_serde.loads(bad)
+    with pytest.raises(SerializationError) as batch:
+        default_serde.loads_all([good, bad, good])
+    assert str(batch.value) == str(one.value)
