@@ -38,7 +38,7 @@ def test_checkpoint_never_imports_graphagent() -> None:
     import pathlib
 
     root = pathlib.Path(checkpoint.__file__).parent
-    for path in root.glob("*.py"):
+    for path in root.rglob("*.py"):
         text = path.read_text()
         assert "import graphagent" not in text and "from graphagent" not in text, path
 

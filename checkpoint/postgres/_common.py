@@ -9,8 +9,9 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from typing_extensions import Self
 
+from checkpoint._program import Program
 from checkpoint._sql import SqlLogic
-from checkpoint._sqlschema import Dialect, Program
+from checkpoint._sqlschema import Dialect
 from checkpoint.errors import CheckpointError, CheckpointStorageError
 from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde
@@ -55,7 +56,7 @@ def require() -> tuple[ModuleType, ModuleType]:
     except ImportError as exc:
         raise ImportError(
             "the PostgreSQL savers need psycopg 3 and psycopg_pool: "
-            "pip install 'graphagent[postgres]'"
+            "pip install 'psycopg[binary]>=3.1' 'psycopg-pool>=3.2' (the postgres extra)"
         ) from exc
     return psycopg, psycopg_pool
 

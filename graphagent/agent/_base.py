@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -296,7 +297,13 @@ class BaseAgent:
         return f"<{type(self).__name__} {self.name!r}: {len(self.graph.nodes)} nodes>"
 
 
-_PACKAGE = str(Path(__file__).resolve().parent.parent)
+# as the interpreter names the files (co_filename), and resolved, should a link lead here
+_PACKAGE = tuple(
+    {
+        str(Path(__file__).parent.parent) + os.sep,
+        str(Path(__file__).resolve().parent.parent) + os.sep,
+    }
+)
 
 
 def _user_frame() -> int:

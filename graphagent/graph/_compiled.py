@@ -275,6 +275,9 @@ class CompiledGraph:
         self.replace = ReplaceStrategy()
         self.agent: Any = None
         """The agent whose graph this is (set by the agent; traces name it)."""
+        self.edge_notes: dict[str, str] = {}
+        """What conditional edges' labels mean, by label: drawings print them as a key
+        (an agent explains its ``again`` edge)."""
         # why a stored thread cannot continue (a layout this graph no longer reads), or None
         self.stored_layout_problem: Callable[[Mapping[str, Any]], str | None] | None = None
 

@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from graphagent.errors import UserError
 from graphagent.graph._constants import END, START
-from graphagent.graph._drawn import ANY, ANY_NOTE, STYLE, drawn, label, subgraphs, tool_names
+from graphagent.graph._drawn import (
+    ANY,
+    ANY_NOTE,
+    STYLE,
+    drawn,
+    edge_key,
+    label,
+    subgraphs,
+    tool_names,
+)
 from graphagent.graph._layered import layers
 from graphagent.graph._svg import render_svg
 
@@ -272,6 +281,10 @@ def _ascii(graph: CompiledGraph, indent: str) -> str:
         if dst == ANY:
             tag = "  (no path map: may go to any node)"
         out.append(f"{indent}  {label(src)} {arrow} {label(dst)}{tag}")
+    key = edge_key(graph)
+    if key:
+        out.append("")
+        out.extend(f"{indent}{line}" for line in key)
     text = "\n".join(out) + "\n"
     for name, sub in inner.items():
         text += f"\n{indent}subgraph {name!r}:\n" + _ascii(sub, indent + "    ")

@@ -13,7 +13,7 @@ from graphagent.graph._constants import END, START
 if TYPE_CHECKING:
     from graphagent.graph._compiled import CompiledGraph
 
-__all__ = ["ANY", "STYLE", "drawn", "kind_of", "label", "subgraphs", "tool_names"]
+__all__ = ["ANY", "STYLE", "drawn", "edge_key", "kind_of", "label", "subgraphs", "tool_names"]
 
 # kind -> (fill, stroke); one palette for SVG, Mermaid and DOT
 STYLE = {
@@ -35,6 +35,14 @@ ANY_NOTE = "a router with no path map and no -> Literal[...] return type: it may
 def label(name: str) -> str:
     """How a node is named in drawings (``START``/``END`` for the virtual nodes)."""
     return {START: "START", END: "END", ANY: "any node"}.get(name, name)
+
+
+def edge_key(graph: CompiledGraph) -> list[str]:
+    """``label: meaning`` for each edge label drawn in ``graph`` that its ``edge_notes``
+    explain (an agent's graph explains its ``again`` edge), in the order edges are drawn."""
+    notes = graph.edge_notes
+    labels = dict.fromkeys(data.get("label") for *_, data in drawn(graph).edges(data=True))
+    return [f"{name}: {notes[name]}" for name in labels if name and name in notes]
 
 
 def kind_of(g: nx.DiGraph[str], node: str) -> str:
