@@ -37,9 +37,11 @@ AGENT_SCHEMA: dict[str, Any] = {
 """The state every agent keeps; its bookkeeping is the private ``"__agent"`` record."""
 
 
-def compile_agent(graph: StateGraph, saver: CheckpointSaver | None, name: str) -> CompiledGraph:
+def compile_agent(
+    graph: StateGraph, saver: CheckpointSaver | None, name: str, store: Any = None
+) -> CompiledGraph:
     """Compile an agent's graph; it refuses threads saved with the old state layout."""
-    compiled = graph.compile(saver=saver, name=name)
+    compiled = graph.compile(saver=saver, name=name, store=store)
     compiled.stored_layout_problem = legacy_layout
     return compiled
 

@@ -9,7 +9,15 @@ from checkpoint.base import CheckpointSaver
 from graphagent.errors import GraphValidationError
 from graphagent.graph._annotations import command_destinations, literal_destinations
 from graphagent.graph._constants import END, RESERVED, START
-from graphagent.graph._nodes import Branch, Join, NodeSpec, accepts_config, is_async_callable
+from graphagent.graph._nodes import (
+    Branch,
+    Join,
+    NodeSpec,
+    accepts_config,
+    is_async_callable,
+    wants_store,
+    with_store,
+)
 from graphagent.graph._state import parse_schema
 
 if TYPE_CHECKING:
@@ -105,11 +113,14 @@ class StateGraph:
         if not callable(fn):
             self._problems.append(f"node {name!r}: {fn!r} is not callable; pass a function")
             return self
+        if wants_store(fn):
+            fn = with_store(fn)
+            afn = with_store(afn) if afn is not None and wants_store(afn) else afn
         self.nodes[name] = NodeSpec(
             name,
             fn,
             is_async=is_async_callable(fn),
-            takes_config=accepts_config(fn),
+            takes_config=accepts_config(fn) or wants_store(fn),
             kind=kind or "node",
             metadata=metadata,
             afn=afn,
@@ -176,6 +187,7 @@ class StateGraph:
         interrupt_after: Sequence[str] | str = (),
         name: str = "graph",
         checkpointer: CheckpointSaver | bool | None = None,
+        store: Any = None,
     ) -> CompiledGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledGraph`.
 
@@ -188,6 +200,9 @@ class StateGraph:
                 saver: the graph never checkpoints a thread of its own (run inside a
                 parent graph it still pauses and resumes with the parent's thread).
                 ``True`` (a subgraph keeping its own state across calls) is refused.
+            store: long-term memory shared across threads (``MemoryStore()``,
+                ``RedisStore.from_url(...)``): a node parameter named ``store`` receives
+                it, and ``config.store`` holds it (subgraphs use their parent's).
 
         Raises:
             GraphValidationError: every problem found, each naming the node and the fix;
@@ -206,6 +221,7 @@ class StateGraph:
             interrupt_before=_names(interrupt_before, self.nodes),
             interrupt_after=_names(interrupt_after, self.nodes),
             name=name,
+            store=store,
         )
 
 

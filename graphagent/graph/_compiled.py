@@ -265,8 +265,11 @@ class CompiledGraph:
         interrupt_before: frozenset[str],
         interrupt_after: frozenset[str],
         name: str,
+        store: Any = None,
     ) -> None:
         self.schema: Schema = builder.schema
+        self.store = store
+        """The long-term memory store runs get in ``config.store`` (``None``: none)."""
         self.topology = topology
         self.saver = saver
         self.interrupt_before = interrupt_before
@@ -512,7 +515,11 @@ class CompiledGraph:
         return (yield from run_program(self, input, config, modes))
 
     def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:
-        return ensure_config(config, thread_id=thread_id)
+        cfg = ensure_config(config, thread_id=thread_id)
+        if self.store is not None and cfg.store is None:
+            # a store the caller (or a parent graph) passed wins over the compiled one
+            cfg = cfg.model_copy(update={"store": self.store})
+        return cfg
 
     # -- public run API --------------------------------------------------------------
 
