@@ -35,7 +35,7 @@ from itertools import islice
 from typing import Any, cast
 
 from checkpoint import _layout as layout
-from checkpoint.errors import SerializationError
+from checkpoint.errors import SerializationError, located
 from checkpoint.serde import Serde
 
 __all__ = ["ReadCache", "ReadPlan"]
@@ -220,8 +220,16 @@ class ReadPlan:
         ``None``: not stored). What was fetched is held for later reads.
 
         Raises:
-            SerializationError: a field is missing or damaged (nothing is held then).
+            SerializationError: a field is missing or damaged (nothing is held then),
+                naming the checkpoint.
         """
+        try:
+            return self._build(blobs)
+        except SerializationError as exc:
+            located(exc, checkpoint_id=self._record.id)
+            raise
+
+    def _build(self, blobs: Sequence[bytes | None]) -> dict[str, Any]:
         record, cache = self._record, self._cache
         serde = cache.serde
         loads, loads_all, unshareable = serde.loads, serde.loads_all, serde.unshareable
