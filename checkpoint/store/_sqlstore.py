@@ -15,7 +15,8 @@ from operator import mul
 from typing import Any
 
 from checkpoint.store import _core as core
-from checkpoint.store.base import BaseStore, Candidate, Item, SearchItem, _Put, _Search
+from checkpoint.store._items import Candidate, Item, SearchItem, _Put, _Search
+from checkpoint.store.base import BaseStore
 
 __all__ = ["SqlStore", "pack", "unpack"]
 

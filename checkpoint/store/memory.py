@@ -17,9 +17,8 @@ from typing import Any
 
 from checkpoint.store import _core as core
 from checkpoint.store import base as _base
-from checkpoint.store.base import (
+from checkpoint.store._items import (
     NOT_PROVIDED,
-    BaseStore,
     Candidate,
     Item,
     PutOp,
@@ -27,6 +26,7 @@ from checkpoint.store.base import (
     _Put,
     _Search,
 )
+from checkpoint.store.base import BaseStore
 
 __all__ = ["InMemoryStore", "MemoryStore"]
 

@@ -22,8 +22,8 @@ from typing_extensions import Self
 
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
+from checkpoint.store._items import Item, _Put
 from checkpoint.store._sqlstore import SqlStore, pack
-from checkpoint.store.base import Item, _Put
 
 if TYPE_CHECKING:
     import psycopg

@@ -21,8 +21,9 @@ from typing_extensions import Self
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store import _redis_lua as lua
+from checkpoint.store._items import Candidate, Item, SearchItem, _Put, _Search
 from checkpoint.store._sqlstore import pack, unpack
-from checkpoint.store.base import BaseStore, Candidate, Item, SearchItem, _Put, _Search
+from checkpoint.store.base import BaseStore
 
 __all__ = ["RedisStore"]
 

@@ -20,8 +20,8 @@ from typing_extensions import Self
 
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
+from checkpoint.store._items import Item, SearchItem, _Put, _Search
 from checkpoint.store._sqlstore import SqlStore, pack
-from checkpoint.store.base import Item, SearchItem, _Put, _Search
 
 __all__ = ["SqliteStore"]
 
