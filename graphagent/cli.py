@@ -42,13 +42,9 @@ from graphagent.config import RunnableConfig
 from graphagent.errors import GraphAgentError
 from graphagent.graph import CompiledGraph, StateSnapshot
 from graphagent.graph._constants import is_private
-from graphagent.graph._draw import FORMATS
-from graphagent.graph._snapshot import (
-    conversation,
-    listed_snapshots,
-    message_count,
-    written_by,
-)
+from graphagent.graph._snapshot import listed_snapshots, message_count
+from graphagent.graph.draw.formats import FORMATS
+from graphagent.graph.draw.html import conversation, written_by
 from graphagent.tools import ToolCallback
 
 __all__ = ["CliError", "load_object", "main"]
@@ -210,8 +206,7 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
     if stored is not None:
         # a copy: the user's agent object keeps its own saver
         agent = copy.copy(agent)
-        agent.graph = copy.copy(agent.graph)
-        agent.graph.saver = stored
+        agent.graph = agent.graph.with_saver(stored)
     if agent.graph.saver is None:
         raise CliError(
             f"agent {agent.name!r} has no saver, so thread {args.thread!r} cannot be kept; "

@@ -33,11 +33,12 @@ AGENT_SCHEMA: dict[str, Any] = {
 """The state every agent keeps; its bookkeeping is the private ``"__agent"`` record."""
 
 
-def compile_agent(graph: StateGraph, saver: CheckpointSaver | None, name: str) -> CompiledGraph:
-    """Compile an agent's graph; it refuses threads saved with the old state layout."""
-    compiled = graph.compile(saver=saver, name=name)
-    compiled.stored_layout_problem = legacy_layout
-    return compiled
+def compile_agent(
+    graph: StateGraph, saver: CheckpointSaver | None, name: str, agent: BaseAgent
+) -> CompiledGraph:
+    """Compile ``agent``'s graph: its runs are the agent's runs (traces say
+    ``invoke_agent``), and it refuses threads saved with the old state layout."""
+    return graph.compile(saver=saver, name=name, agent=agent, stored_check=legacy_layout)
 
 
 def last_answer(values: Mapping[str, Any]) -> AssistantMessage:
@@ -51,22 +52,15 @@ def last_answer(values: Mapping[str, Any]) -> AssistantMessage:
 class BaseAgent:
     """An agent: a compiled graph with a conversational front.
 
-    Subclasses set ``self.graph`` (a :class:`CompiledGraph`) and ``self.name``.
+    Subclasses set ``self.graph`` (from :func:`compile_agent`) and ``self.name``.
+
+    Attributes:
+        graph: the agent's compiled graph: draw it, inspect its threads.
     """
 
     name: str
     description: str
-    _graph: CompiledGraph
-
-    @property
-    def graph(self) -> CompiledGraph:
-        """The agent's compiled graph: draw it, inspect its threads."""
-        return self._graph
-
-    @graph.setter
-    def graph(self, graph: CompiledGraph) -> None:
-        graph.agent = self  # its runs are this agent's runs (traces say invoke_agent)
-        self._graph = graph
+    graph: CompiledGraph
 
     # -- input -------------------------------------------------------------------------
 

@@ -221,7 +221,7 @@ class ReactAgent(BaseAgent):
                 + " Call this to give your final answer.",
                 output_type.model_json_schema(),
             )
-        self.graph = compile_agent(self._build(), saver, name)
+        self.graph = compile_agent(self._build(), saver, name, self)
 
     # -- building the graph ----------------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """HTML views of a thread for Jupyter: the state card, the approval card, the timeline.
 
-Kept apart from :mod:`graphagent.graph._snapshot` so the data model stays plain. Private
-keys (``__...``) are never shown; long values are cut with "…" and expand in place.
+The snapshots are handed in (:class:`~graphagent.graph.draw.common.Shown`), with what
+only their listing knows (the keys each changed, message counts); this module does not
+import them. Private keys (``__...``) are never shown; long values are cut with "…" and
+expand in place.
 """
 
 from __future__ import annotations
@@ -11,14 +13,12 @@ import html
 import json
 import pprint
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graphagent.graph._command import Interrupt
+from graphagent.graph.draw.common import Shown
 
-if TYPE_CHECKING:
-    from graphagent.graph._snapshot import StateSnapshot
-
-__all__ = ["history_html", "resume_code", "snapshot_html"]
+__all__ = ["changed", "conversation", "history_html", "resume_code", "snapshot_html", "written_by"]
 
 _SHORT = 160  # characters shown before a value is cut and offered to expand
 _BOX = (
@@ -105,7 +105,7 @@ def resume_code(interrupts: Sequence[Interrupt]) -> list[tuple[str, str]]:
     return [("answer each question by its id", f"Command(resume={text})")]
 
 
-def _approval(snap: StateSnapshot) -> str:
+def _approval(snap: Shown) -> str:
     """The card for a paused thread: what is asked, and exactly how to answer."""
     thread = snap.config.thread_id
     parts = [
@@ -157,7 +157,7 @@ def _approval(snap: StateSnapshot) -> str:
     return "".join(parts)
 
 
-def _breakpoint(snap: StateSnapshot) -> str:
+def _breakpoint(snap: Shown) -> str:
     """The card for a run paused at a breakpoint: what runs next, and how to go on."""
     thread = snap.config.thread_id
     nxt = ", ".join(snap.next) or "-"
@@ -173,9 +173,30 @@ def _breakpoint(snap: StateSnapshot) -> str:
     )
 
 
-def _messages(snap: StateSnapshot) -> str:
-    from graphagent.graph._snapshot import conversation
+def conversation(snap: Shown) -> list[tuple[str, str, list[str]]]:
+    """The snapshot's messages as (role, text, tool calls as ``name(arguments)``) rows.
 
+    A tool result's text starts with the tool's name.
+    """
+    rows: list[tuple[str, str, list[str]]] = []
+    for message in snap.values.get("messages", []) or []:
+        role = str(getattr(message, "role", type(message).__name__))
+        text = str(getattr(message, "content", message))
+        calls = [f"{c.name}({c.arguments})" for c in getattr(message, "tool_calls", ()) or ()]
+        if role == "tool":
+            text = f"{getattr(message, 'name', '')}: {text}"
+        rows.append((role, text, calls))
+    return rows
+
+
+def written_by(snap: Shown) -> str:
+    """What wrote the checkpoint: its nodes (``"a, b"``), else its source (``"input"``)."""
+    return ", ".join(map(str, snap.metadata.get("nodes", ()))) or str(
+        snap.metadata.get("source", "")
+    )
+
+
+def _messages(snap: Shown) -> str:
     rows: list[str] = []
     for role, text, calls in conversation(snap):
         extra = "".join(f'<div style="color:#6a1b9a">&rarr; {expandable(c)}</div>' for c in calls)
@@ -186,11 +207,9 @@ def _messages(snap: StateSnapshot) -> str:
     return f"<table {_TABLE}>{''.join(rows)}</table>" if rows else ""
 
 
-def snapshot_html(snap: StateSnapshot, drawing: str | None = None) -> str:
+def snapshot_html(snap: Shown, drawing: str | None = None) -> str:
     """A state card: where the thread stands, any question waiting, the conversation, the
     other keys, and (``drawing``) the run drawn over the graph."""
-    from graphagent.graph._snapshot import written_by
-
     thread = snap.config.thread_id
     if snap.checkpoint_id is None:
         return (
@@ -228,12 +247,12 @@ def snapshot_html(snap: StateSnapshot, drawing: str | None = None) -> str:
     return "".join(parts)
 
 
-def _changed(snap: StateSnapshot, parent: StateSnapshot | None) -> list[str]:
-    """The public keys whose value differs from the parent checkpoint's."""
-    from graphagent.graph._snapshot import changed_keys
+def changed(snap: Shown, parent: Shown | None, known: list[str] | None = None) -> list[str]:
+    """The public keys whose value differs from the parent checkpoint's.
 
-    # snapshots of one listing compare what they store: no state is built for a row
-    known = changed_keys(snap, parent)
+    ``known``: the keys the listing found changed from what it stores (then no state is
+    built for the row); ``None`` compares the two states.
+    """
     if known is not None:
         return [key for key in known if not str(key).startswith("__")]
     new = public(snap.values)
@@ -261,36 +280,42 @@ def _changed(snap: StateSnapshot, parent: StateSnapshot | None) -> list[str]:
 _MISSING = object()
 
 
-def history_html(history: Sequence[StateSnapshot]) -> str:
-    """The timeline: one row per checkpoint, newest first, with the keys each step changed."""
-    from graphagent.graph._snapshot import holds, message_count, written_by
+def history_html(
+    history: Sequence[Shown],
+    known: Sequence[list[str] | None],
+    counts: Sequence[int] | None,
+) -> str:
+    """The timeline: one row per checkpoint, newest first, with the keys each step changed.
 
+    ``known``: per row, the keys its listing found changed (``None``: compare states);
+    ``counts``: per row, its number of messages (``None``: the thread keeps no messages,
+    and the column is left out).
+    """
     if not history:
         return f"<div {_BOX}>no checkpoints (no such thread, or nothing saved yet)</div>"
     by_id = {s.checkpoint_id: s for s in history}
-    with_messages = any(holds(s, "messages") for s in history)
     rows: list[str] = []
-    for snap in history:
+    for index, snap in enumerate(history):
         source = str(snap.metadata.get("source", ""))
         colour = {"input": "#43a047", "update": "#8e24aa"}.get(source, "#1e88e5")
         waiting = " (waiting for an answer)" if snap.interrupts else ""
-        changed = ", ".join(_changed(snap, by_id.get(snap.parent_id)))
+        keys = changed(snap, by_id.get(snap.parent_id), known[index])
         cells = [
             f"<b>{snap.step}</b>",
             f'<span style="color:{colour}">&#9679;</span> {esc(written_by(snap))}'
             f'<span style="color:#888"> ({esc(source)})</span>',
-            f"<code>{esc(changed or '-')}</code>",
+            f"<code>{esc(', '.join(keys) or '-')}</code>",
             f"<code>{esc(', '.join(snap.next) or '-')}</code>{waiting}",
         ]
-        if with_messages:
-            cells.append(str(message_count(snap)))
+        if counts is not None:
+            cells.append(str(counts[index]))
         cells += [
             f'<span style="color:#666">{esc(when(snap.created_at))}</span>',
             f"<code>{esc(str(snap.checkpoint_id))}</code>",
         ]
         rows.append("<tr>" + "".join(f"<td {_TD}>{c}</td>" for c in cells) + "</tr>")
     titles = ["step", "written by", "changed", "next"]
-    titles += ["messages"] if with_messages else []
+    titles += ["messages"] if counts is not None else []
     head = "".join(f"<th {_TH}>{h}</th>" for h in [*titles, "time", "checkpoint id"])
     thread = history[0].config.thread_id
     return (
