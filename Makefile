@@ -3,32 +3,47 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# `make test` installs every extra (dev tools, MCP, PostgreSQL...); `make demo` only the core
 STAMP := $(VENV)/.installed-dev
+CORE_STAMP := $(VENV)/.installed-core
 BENCH_STAMP := $(VENV)/.installed-bench
 # the reference MCP servers the tests run (npm packages, cached under .venv/)
 MCP_NODE := $(VENV)/mcp-node/installed.json
 # mermaid's own parser, which the drawing tests run in headless Chromium
 MERMAID_NODE := $(VENV)/mermaid-node/installed.json
 
-.PHONY: demo test lint typecheck pytest bench clean test-live notebooks
+.PHONY: demo test lint typecheck pytest bench clean test-live notebooks system
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,mcp,otel,postgres,fast]'
-	touch $(STAMP)
+	touch $(STAMP) $(CORE_STAMP)
 
-$(MCP_NODE): $(STAMP) tests/_mcp_servers.py
+# the package alone: what the demo runs (a full install above counts too)
+$(CORE_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $(CORE_STAMP)
+
+# programs the tests run that a fresh machine may lack (a browser for the Mermaid checks,
+# node, redis-server): installed with apt-get on Debian as root, else named in one line.
+# Only looks on PATH when all are there.
+system:
+	$(PYTHON) tests/_system.py
+
+$(MCP_NODE): $(STAMP) tests/_mcp_servers.py | system
 	$(BIN)/python tests/_mcp_servers.py
 
-$(MERMAID_NODE): $(STAMP) tests/_mermaid.py
+$(MERMAID_NODE): $(STAMP) tests/_mermaid.py | system
 	$(BIN)/python tests/_mermaid.py
 
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,mcp,otel,postgres,fast,bench]'
 	touch $(BENCH_STAMP)
 
-demo: $(STAMP)
+demo: $(CORE_STAMP)
 	$(BIN)/python -m graphagent.demo
 
 lint: $(STAMP)
@@ -38,7 +53,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) $(MCP_NODE) $(MERMAID_NODE)
+pytest: system $(STAMP) $(MCP_NODE) $(MERMAID_NODE)
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

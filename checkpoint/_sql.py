@@ -18,7 +18,7 @@ import builtins
 import time
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -42,6 +42,7 @@ from checkpoint.base import (
     CheckpointHistory,
     CheckpointSaver,
     CheckpointWrite,
+    LockOps,
     PendingWrite,
     chain_of,
 )
@@ -50,7 +51,7 @@ from checkpoint.errors import (
     CheckpointError,
     CheckpointNotFoundError,
 )
-from checkpoint.locks import ahold, hold
+from checkpoint.locks import LockPolicy, ahold
 from checkpoint.serde import Serde, default_serde
 
 __all__ = ["AsyncSqlSaver", "SqlLogic", "SqlSaver", "drive"]
@@ -856,16 +857,14 @@ class SqlSaver(_SqlCalls):
         """Delete the threads whose ttl has passed (writes do this now and then); how many."""
         return self._do(self._purge_call())
 
-    def lock(self, thread_id: str) -> AbstractContextManager[None]:
-        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
-        if self.lock_policy is None:
-            return nullcontext()
-        take, renew, release = self.logic.lock_programs(thread_id, self.lock_policy.lease)
+    def _lock_ops(self, thread_id: str, policy: LockPolicy) -> LockOps:
+        """Take, renew and release of the thread's run lock, each one statement."""
+        take, renew, release = self.logic.lock_programs(thread_id, policy.lease)
 
         def run(program: Callable[[str], Program[T]]) -> Callable[[str], T]:
             return lambda token: self._do(self._lock_call(program(token), thread_id))
 
-        return hold(self.lock_policy, thread_id, run(take), run(renew), run(release))
+        return run(take), run(renew), run(release)
 
     def __enter__(self) -> Self:
         return self

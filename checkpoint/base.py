@@ -25,7 +25,7 @@ from contextlib import (
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, TypeVar, overload
 
-from checkpoint.locks import LockPolicy
+from checkpoint.locks import LockPolicy, ahold, hold
 
 __all__ = [
     "Change",
@@ -258,6 +258,10 @@ def chain_of(writes: Sequence[CheckpointWrite]) -> Sequence[CheckpointWrite]:
     return writes
 
 
+LockOps = tuple[Callable[[str], bool], Callable[[str], bool], Callable[[str], None]]
+"""A backend's take, renew and release of a thread's run lock (see :mod:`checkpoint.locks`)."""
+
+
 @asynccontextmanager
 async def _in_worker_thread(held: AbstractContextManager[None]) -> AsyncIterator[None]:
     await asyncio.to_thread(held.__enter__)
@@ -280,21 +284,48 @@ class CheckpointSaver(ABC):
 
     lock_policy: LockPolicy | None = None
 
+    def _lock_ops(self, thread_id: str, policy: LockPolicy) -> LockOps | None:
+        """Take, renew and release of the thread's run lock: each one short call that
+        never waits for the lock (``None``: the saver has no lock of its own)."""
+        return None
+
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
         """Hold the thread's run lock for a ``with`` block (a no-op without a policy).
 
         Raises:
             ThreadLockedError: another run kept it longer than the policy's timeout.
         """
-        return nullcontext()
+        policy = self.lock_policy
+        ops = None if policy is None else self._lock_ops(thread_id, policy)
+        if policy is None or ops is None:
+            return nullcontext()
+        return hold(policy, thread_id, *ops)
 
     def alock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
-        """Async :meth:`lock` (the sync lock taken and given back in a worker thread)."""
-        if self.lock_policy is None:
+        """Async :meth:`lock`: the waiting happens on the event loop, each try in a worker.
+
+        Waiting inside a worker thread would hold it for up to the lock's timeout: a
+        handful of waiters then take the whole pool, and the run holding the lock can no
+        longer reach its own checkpoints (a deadlock until ``lock_timeout``).
+        """
+        policy = self.lock_policy
+        if policy is None:
             return nullcontext()
-        # asyncio's threads, not _to_thread's: taking the lock may wait up to its timeout,
-        # and a saver's own single worker would hold every other call back meanwhile
-        return _in_worker_thread(self.lock(thread_id))
+        ops = self._lock_ops(thread_id, policy)
+        if ops is None:  # a saver that overrides lock() alone: its own way of waiting
+            return _in_worker_thread(self.lock(thread_id))
+        take, renew, release = ops
+
+        async def atake(token: str) -> bool:
+            return await self._to_thread(take, token)
+
+        async def arenew(token: str) -> bool:
+            return await self._to_thread(renew, token)
+
+        async def arelease(token: str) -> None:
+            await self._to_thread(release, token)
+
+        return ahold(policy, thread_id, atake, arenew, arelease)
 
     @abstractmethod
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:

@@ -15,7 +15,6 @@ import builtins
 import threading
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from checkpoint import _layout as layout
@@ -24,11 +23,12 @@ from checkpoint.base import (
     Checkpoint,
     CheckpointSaver,
     CheckpointWrite,
+    LockOps,
     PendingWrite,
     chain_of,
 )
 from checkpoint.errors import CheckpointConflictError, CheckpointNotFoundError
-from checkpoint.locks import LockPolicy, hold
+from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde, default_serde
 
 __all__ = ["MemorySaver"]
@@ -76,11 +76,8 @@ class MemorySaver(CheckpointSaver):
         # thread -> (token, lease end on the monotonic clock)
         self._run_locks: dict[str, tuple[str, float]] = {}
 
-    def lock(self, thread_id: str) -> AbstractContextManager[None]:
-        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
-        policy = self.lock_policy
-        if policy is None:
-            return nullcontext()
+    def _lock_ops(self, thread_id: str, policy: LockPolicy) -> LockOps:
+        """Take, renew and release of the thread's run lock, in this process's memory."""
         locks, guard = self._run_locks, self._lock
 
         def take(token: str) -> bool:
@@ -104,7 +101,7 @@ class MemorySaver(CheckpointSaver):
                 if locks.get(thread_id, ("",))[0] == token:
                     del locks[thread_id]
 
-        return hold(policy, thread_id, take, renew, release)
+        return take, renew, release
 
     def _record(self, thread_id: str, t: _Thread, checkpoint_id: str) -> layout.Record:
         record = t.records.get(checkpoint_id)

@@ -22,7 +22,7 @@ import builtins
 import hashlib
 import re
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -40,6 +40,7 @@ from checkpoint.base import (
     Checkpoint,
     CheckpointSaver,
     CheckpointWrite,
+    LockOps,
     PendingWrite,
     _AsyncOnly,
     chain_of,
@@ -50,7 +51,7 @@ from checkpoint.errors import (
     CheckpointNotFoundError,
     CheckpointStorageError,
 )
-from checkpoint.locks import LockPolicy, ahold, hold
+from checkpoint.locks import LockPolicy, ahold
 from checkpoint.serde import Serde, default_serde
 
 __all__ = ["AsyncRedisSaver", "RedisSaver"]
@@ -830,17 +831,15 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
         """Every thread id under this prefix (uses SCAN; for tools, not hot paths)."""
         return self._run(self.logic.threads(), "listing threads")
 
-    def lock(self, thread_id: str) -> AbstractContextManager[None]:
-        """The thread's run lock (a no-op unless made with ``lock_timeout=``)."""
-        if self.lock_policy is None:
-            return nullcontext()
-        take, renew, release = self.logic.lock_programs(thread_id, self.lock_policy)
+    def _lock_ops(self, thread_id: str, policy: LockPolicy) -> LockOps:
+        """Take, renew and release of the thread's run lock, each one round trip."""
+        take, renew, release = self.logic.lock_programs(thread_id, policy)
         action = f"locking thread {thread_id!r}"
 
         def run(program: Callable[[str], _Program[T]]) -> Callable[[str], T]:
             return lambda token: self._run(program(token), action)
 
-        return hold(self.lock_policy, thread_id, run(take), run(renew), run(release))
+        return run(take), run(renew), run(release)
 
     def close(self) -> None:
         """Close the client's connections."""

@@ -1,8 +1,10 @@
 """``SqliteSaver``: threads in one SQLite file, durable with nothing to run beside the program.
 
 Built on Python's own ``sqlite3``. The file is in WAL mode, so readers never wait for a
-writer. Each step is one ``BEGIN IMMEDIATE`` transaction that checks the thread's head,
-writes the step's record and only the values and items it changed (see ``_layout``),
+writer. A file this process cannot write is opened read-only (writes then fail, naming
+it); ``create=False`` opens an existing store without creating or changing anything.
+Each step is one ``BEGIN IMMEDIATE`` transaction that checks the thread's head, writes
+the step's record and only the values and items it changed (see ``_layout``),
 moves the head and drops the parent's pending writes; it lands whole or not at all.
 Several processes may share one file: a writer waits up to ``timeout`` seconds for
 another's transaction, then gets ``ThreadLockedError``; a writer whose expected head
@@ -64,6 +66,15 @@ class SqliteSaver(SqlSaver):
             file before ``ThreadLockedError`` (SQLite's busy timeout).
         lock_timeout: opt in to one run at a time per thread (see ``RedisSaver``).
         lock_lease: seconds a run lock outlives a crashed holder.
+        create: create the file and its tables if missing (and switch it to WAL). With
+            ``False`` (for tools that only look), the file must exist and hold graphagent's
+            tables: nothing is created, and neither the tables nor the journal mode of the
+            file change on open. Either way a file this process cannot write (or whose
+            folder it cannot write: SQLite keeps its ``-wal`` and ``-shm`` files there) is
+            opened read-only: reads work, and a write raises ``CheckpointStorageError``.
+
+    Attributes:
+        read_only: the file was opened read-only (see ``create``).
 
     Example:
         >>> from checkpoint import SqliteSaver
@@ -87,6 +98,7 @@ class SqliteSaver(SqlSaver):
         timeout: float = 5.0,
         lock_timeout: float | None = None,
         lock_lease: float = 30.0,
+        create: bool = True,
     ) -> None:
         self.path = os.fspath(path)
         self.timeout = timeout
@@ -95,20 +107,65 @@ class SqliteSaver(SqlSaver):
         self._guard = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
-        if self.path != ":memory:" and not Path(self.path).parent.is_dir():
+        self._create = create
+        # fixed now: a connection opened again later (after close() or a fork) must open
+        # this file whatever the working folder is then
+        self._uri = "" if self.path == ":memory:" else Path(self.path).absolute().as_uri()
+        self.read_only = False
+        self._why_read_only = ""
+        if self.path != ":memory:":
+            self._check_path(create)
+        if create and not self.read_only:
+            self._run(self.logic.setup(), write=True, action="creating its tables")
+        else:
+            self._run(self._check_store(), write=False, action="opening it")
+
+    def _check_path(self, create: bool) -> None:
+        """Refuse a path that cannot be opened as asked; note a file this process cannot
+        write (it is then opened read-only)."""
+        file, folder = Path(self.path), Path(self.path).parent
+        if not create and not file.is_file():
+            raise CheckpointStorageError(
+                f"no SQLite file {self.path!r} (create=False opens an existing graphagent "
+                "store only; check the path)"
+            )
+        if not folder.is_dir():
             raise CheckpointStorageError(
                 f"cannot open SQLite database {self.path!r}: its folder does not exist "
                 "(create it, or use SqliteSaver.from_path, which does)"
             )
-        self._run(self.logic.setup(), write=True, action="creating its tables")
+        if not file.exists():
+            return
+        if not os.access(file, os.W_OK):
+            self.read_only, self._why_read_only = True, "the file is not writable"
+        elif not os.access(folder, os.W_OK):
+            # SQLite writes its -wal and -shm files beside the database
+            self.read_only, self._why_read_only = True, "its folder is not writable"
+
+    def _check_store(self) -> Program[None]:
+        """Refuse a file that holds no graphagent store, or one of another schema version."""
+        found = yield Stmt(SQLITE.table_exists, ("graphagent_migrations",))
+        if not found:
+            raise CheckpointError(
+                f"SQLite file {self.path!r} is not a graphagent store (it has no graphagent "
+                "tables): check the path. SqliteSaver(path) with create=True adds graphagent's "
+                "tables beside the file's own"
+            )
+        how = (
+            "make the file writable and open it with SqliteSaver(path)"
+            if self.read_only
+            else "open it once with SqliteSaver(path)"
+        )
+        yield from self.logic.check_version(f"SQLite file {self.path!r}", how)
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], **options: Any) -> Self:
         """Open (or create) the database at ``path``, creating missing folders on the way.
 
-        ``options`` are the constructor's keyword arguments.
+        ``options`` are the constructor's keyword arguments; with ``create=False`` no
+        folder is made.
         """
-        if os.fspath(path) != ":memory:":
+        if os.fspath(path) != ":memory:" and options.get("create", True):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         return cls(path, **options)
 
@@ -118,9 +175,13 @@ class SqliteSaver(SqlSaver):
         # A connection must not cross os.fork(): a child opens its own (see _run).
         if self._conn is None:
             conn = sqlite3.connect(
-                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+                self._target(),
+                timeout=self.timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=self.path != ":memory:",
             )
-            if self.path != ":memory:":
+            if self._create and not self.read_only and self.path != ":memory:":
                 conn.execute("PRAGMA journal_mode=WAL")
             # WAL + NORMAL: a crash of the program never loses a committed step; a power
             # cut may lose the last few, never leaving one half-written.
@@ -128,10 +189,26 @@ class SqliteSaver(SqlSaver):
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
+    def _target(self) -> str:
+        """What ``sqlite3.connect`` opens: a URI, so that a reader never creates a file."""
+        if self.path == ":memory:":
+            return self.path
+        uri = self._uri
+        if not self.read_only:
+            return uri if self._create else f"{uri}?mode=rw"
+        shm = Path(f"{self.path}-shm")
+        if os.access(Path(self.path).parent, os.W_OK) or shm.exists():
+            return f"{uri}?mode=ro"
+        # A WAL store in a read-only folder has no -shm file to coordinate readers through;
+        # SQLite opens it only as immutable (no writer can be changing it: none can write)
+        return f"{uri}?mode=ro&immutable=1"
+
     def _run(self, program: Program[T], *, write: bool | None, action: str) -> T:
         if self._pid and self._pid != os.getpid():
             # a forked child: the parent's lock may have been held by one of its threads
             self._guard, self._conn = threading.Lock(), None
+        if self.read_only and write is not False:
+            raise self._read_only_error(action)
         with self._guard:
             try:
                 conn = self._connection()
@@ -149,8 +226,24 @@ class SqliteSaver(SqlSaver):
             except sqlite3.Error as exc:
                 raise self._error(action, exc) from exc
 
+    def _read_only_error(self, action: str) -> CheckpointStorageError:
+        why = self._why_read_only or "SQLite refused to write it"
+        return CheckpointStorageError(
+            f"SQLite database {self.path!r} is read-only for this process ({why}), so it "
+            f"was opened for reading and cannot be written while {action}. Make the file and "
+            "its folder writable by this user (chmod u+w), or copy the file to a writable "
+            "place and open the copy"
+        )
+
     def _error(self, action: str, exc: sqlite3.Error) -> CheckpointError:
         text = str(exc)
+        code = getattr(exc, "sqlite_errorname", "")  # Python 3.11+; the text before that
+        if code.startswith("SQLITE_READONLY") or "readonly database" in text:
+            return self._read_only_error(action)
+        if code == "SQLITE_NOTADB" or "file is not a database" in text:
+            return CheckpointStorageError(
+                f"{self.path!r} is not a SQLite database, so not a graphagent store: check the path"
+            )
         if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
             return ThreadLockedError(
                 f"SQLite database {self.path!r} stayed locked by another writer for "

@@ -17,11 +17,12 @@ import tempfile
 from pathlib import Path
 
 import _npm
+import _system
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".venv" / "mermaid-node"
 PACKAGES = {"mermaid": "12.3.0"}  # pinned: every run checks against the same parser
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+BROWSERS = _system.BROWSER.names
 
 _PAGE = """<!doctype html><html><body><pre id="out">pending</pre>
 <script src="{script}"></script>
@@ -72,8 +73,8 @@ def browser() -> str:
         if found:
             return found
     raise ToolMissing(
-        "the Mermaid and screenshot checks need a headless Chromium: install it, e.g. "
-        "`apt-get install -y chromium`, then rerun"
+        "the Mermaid and screenshot checks need a headless Chromium: `make test` installs it "
+        "on Debian as root; elsewhere install it (e.g. `apt-get install -y chromium`), then rerun"
     )
 
 

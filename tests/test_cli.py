@@ -559,3 +559,30 @@ def test_threads_list_on_an_empty_or_invalid_prefix(
         err = capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1
         assert "--prefix: invalid key prefix" in err and "cannot reach" not in err
+
+
+def test_nothing_below_the_command_line_imports_it() -> None:
+    """The cli package sits on top: no other graphagent or checkpoint module imports it
+    (``__main__`` excepted, whose job is to run it)."""
+    import re
+
+    import checkpoint
+    import graphagent
+
+    roots = [Path(graphagent.__file__).parent, Path(checkpoint.__file__).parent]
+    cli_dir = roots[0] / "cli"
+    upward = re.compile(
+        r"^\s*(from graphagent\.cli\b|import graphagent\.cli\b|from graphagent "
+        r"import cli\b|from \.+cli\b)",
+        re.M,
+    )
+    offenders = [
+        str(path)
+        for root in roots
+        for path in root.rglob("*.py")
+        if cli_dir not in path.parents
+        and path.name != "__main__.py"
+        and upward.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+    assert not (roots[0] / "_chat.py").exists() and not (roots[0] / "_mcp_cli.py").exists()

@@ -33,13 +33,11 @@ LAYERS: dict[str, int] = {
     "graphagent.mcp": 8,
     "graphagent.a2a": 8,
     "graphagent.server": 8,
-    # the command line's pieces, then what users run and the root's re-exports
-    "graphagent._chat": 9,
-    "graphagent._mcp_cli": 9,
-    "graphagent.cli": 10,
-    "graphagent.demo": 10,
-    "graphagent.__main__": 10,
-    "graphagent": 10,
+    # what users run, and the root's re-exports
+    "graphagent.cli": 9,
+    "graphagent.demo": 9,
+    "graphagent.__main__": 9,
+    "graphagent": 9,
 }
 
 # Inside graphagent.graph (DESIGN.md, "the shape every engine takes"): what compile()
@@ -63,15 +61,6 @@ GRAPH_LAYERS: dict[str, int] = {
     "graphagent.graph._compiled": 6,
     "graphagent.graph._builder": 7,
     "graphagent.graph": 8,
-}
-
-# Known breaches that other work in progress removes; shrink these as it lands (a breach
-# not listed fails the test; a listed one that is gone does not).
-KNOWN_CIRCLES: set[frozenset[str]] = {
-    frozenset({"graphagent.cli", "graphagent._mcp_cli"}),  # graphagent/cli/ package (cli)
-}
-KNOWN_UPWARD: set[tuple[str, str]] = {
-    ("graphagent._mcp_cli", "graphagent.cli"),  # graphagent/cli/ package (cli)
 }
 
 
@@ -145,7 +134,7 @@ def test_no_import_circles() -> None:
     circles = {
         frozenset(scc) for scc in nx.strongly_connected_components(import_graph()) if len(scc) > 1
     }
-    assert circles - KNOWN_CIRCLES == set()
+    assert circles == set()
 
 
 def test_every_module_has_a_layer() -> None:
@@ -158,7 +147,7 @@ def test_no_module_imports_from_a_higher_layer() -> None:
     nothing from graphagent; the engine nothing from models, tools or agents; ...)."""
     graph = import_graph()
     upward = {(a, b) for a, b in graph.edges if (_layer(b, LAYERS) or 0) > (_layer(a, LAYERS) or 0)}
-    assert upward - KNOWN_UPWARD == set()
+    assert upward == set()
 
 
 def test_checkpoint_never_imports_graphagent() -> None:

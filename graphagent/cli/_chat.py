@@ -9,17 +9,21 @@ and the session goes on.
 
 from __future__ import annotations
 
+import argparse
+import copy
 import json
+import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
+from graphagent.cli._common import CliError, load_object
+from graphagent.cli._stores import stored_saver
 from graphagent.errors import GraphAgentError
-from graphagent.graph import Command
-from graphagent.graph._command import Interrupt
+from graphagent.graph import Command, CompiledGraph, Interrupt
 from graphagent.observability._progress import status_line
 
-__all__ = ["PAUSED", "Chat", "describe", "parse_answer"]
+__all__ = ["PAUSED", "Chat", "add_chat_command", "describe", "parse_answer"]
 
 PAUSED = 3
 """Exit code of ``chat -m`` when the thread waits for a human."""
@@ -237,3 +241,51 @@ class Chat:
             file=self.err,
         )
         return PAUSED
+
+
+def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
+    agent = load_object(args.target)
+    if isinstance(agent, CompiledGraph) or not isinstance(
+        getattr(agent, "graph", None), CompiledGraph
+    ):
+        raise CliError(f"{args.target!r} is a {type(agent).__name__}, not an agent; chat needs one")
+    stored = stored_saver(args, create=True)
+    if stored is not None:
+        # a copy: the user's agent object keeps its own saver
+        agent = copy.copy(agent)
+        agent.graph = agent.graph.with_saver(stored)
+    if agent.graph.saver is None:
+        raise CliError(
+            f"agent {agent.name!r} has no saver, so thread {args.thread!r} cannot be kept; "
+            "build it with saver=..., or pass --db PATH, --postgres URL or --redis URL"
+        )
+    messages: list[str] | None = list(args.message) if args.message else None
+    stop = "" if messages else " (Ctrl-D to stop)"  # -m sends its messages and exits
+    print(f"chatting with {agent.name!r} on thread {args.thread!r}{stop}", file=out)
+    return Chat(agent, args.thread, out, read, again=_chat_again(args)).run(messages)
+
+
+def _chat_again(args: argparse.Namespace) -> str:
+    """The command that continues this chat (URLs stay out: they may hold passwords)."""
+    parts = ["graphagent chat", shlex.quote(args.target), "--thread", shlex.quote(args.thread)]
+    if args.db:
+        parts += ["--db", shlex.quote(args.db)]
+    elif args.postgres:
+        parts += ["--postgres URL", "--schema", shlex.quote(args.schema)]
+    elif args.redis:
+        parts += ["--redis URL", "--prefix", shlex.quote(args.prefix)]
+    return " ".join(parts)
+
+
+def add_chat_command(sub: Any) -> None:
+    """Add ``chat`` to the ``graphagent`` command's subparsers."""
+    chat = sub.add_parser("chat", help="chat with an agent on a thread (resumes it)")
+    chat.add_argument("target", help="module:object (an agent, or a factory)")
+    chat.add_argument("--thread", "-t", required=True, help="thread id to start or resume")
+    chat.add_argument("--message", "-m", action="append", help="send this, print, exit")
+    chat.add_argument("--db", help="keep the thread in this SQLite file (created if missing)")
+    chat.add_argument("--postgres", help="keep the thread in PostgreSQL at this URL")
+    chat.add_argument("--schema", default="public", help="PostgreSQL schema")
+    chat.add_argument("--redis", help="keep the thread in Redis at this URL")
+    chat.add_argument("--prefix", default="graphagent", help="Redis key prefix")
+    chat.set_defaults(run=_chat)

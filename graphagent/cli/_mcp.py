@@ -1,6 +1,6 @@
 """``graphagent mcp serve module:object [--http HOST:PORT]``: serve tools and agents over MCP.
 
-Kept apart from ``cli.py`` so that the command line loads without the ``mcp`` extra;
+Kept apart from the other commands so that the command line loads without the ``mcp`` extra;
 the SDK is imported only when the command runs.
 """
 
@@ -10,6 +10,8 @@ import argparse
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
+
+from graphagent.cli._common import CliError, load_object
 
 __all__ = ["add_mcp_command"]
 
@@ -22,8 +24,6 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 def _serve(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
-    from graphagent.cli import CliError, load_object
-
     try:
         from graphagent.mcp import serve
     except ImportError as exc:
