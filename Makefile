@@ -12,7 +12,7 @@ MCP_NODE := $(VENV)/mcp-node/installed.json
 # mermaid's own parser, which the drawing tests run in headless Chromium
 MERMAID_NODE := $(VENV)/mermaid-node/installed.json
 
-.PHONY: demo test lint typecheck pytest bench clean test-live notebooks system
+.PHONY: demo test lint typecheck pytest bench clean test-live notebooks lab system
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,18 @@ test-live: $(LIVE_STAMP)
 # run the notebooks and save them with their outputs (what the repository shows)
 notebooks: $(STAMP) $(MCP_NODE)
 	$(BIN)/python notebooks/execute.py
+
+# `make lab`: JupyterLab on notebooks/, its kernel the venv's Python (which imports
+# graphagent). JupyterLab is installed on first use, not with the dev tools: it is about
+# 100 MB that `make test` does not need.
+LAB_STAMP := $(VENV)/.installed-lab
+LAB_ARGS ?=
+$(LAB_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,otel,postgres,fast,lab]'
+	touch $(LAB_STAMP)
+
+lab: $(LAB_STAMP) $(MCP_NODE)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py

@@ -9,7 +9,14 @@ and ``GRAPHAGENT_MODEL`` to its model name. Otherwise the scripted test model an
 
 Threads: in the SQLite file ``.graphagent/demo.sqlite`` (``GRAPHAGENT_DB`` names another
 file), or in Redis when ``REDIS_URL`` is set. Either way a second run continues the same
-conversation, and says so.
+conversation, and says so; ``graphagent threads`` and ``graphagent chat`` look there too
+when given no store.
+
+``graphagent.demo:agent`` is the demo's agent for the command line (built on first use,
+with the same model and saver)::
+
+    graphagent chat graphagent.demo:agent --thread demo-user-42
+    graphagent draw graphagent.demo:agent
 """
 
 from __future__ import annotations
@@ -17,11 +24,12 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any
+from typing import Any, Literal
 
 from checkpoint import RedisSaver, SqliteSaver
 from checkpoint.base import CheckpointSaver
 from graphagent.agent import AgentRecord, ReactAgent
+from graphagent.errors import ModelConfigError
 from graphagent.messages import (
     AssistantMessage,
     Message,
@@ -34,6 +42,8 @@ from graphagent.tools import ToolContext, tool
 
 THREAD = "demo-user-42"
 DEFAULT_DB = ".graphagent/demo.sqlite"
+REDIS_PREFIX = "graphagent"
+"""The demo's Redis key prefix: ``RedisSaver``'s and the command line's default too."""
 FORECASTS = {"paris": "sunny, 21 C", "oslo": "light snow, -2 C", "tokyo": "rain, 14 C"}
 
 
@@ -87,14 +97,22 @@ def make_model() -> tuple[ChatModel, str]:
     ), "the scripted test model (set GRAPHAGENT_MODEL to use a real one)"
 
 
-def make_saver() -> tuple[CheckpointSaver, str]:
-    """Redis when REDIS_URL is set (threads expire after an hour), else a SQLite file."""
+def store() -> tuple[Literal["redis", "sqlite"], str]:
+    """Where the demo keeps threads: ``("redis", $REDIS_URL)`` when it is set, else
+    ``("sqlite", path)`` (``$GRAPHAGENT_DB``, default ``.graphagent/demo.sqlite``)."""
     url = os.environ.get("REDIS_URL")
     if url:
-        return RedisSaver.from_url(url, prefix="graphagent-demo", ttl=3600), f"Redis at {url}"
-    path = os.environ.get("GRAPHAGENT_DB") or DEFAULT_DB
-    where = f"the SQLite file {path} (set REDIS_URL to keep them in Redis)"
-    return SqliteSaver.from_path(path), where
+        return "redis", url
+    return "sqlite", os.environ.get("GRAPHAGENT_DB") or DEFAULT_DB
+
+
+def make_saver() -> tuple[CheckpointSaver, str]:
+    """Redis when REDIS_URL is set (threads expire after an hour), else a SQLite file."""
+    kind, where = store()
+    if kind == "redis":
+        return RedisSaver.from_url(where, prefix=REDIS_PREFIX, ttl=3600), "Redis at $REDIS_URL"
+    text = f"the SQLite file {where} (set REDIS_URL to keep them in Redis)"
+    return SqliteSaver.from_path(where), text
 
 
 def build(model: ChatModel, saver: CheckpointSaver) -> ReactAgent:
@@ -108,8 +126,36 @@ def build(model: ChatModel, saver: CheckpointSaver) -> ReactAgent:
     )
 
 
+_agent: ReactAgent | None = None
+
+
+def __getattr__(name: str) -> ReactAgent:
+    # `agent` is built on first use: importing the module opens no file and no connection
+    global _agent
+    if name != "agent":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if _agent is None:
+        _agent = build(make_model()[0], make_saver()[0])
+    return _agent
+
+
 def main() -> int:
-    """Run the demo; returns the exit code."""
+    """Run the demo; returns the exit code (2, after one line, when the model is not
+    configured: the variable to set is named)."""
+    try:
+        return _run()
+    except ModelConfigError as exc:
+        if exc.variable is None:
+            raise
+        print(
+            f"graphagent demo: the model needs an API key: set {exc.variable} "
+            "(or unset GRAPHAGENT_MODEL to run with the scripted model)",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _run() -> int:
     model, model_text = make_model()
     saver, saver_text = make_saver()
     print("graphagent demo: a ReactAgent")

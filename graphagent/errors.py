@@ -10,6 +10,7 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     │   ├── InvalidUpdateError          a node returned an update the state cannot take
     │   ├── InvalidRouteError           a router returned a target that does not exist
     │   ├── EmptyInputError             a run was started with nothing to do
+    │   ├── ModelConfigError            a model client lacks a setting (an API key)
     │   └── ToolDefinitionError         a tool's signature or options are unusable
     ├── RunError                        the run itself failed
     │   ├── GraphRecursionError         more super-steps than ``recursion_limit``
@@ -31,6 +32,8 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
 
     GraphBubbleUp (a BaseException)     control flow, never an error
     └── GraphInterrupt                  a node (or a tool inside it) paused the run
+
+    ThreadNotKeptWarning (a UserWarning) a run named a thread its agent cannot keep
 
 Control-flow signals derive from :class:`GraphBubbleUp`, a ``BaseException``, so that
 ``except Exception`` anywhere between the signal and the engine (a tool's own code, the
@@ -63,6 +66,7 @@ __all__ = [
     "InvalidUpdateError",
     "LimitExceededError",
     "MaxIterationsError",
+    "ModelConfigError",
     "ModelError",
     "ModelHTTPError",
     "ModelResponseError",
@@ -71,6 +75,7 @@ __all__ = [
     "SerializationError",
     "StructuredOutputError",
     "ThreadLockedError",
+    "ThreadNotKeptWarning",
     "ToolArgumentsError",
     "ToolDefinitionError",
     "ToolExecutionError",
@@ -100,6 +105,19 @@ class InvalidRouteError(UserError):
 
 class EmptyInputError(UserError):
     """A run was started with no input and nothing to continue."""
+
+
+class ModelConfigError(UserError):
+    """A chat model client lacks a setting it needs before it can send (an API key).
+
+    Raised at the first request, before anything is sent. ``variable`` names the
+    environment variable to set (``"OPENAI_API_KEY"``), so that a command line can say
+    exactly that in one line.
+    """
+
+    def __init__(self, message: str, variable: str | None = None) -> None:
+        super().__init__(message)
+        self.variable = variable
 
 
 class ToolDefinitionError(UserError):
@@ -195,6 +213,15 @@ class CheckpointStorageError(CheckpointError, _cp.CheckpointStorageError):
 
 class SerializationError(CheckpointError, _cp.SerializationError):
     """A value could not be stored or loaded."""
+
+
+class ThreadNotKeptWarning(UserWarning):
+    """A run was given a ``thread_id`` by an agent that has no saver: nothing is kept.
+
+    Each call then starts a new conversation. Warned once per agent; pass a saver to
+    keep threads, or leave ``thread_id`` out. Silence it with
+    ``warnings.filterwarnings("ignore", category=ThreadNotKeptWarning)``.
+    """
 
 
 class GraphBubbleUp(BaseException):

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psycopg
 import pytest
 import redis
+from _ltstores import clock, lt_store, make_store  # noqa: F401 (long-term store fixtures)
 from _stores import Store
 
 from checkpoint import MemorySaver, PostgresSaver, RedisSaver, SqliteSaver

@@ -10,7 +10,12 @@ from pydantic import BaseModel
 
 from checkpoint.base import CheckpointSaver
 from graphagent.agent import AgentRecord, ReactAgent
-from graphagent.errors import MaxIterationsError, StructuredOutputError, UserError
+from graphagent.errors import (
+    MaxIterationsError,
+    StructuredOutputError,
+    ThreadNotKeptWarning,
+    UserError,
+)
 from graphagent.messages import AssistantMessage, SystemMessage, ToolCall, ToolResponseMessage
 from graphagent.models import AssistantChunk, FakeChatModel, FunctionChatModel
 from graphagent.tools import ToolContext, tool
@@ -66,11 +71,12 @@ def test_thread_continues_across_calls_and_instances(
 
 
 def test_without_saver_each_call_is_fresh() -> None:
-    """No saver: the second call does not see the first."""
+    """No saver: the second call does not see the first (and the thread_id is warned of)."""
     model = FakeChatModel(["one", "two"])
     agent = ReactAgent(name="a", model=model)
-    agent.call("first", thread_id="ignored")
-    agent.call("second", thread_id="ignored")
+    with pytest.warns(ThreadNotKeptWarning, match="has no saver"):
+        agent.call("first", thread_id="ignored")
+        agent.call("second", thread_id="ignored")
     assert [m.text for m in model.calls[1].messages] == ["second"]
 
 

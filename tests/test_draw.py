@@ -208,9 +208,9 @@ def test_svg_is_standalone_and_jupyter_bundle() -> None:
         assert label in texts
     assert "http" not in svg.replace("http://www.w3.org/2000/svg", "")
     bundle = app._repr_mimebundle_()
-    assert set(bundle) == {"image/svg+xml", "text/plain"}
+    assert set(bundle) == {"image/svg+xml", "text/html", "text/plain"}
     agent = ReactAgent(name="w", model=FakeChatModel(["hi"]))
-    assert set(agent._repr_mimebundle_()) == {"image/svg+xml", "text/plain"}
+    assert set(agent._repr_mimebundle_()) == {"image/svg+xml", "text/html", "text/plain"}
 
 
 def test_odd_node_names_are_escaped() -> None:
@@ -351,7 +351,7 @@ def test_drawings_show_themselves_in_their_format() -> None:
     app = loop_graph()
     svg, mermaid, ascii_art = app.draw(), app.draw("mermaid"), app.draw("ascii")
     assert isinstance(svg, str) and svg.startswith("<svg") and svg == app.draw("svg")
-    assert set(svg._repr_mimebundle_()) == {"image/svg+xml", "text/plain"}
+    assert set(svg._repr_mimebundle_()) == {"image/svg+xml", "text/html", "text/plain"}
     assert mermaid._repr_mimebundle_()["text/vnd.mermaid"] == mermaid
     assert ascii_art._repr_mimebundle_() == {"text/plain": ascii_art}
     again = pickle.loads(pickle.dumps(mermaid))

@@ -35,7 +35,7 @@ def test_there_are_notebooks() -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_is_committed_with_its_outputs(path: Path) -> None:
     """The repository shows what each notebook draws: every code cell ran, in order, with no
-    error, no timings to churn, and SVG (never Mermaid) for the graphs.
+    error, no timings to churn, no stray results, and SVG (never Mermaid) for the graphs.
 
     Refresh them with `make notebooks` after changing a notebook or what it shows.
     """
@@ -49,5 +49,9 @@ def test_notebook_is_committed_with_its_outputs(path: Path) -> None:
     assert not [c for c in code if "execution" in c.metadata]
     bundles = [o.get("data", {}) for o in outputs]
     assert not [b for b in bundles if "text/vnd.mermaid" in b]
+    # a bare number as a cell's result is a write's return value shown by accident
+    # (Path.write_text's character count); a cell that means a number prints it with words
+    stray = [o for o in outputs if o.get("output_type") == "execute_result"]
+    assert not [o for o in stray if o["data"].get("text/plain", "").strip().isdigit()]
     if path.name in ("graphs.ipynb", "quickstart.ipynb"):
         assert len([b for b in bundles if "image/svg+xml" in b]) >= 2

@@ -233,3 +233,48 @@ def test_a_closed_pool_is_named(postgres_url: str, pg_schema: str) -> None:
     saver = PostgresSaver(pool, schema=pg_schema)
     with pytest.raises(CheckpointStorageError, match="pool is closed"):
         saver.setup()
+
+
+def _missing_database(postgres_url: str) -> str:
+    """The test server's URL with a database name that does not exist."""
+    return postgres_url.rsplit("/", 1)[0] + "/graphagent_no_such_db"
+
+
+@pytest.mark.parametrize("first", ["get", "setup"])
+def test_a_missing_database_is_named_at_once(postgres_url: str, first: str) -> None:
+    """The server answers but has no such database: psycopg's reason at once, not
+    "unreachable" after the pool's timeout."""
+    saver = PostgresSaver.from_url(_missing_database(postgres_url), timeout=10)
+    started = time.monotonic()
+    try:
+        with pytest.raises(CheckpointStorageError) as err:
+            saver.get("t") if first == "get" else saver.setup()
+        assert time.monotonic() - started < 3
+        message = str(err.value)
+        assert 'database "graphagent_no_such_db" does not exist' in message
+        assert "refused the connection" in message and "unreachable" not in message
+    finally:
+        saver.close()
+
+
+async def test_a_missing_database_is_named_at_once_async(postgres_url: str) -> None:
+    """The async saver names the missing database at once too."""
+    saver = AsyncPostgresSaver.from_url(_missing_database(postgres_url), timeout=10)
+    started = time.monotonic()
+    try:
+        with pytest.raises(CheckpointStorageError, match=r"graphagent_no_such_db.*does not exist"):
+            await saver.aget("t")
+        assert time.monotonic() - started < 3
+    finally:
+        await saver.aclose()
+
+
+def test_an_unreachable_server_names_the_cause_after_the_timeout() -> None:
+    """No server at all is still waited for (it may be starting), then reported as
+    unreachable with the connection's own reason."""
+    saver = PostgresSaver.from_url("postgresql://127.0.0.1:1/x", timeout=1)
+    try:
+        with pytest.raises(CheckpointStorageError, match=r"unreachable.*Connection refused"):
+            saver.get("t")
+    finally:
+        saver.close()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from checkpoint._sql import SqlSaver, drive
 from checkpoint._sqlschema import Program, Stmt
-from checkpoint.postgres._common import PostgresBase, errors, storage_error
+from checkpoint.postgres._common import PostgresBase, errors, first_connection, storage_error
 from checkpoint.postgres.aio import AsyncPostgresSaver
 
 if TYPE_CHECKING:
@@ -64,6 +64,8 @@ class PostgresSaver(PostgresBase["ConnectionPool[Any]"], SqlSaver):
         """Run ``program`` in a write or a snapshot-read transaction, or (``None``: a
         program of statements that are each whole on their own) in none."""
         try:
+            if not self._checked:
+                first_connection(self.pool, action)
             with self.pool.connection() as conn:
                 if not conn.autocommit:
                     conn.autocommit = True  # transactions are begun here, one per program

@@ -3,6 +3,7 @@ constructor and pool setup, and the one place psycopg errors become checkpoint e
 
 from __future__ import annotations
 
+import time
 from types import ModuleType
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -83,6 +84,106 @@ def storage_error(action: str, exc: BaseException) -> CheckpointError:
         )
     made.__cause__ = exc
     return made
+
+
+# How long a saver's first use waits for its pool before it connects once on its own to
+# learn why not: psycopg_pool retries a failed connection quietly until its timeout.
+_FIRST_WAIT = 0.25
+# FATAL replies that waiting can fix: the server is starting, stopping or full
+_TRANSIENT = ("starting up", "shutting down", "in recovery", "too many", "connection slots")
+
+
+def refusal(exc: BaseException) -> str | None:
+    """psycopg's own words when a server answered and refused the connection for a reason
+    that waiting will not fix (no such database or role, failed authentication); else None.
+
+    >>> refusal(Exception('connection failed: ... failed: FATAL:  database "app" does not exist'))
+    '... failed: FATAL:  database "app" does not exist'
+    >>> refusal(Exception("connection failed: ... failed: Connection refused")) is None
+    True
+    """
+    text = str(exc).strip()
+    if "FATAL:" not in text or any(word in text for word in _TRANSIENT):
+        return None
+    return text.removeprefix("connection failed:").strip()
+
+
+def _probe_args(pool: Any) -> tuple[str, dict[str, Any]] | None:
+    """The pool's connection string and arguments, when they are plain values."""
+    conninfo, kwargs = pool.conninfo, pool.kwargs or {}
+    if not isinstance(conninfo, str) or not isinstance(kwargs, dict):
+        return None  # callables (psycopg_pool 3.3): resolved by the pool only
+    return conninfo, {**kwargs, "connect_timeout": max(1, round(pool.timeout))}
+
+
+def _refused(action: str, why: str) -> CheckpointStorageError:
+    return CheckpointStorageError(f"PostgreSQL refused the connection while {action}: {why}")
+
+
+def _unreachable(action: str, pool: Any, cause: BaseException | None) -> CheckpointStorageError:
+    why = f": {str(cause).strip()}" if cause is not None else ""
+    return CheckpointStorageError(
+        f"PostgreSQL unreachable while {action}: no connection within the pool's timeout "
+        f"({pool.timeout:g} s){why}"
+    )
+
+
+def first_connection(pool: Any, action: str) -> None:
+    """Before a sync saver's first use, make sure its pool can connect, failing at once
+    with psycopg's reason when the server refuses (``database "app" does not exist``)
+    instead of after the pool's timeout as "unreachable".
+
+    Raises:
+        CheckpointStorageError: the server refused, or no connection came in time.
+    """
+    psycopg, psycopg_pool = require()
+    started = time.monotonic()
+    try:
+        pool.putconn(pool.getconn(timeout=_FIRST_WAIT))
+        return
+    except psycopg_pool.PoolTimeout:
+        pass
+    probe = _probe_args(pool)
+    cause: BaseException | None = None
+    if probe is not None:
+        try:
+            psycopg.connect(probe[0], **probe[1]).close()
+        except psycopg.OperationalError as exc:
+            why = refusal(exc)
+            if why is not None:
+                raise _refused(action, why) from exc
+            cause = exc
+    try:
+        wait = max(pool.timeout - (time.monotonic() - started), _FIRST_WAIT)
+        pool.putconn(pool.getconn(timeout=wait))
+    except psycopg_pool.PoolTimeout as exc:
+        raise _unreachable(action, pool, cause) from exc
+
+
+async def afirst_connection(pool: Any, action: str) -> None:
+    """:func:`first_connection` for an async saver's (open) pool."""
+    psycopg, psycopg_pool = require()
+    started = time.monotonic()
+    try:
+        await pool.putconn(await pool.getconn(timeout=_FIRST_WAIT))
+        return
+    except psycopg_pool.PoolTimeout:
+        pass
+    probe = _probe_args(pool)
+    cause: BaseException | None = None
+    if probe is not None:
+        try:
+            await (await psycopg.AsyncConnection.connect(probe[0], **probe[1])).close()
+        except psycopg.OperationalError as exc:
+            why = refusal(exc)
+            if why is not None:
+                raise _refused(action, why) from exc
+            cause = exc
+    try:
+        wait = max(pool.timeout - (time.monotonic() - started), _FIRST_WAIT)
+        await pool.putconn(await pool.getconn(timeout=wait))
+    except psycopg_pool.PoolTimeout as exc:
+        raise _unreachable(action, pool, cause) from exc
 
 
 def errors() -> tuple[type[BaseException], ...]:

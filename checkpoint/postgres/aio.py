@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from checkpoint._sql import AsyncSqlSaver
 from checkpoint._sqlschema import Program, Stmt
 from checkpoint.base import _AsyncOnly
-from checkpoint.postgres._common import PostgresBase, errors, storage_error
+from checkpoint.postgres._common import (
+    PostgresBase,
+    afirst_connection,
+    errors,
+    storage_error,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -63,6 +68,8 @@ class AsyncPostgresSaver(
                 async with self._opening:
                     if self.pool.closed:
                         await self.pool.open()
+            if not self._checked:
+                await afirst_connection(self.pool, action)
             async with self.pool.connection() as conn:
                 if not conn.autocommit:
                     await conn.set_autocommit(True)

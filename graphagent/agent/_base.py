@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from checkpoint.base import CheckpointSaver
 from graphagent.agent._record import AGENT_KEY, AgentRecordStrategy, legacy_layout, new_run
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
-from graphagent.errors import InvalidUpdateError
+from graphagent.errors import InvalidUpdateError, ThreadNotKeptWarning
 from graphagent.graph import (
     AppendStrategy,
     Command,
@@ -104,6 +107,28 @@ class BaseAgent:
             extra["tool_names"] = tool_names
         return cfg.model_copy(update={"configurable": {**cfg.configurable, **extra}})
 
+    def _run_config(
+        self,
+        config: ConfigLike,
+        thread_id: str | None,
+        tools: Sequence[Any] | None,
+        tool_names: Sequence[str] | None,
+    ) -> RunnableConfig:
+        """A run's config; warns (once per agent) when it names a thread nothing keeps."""
+        cfg = self._config(config, thread_id, tools, tool_names)
+        if cfg.thread_id is None or self.graph.saver is not None:
+            return cfg
+        if not self.__dict__.get("_warned_thread_not_kept"):
+            self._warned_thread_not_kept = True
+            warnings.warn(
+                f"agent {self.name!r} has no saver, so thread {cfg.thread_id!r} is not "
+                "kept: every call starts a new conversation. Build it with saver=... "
+                "(MemorySaver, SqliteSaver, RedisSaver, ...) or leave thread_id out",
+                ThreadNotKeptWarning,
+                stacklevel=_user_frame(),
+            )
+        return cfg
+
     # -- running -------------------------------------------------------------------------
 
     def invoke(
@@ -123,7 +148,7 @@ class BaseAgent:
         ``config["configurable"]["tools"]`` / ``["tool_names"]``). ``progress=True``
         shows the current node, tool and elapsed time while it runs.
         """
-        cfg = self._config(config, thread_id, tools, tool_names)
+        cfg = self._run_config(config, thread_id, tools, tool_names)
         return self.graph.invoke(self.prepare_input(input), cfg, progress=progress)
 
     async def ainvoke(
@@ -137,7 +162,7 @@ class BaseAgent:
         progress: bool = False,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`."""
-        cfg = self._config(config, thread_id, tools, tool_names)
+        cfg = self._run_config(config, thread_id, tools, tool_names)
         return await self.graph.ainvoke(self.prepare_input(input), cfg, progress=progress)
 
     def call(
@@ -213,7 +238,7 @@ class BaseAgent:
         (``AssistantChunk``) and each tool's ``ToolResponseMessage`` as soon as that tool
         finishes; ``info`` names the agent and node.
         """
-        cfg = self._config(config, thread_id, tools, tool_names)
+        cfg = self._run_config(config, thread_id, tools, tool_names)
         yield from self.graph.stream(self.prepare_input(input), cfg, mode=mode)
 
     async def astream(
@@ -227,7 +252,7 @@ class BaseAgent:
         tool_names: Sequence[str] | None = None,
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
-        cfg = self._config(config, thread_id, tools, tool_names)
+        cfg = self._run_config(config, thread_id, tools, tool_names)
         async for event in self.graph.astream(self.prepare_input(input), cfg, mode=mode):
             yield event
 
@@ -263,3 +288,15 @@ class BaseAgent:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}: {len(self.graph.nodes)} nodes>"
+
+
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+def _user_frame() -> int:
+    """The ``stacklevel`` that points a warning at the first caller outside graphagent
+    (``call`` reaches the warning through ``invoke``, ``stream`` through a generator)."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+    return level

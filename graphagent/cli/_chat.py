@@ -18,8 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from graphagent.cli._common import CliError, load_object
-from graphagent.cli._stores import stored_saver
-from graphagent.errors import GraphAgentError
+from graphagent.cli._stores import (
+    add_store_flags,
+    default_saver,
+    in_memory,
+    saver_name,
+    stored_saver,
+)
+from graphagent.errors import GraphAgentError, ModelConfigError
 from graphagent.graph import Command, CompiledGraph, Interrupt
 from graphagent.observability._progress import status_line
 
@@ -157,6 +163,9 @@ class Chat:
                     mid_line = True
                 hide(mid_line)
                 out.flush()
+        except ModelConfigError:
+            hide(True)
+            raise  # every later turn would fail the same way: the command ends (exit 2)
         except GraphAgentError as exc:
             hide(True)
             if mid_line:
@@ -250,18 +259,28 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
     ):
         raise CliError(f"{args.target!r} is a {type(agent).__name__}, not an agent; chat needs one")
     stored = stored_saver(args, create=True)
+    kept = ""  # the line that says where the thread is kept, when no flag said it
+    if stored is None and agent.graph.saver is None:
+        stored, name = default_saver(args, create=True)
+        kept = (
+            f"threads: {name} (the default store; --db, --postgres or --redis keep them elsewhere)"
+        )
+    elif stored is None and in_memory(agent.graph.saver):
+        kept = (
+            "this agent keeps threads in memory: the conversation ends with this process; "
+            "pass --db to keep it"
+        )
+    elif stored is None:
+        kept = f"threads: the agent's own saver, {saver_name(agent.graph.saver)}"
     if stored is not None:
         # a copy: the user's agent object keeps its own saver
         agent = copy.copy(agent)
         agent.graph = agent.graph.with_saver(stored)
-    if agent.graph.saver is None:
-        raise CliError(
-            f"agent {agent.name!r} has no saver, so thread {args.thread!r} cannot be kept; "
-            "build it with saver=..., or pass --db PATH, --postgres URL or --redis URL"
-        )
     messages: list[str] | None = list(args.message) if args.message else None
     stop = "" if messages else " (Ctrl-D to stop)"  # -m sends its messages and exits
     print(f"chatting with {agent.name!r} on thread {args.thread!r}{stop}", file=out)
+    if kept:
+        print(kept, file=out)
     return Chat(agent, args.thread, out, read, again=_chat_again(args)).run(messages)
 
 
@@ -279,13 +298,21 @@ def _chat_again(args: argparse.Namespace) -> str:
 
 def add_chat_command(sub: Any) -> None:
     """Add ``chat`` to the ``graphagent`` command's subparsers."""
-    chat = sub.add_parser("chat", help="chat with an agent on a thread (resumes it)")
+    chat = sub.add_parser(
+        "chat",
+        help="chat with an agent on a thread (resumes it)",
+        description="Chat with an agent on a thread: a thread that exists is resumed, a "
+        "pending question is asked again first. The thread is kept by --db, --postgres or "
+        "--redis when given, else by the agent's own saver, else where the demo keeps "
+        "threads (Redis when REDIS_URL is set, else $GRAPHAGENT_DB, default "
+        ".graphagent/demo.sqlite). Exit codes: 0 done, 2 error, 3 (-m) waiting for a human.",
+        epilog="example: graphagent chat graphagent.demo:agent --thread demo-user-42 "
+        "-m 'Weather in Oslo?'",
+    )
     chat.add_argument("target", help="module:object (an agent, or a factory)")
     chat.add_argument("--thread", "-t", required=True, help="thread id to start or resume")
-    chat.add_argument("--message", "-m", action="append", help="send this, print, exit")
-    chat.add_argument("--db", help="keep the thread in this SQLite file (created if missing)")
-    chat.add_argument("--postgres", help="keep the thread in PostgreSQL at this URL")
-    chat.add_argument("--schema", default="public", help="PostgreSQL schema")
-    chat.add_argument("--redis", help="keep the thread in Redis at this URL")
-    chat.add_argument("--prefix", default="graphagent", help="Redis key prefix")
+    chat.add_argument(
+        "--message", "-m", action="append", help="send this (repeatable), print, exit"
+    )
+    add_store_flags(chat, verb="keep the thread in")
     chat.set_defaults(run=_chat)

@@ -14,7 +14,7 @@ from typing import Any, NoReturn, TextIO
 from graphagent.graph import CompiledGraph
 from graphagent.tools import ToolCallback
 
-__all__ = ["CliError", "Parser", "Run", "graph_of", "load_object"]
+__all__ = ["CliError", "Parser", "Run", "graph_of", "load_object", "write_text"]
 
 Run = Callable[[argparse.Namespace, TextIO, Callable[[str], str]], int]
 """A command: its parsed arguments, where output goes, and how to read a typed line."""
@@ -40,7 +40,7 @@ def load_object(spec: str) -> Any:
     """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise CliError(f"expected module:object (e.g. myapp.agents:agent), got {spec!r}")
+        raise CliError(f"expected module:object (e.g. graphagent.demo:agent), got {spec!r}")
     if str(Path.cwd()) not in sys.path:
         # like `python -m`: modules next to where the command runs are importable
         sys.path.insert(0, str(Path.cwd()))
@@ -61,6 +61,12 @@ def load_object(spec: str) -> Any:
         raise CliError(f"cannot import {module_name!r}: {exc}") from exc
     except Exception as exc:
         raise CliError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from exc
+    except SystemExit as exc:
+        # a script's `sys.exit()` at import would end the command with its code, silently
+        raise CliError(
+            f"importing {module_name!r} called sys.exit({exc.code!r}): a module the command "
+            "loads must not exit on import (put that code under if __name__ == '__main__':)"
+        ) from None
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -109,3 +115,14 @@ def graph_of(obj: Any, spec: str) -> CompiledGraph:
             "compiled StateGraph, a ReactAgent, or a function returning one"
         )
     return graph
+
+
+def write_text(path: str, text: str) -> None:
+    """Write ``text`` to ``path``; an OS error names the path even when the failing call
+    (a write or close on a full device) did not."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, path) from exc
+        raise

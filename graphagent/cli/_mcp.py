@@ -7,6 +7,8 @@ the SDK is imported only when the command runs.
 from __future__ import annotations
 
 import argparse
+import errno
+import socket
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -23,6 +25,22 @@ def _host_port(text: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def _check_free(host: str, port: int) -> None:
+    """Refuse a port another server holds, before the server starts (which would log a
+    traceback-like error and exit on its own)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind(address)
+    except socket.gaierror as exc:
+        raise CliError(f"--http {host}:{port}: unknown host ({exc.strerror})") from None
+    except OSError as exc:
+        busy = exc.errno == errno.EADDRINUSE
+        why = "another program listens there; pick another port" if busy else exc.strerror
+        raise CliError(f"cannot serve at {host}:{port}: {why}") from None
+
+
 def _serve(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
     try:
         from graphagent.mcp import serve
@@ -36,6 +54,7 @@ def _serve(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) ->
         serve(targets, name=name, transport="stdio")
     else:
         host, port = args.http
+        _check_free(host, port)
         print(f"serving {args.target} over MCP at http://{host}:{port}{args.path}", file=out)
         out.flush()
         serve(targets, name=name, transport="http", host=host, port=port, path=args.path)
@@ -51,6 +70,7 @@ def add_mcp_command(sub: Any) -> None:
         help="serve a tool, an agent, or a list of them (stdio unless --http)",
         description="Serve module:object over MCP: tools keep their schemas, an agent "
         "becomes one ask_<agent> tool (message + optional thread_id).",
+        epilog="example: graphagent mcp serve graphagent.demo:get_weather --http 127.0.0.1:8000",
     )
     serve.add_argument("target", help="module:object (a tool, agent, list, or a factory)")
     serve.add_argument(

@@ -23,7 +23,7 @@ from graphagent.graph._plan import Plan
 from graphagent.graph._run import run_program, update_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._state import OverAllState, Schema
-from graphagent.graph.draw.formats import Drawing, draw
+from graphagent.graph.draw.formats import Drawing, draw, svg_bundle
 from graphagent.graph.draw.overlay import run_overlay
 
 __all__ = ["CompiledGraph"]
@@ -479,7 +479,7 @@ class CompiledGraph:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         # SVG only: JupyterLab ranks text/vnd.mermaid above SVG, so offering Mermaid here
         # made every graph render through Mermaid; draw("mermaid") opts in to it
-        return {"image/svg+xml": draw(self.plan, "svg"), "text/plain": repr(self)}
+        return svg_bundle(draw(self.plan, "svg"), repr(self))
 
     def __repr__(self) -> str:
         saver = type(self.saver).__name__ if self.saver is not None else "no saver"

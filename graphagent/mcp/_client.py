@@ -12,10 +12,10 @@ from typing import Any, TypeVar
 
 from mcp import types
 
-from graphagent.errors import ToolDefinitionError, UserError
+from graphagent.errors import UserError
 from graphagent.mcp import _reaper
 from graphagent.mcp._loop import LoopThread, run_async, run_sync
-from graphagent.mcp._names import prefixed_tool_name, safe_name
+from graphagent.mcp._names import unique_tool_names
 from graphagent.mcp._results import result_text
 from graphagent.mcp._session import LiveSession, Transport
 from graphagent.mcp._tool import McpToolCallback, MetaMapper
@@ -167,17 +167,17 @@ class McpToolProvider:
 
     def _set(self, tools: list[types.Tool]) -> None:
         server = self.name or self.label
-        made: dict[str, McpToolCallback] = {}
-        for tool in tools:
-            name = prefixed_tool_name(server, tool.name) if self.prefix else safe_name(tool.name)
-            if name in made:
-                raise ToolDefinitionError(
-                    f"MCP server {self.label!r}: tools {made[name].tool.name!r} and "
-                    f"{tool.name!r} both become {name!r}; use prefix=True or rename one"
-                )
-            made[name] = McpToolCallback(self, tool, name)
+        names = unique_tool_names(server, [t.name for t in tools], prefix=self.prefix)
+        pairs = zip(names, tools, strict=True)
+        made = {name: McpToolCallback(self, tool, name) for name, tool in pairs}
         with self._lock:
             self._tools = made
+
+    @property
+    def tool_names(self) -> dict[str, str]:
+        """The name each tool is given to models -> the server's own name for it."""
+        with self._lock:
+            return {name: tool.tool.name for name, tool in self._tools.items()}
 
     def tool_callbacks(self) -> Sequence[ToolCallback]:
         """The server's tools, as last listed (``tools/list_changed`` refreshes them).

@@ -23,6 +23,7 @@ from starlette.types import Receive, Scope, Send
 from graphagent.agent._base import BaseAgent
 from graphagent.errors import ToolDefinitionError, UserError
 from graphagent.mcp._agent_tool import AgentTool
+from graphagent.observability._redact import exception_summary
 from graphagent.tools import ToolCallback, ToolCallbackProvider, ToolContext
 from graphagent.tools._convert import as_text
 from graphagent.tools._definition import acall_tool
@@ -121,7 +122,9 @@ def build_server(
         try:
             return await entry[1](arguments, extra or None)
         except Exception as exc:
-            log.info("served tool %r failed: %s", tool_name, exc)
+            # the caller gets the text (it is the answer to its call); the log gets the
+            # type alone unless content is captured: the text can quote the caller's data
+            log.info("served tool %r failed: %s", tool_name, exception_summary(exc))
             return _text(f"tool {tool_name!r} failed: {type(exc).__name__}: {exc}", error=True)
 
     server.list_tools()(list_tools)  # type: ignore[no-untyped-call]

@@ -13,6 +13,7 @@ import anyio
 from mcp import ClientSession, types
 from mcp.shared.exceptions import McpError
 from mcp.shared.session import RequestResponder
+from pydantic import ValidationError
 
 from graphagent.mcp._errors import McpServerError
 
@@ -20,6 +21,44 @@ __all__ = ["LiveSession", "Transport"]
 
 log = logging.getLogger("graphagent.mcp")
 _CLOSED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+MAX_PAGES = 100
+"""Most pages of tools a listing reads: a server paging for ever must not hang us."""
+_SHORT = 500
+
+
+def short(text: str) -> str:
+    """A server's text cut for an error message (a server may send megabytes)."""
+    if len(text) <= _SHORT:
+        return text
+    return f"{text[:_SHORT]}… ({len(text):,} characters)"
+
+
+def _connection_closed(exc: McpError) -> bool:
+    """The SDK's own "connection closed" error, not a server's error with the same code.
+
+    The SDK reports a lost connection as code -32000, which JSON-RPC leaves to servers
+    for their own errors (many use it): the message tells them apart.
+    """
+    return exc.error.code == types.CONNECTION_CLOSED and exc.error.message == "Connection closed"
+
+
+def _invalid_result(exc: Exception) -> str:
+    """What is wrong with a result the SDK refused to take."""
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        if not errors:
+            return f"does not fit the MCP result shape ({short(str(exc))})"
+        where = ".".join(str(p) for p in errors[0]["loc"]) or "result"
+        return f"does not fit the MCP result shape ({where}: {errors[0]['msg']})"
+    text = str(exc)
+    if "did not return structured content" in text:
+        return "has no structured content, though the tool declares an output schema"
+    if text.startswith("Invalid structured content"):
+        detail = text.partition(": ")[2].splitlines()[0] if ": " in text else ""
+        return f"does not match the tool's output schema ({short(detail)})"
+    if text.startswith("Invalid schema"):
+        return f"cannot be checked: the tool's output schema is invalid ({short(text)})"
+    return f"cannot be read ({type(exc).__name__}: {short(text)})"
 
 
 class Transport(Protocol):
@@ -98,9 +137,11 @@ class LiveSession:
         """The server's name in messages."""
         return self.transport.label
 
-    def _error(self, text: str) -> McpServerError:
+    def _error(self, text: str, tool: str | None = None) -> McpServerError:
         return McpServerError(
-            f"MCP server {self.label!r} {text}{self.transport.stderr_tail()}", server=self.label
+            f"MCP server {self.label!r} {text}{self.transport.stderr_tail()}",
+            server=self.label,
+            tool=tool,
         )
 
     # -- lifecycle (run on the session's loop) ---------------------------------------------
@@ -149,7 +190,9 @@ class LiveSession:
             leaf = _leaf(exc)
             if isinstance(leaf, McpServerError):
                 self._fail(ready, leaf)
-            elif isinstance(leaf, McpError) and leaf.error.code == types.CONNECTION_CLOSED:
+            elif isinstance(leaf, TimeoutError) and not ready.done():
+                self._fail(ready, self._error(f"did not start within {self.startup_timeout} s"))
+            elif isinstance(leaf, McpError) and _connection_closed(leaf):
                 what = "exited during start-up" if not ready.done() else "closed the connection"
                 self._fail(ready, self._error(what))
             else:
@@ -183,22 +226,44 @@ class LiveSession:
         assert self._session is not None
         tools: list[types.Tool] = []
         cursor: str | None = None
-        while True:
+        cursors: set[str] = set()
+        for _ in range(MAX_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await self._session.list_tools(params=params)
             tools.extend(page.tools)
             cursor = page.nextCursor
             if not cursor:
-                break
-        self.on_tools(tools)
+                self.on_tools(tools)
+                return
+            if cursor in cursors:
+                raise self._error(f"sent a tool list that loops (cursor {short(cursor)!r} again)")
+            cursors.add(cursor)
+        raise self._error(
+            f"sent more than {MAX_PAGES} pages of tools ({len(tools)} tools so far) and "
+            "kept paging: stopped listing; fix the server's tools/list paging"
+        )
 
     async def refresh(self) -> None:
-        """List the server's tools again."""
+        """List the server's tools again, within ``startup_timeout`` seconds.
+
+        Raises:
+            McpServerError: the server refused, paged for ever, answered too slowly or
+                sent a list that cannot be read; the tools listed before stay.
+        """
         self._check()
         try:
-            await self._list_tools()
+            with anyio.fail_after(self.startup_timeout):
+                await self._list_tools()
+        except McpServerError:
+            raise
         except McpError as exc:
-            raise self._error(f"refused tools/list: {exc.error.message}") from exc
+            raise self._error(f"refused tools/list: {short(exc.error.message)}") from exc
+        except TimeoutError as exc:
+            raise self._error(
+                f"did not finish listing its tools within {self.startup_timeout} s"
+            ) from exc
+        except Exception as exc:
+            raise self._error(f"sent a tool list that {_invalid_result(exc)}") from exc
 
     async def _on_message(
         self,
@@ -254,12 +319,20 @@ class LiveSession:
             racing: set[asyncio.Future[Any]] = {call, abort}
             await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
             if not call.done():
-                raise self._error(f"{abort.result()} while running tool {name!r}")
+                raise self._error(f"{abort.result()} while running tool {name!r}", name)
             return call.result()
         except McpError as exc:
             raise self._call_error(name, exc, timeout) from exc
         except _CLOSED as exc:
             raise self._exited(name) from exc
+        except McpServerError:
+            raise
+        except Exception as exc:
+            # the SDK raises pydantic's ValidationError or a bare RuntimeError for a
+            # result it cannot take: the caller gets one error type, naming the tool
+            raise self._error(
+                f"answered tool {name!r} with a result that {_invalid_result(exc)}", name
+            ) from exc
         finally:
             self._inflight.discard(abort)
             call.cancel()
@@ -289,15 +362,14 @@ class LiveSession:
                 self._abort_calls(f"stopped answering ({type(leaf).__name__}: {leaf})")
 
     def _call_error(self, name: str, exc: McpError, timeout: float | None) -> McpServerError:
-        code = exc.error.code
-        if code == 408:  # the SDK's own read timeout
-            return self._error(f"did not answer tool {name!r} within {timeout} s")
-        if code == types.CONNECTION_CLOSED:
+        if exc.error.code == 408:  # the SDK's own read timeout
+            return self._error(f"did not answer tool {name!r} within {timeout} s", name)
+        if _connection_closed(exc):
             return self._exited(name)
-        return self._error(f"refused tool {name!r}: {exc.error.message}")
+        return self._error(f"refused tool {name!r}: {short(exc.error.message)}", name)
 
     def _exited(self, name: str) -> McpServerError:
-        error = self._error(f"exited while running tool {name!r}")
+        error = self._error(f"exited while running tool {name!r}", name)
         self._dead = str(error)
         self._session = None
         if self._closing is not None:

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from mcp import types
 
 from graphagent.errors import ToolArgumentsError
+from graphagent.mcp._names import is_safe
 from graphagent.tools import ToolContext, ToolDefinition, ToolMetadata
 
 __all__ = ["McpToolCallback", "MetaMapper"]
@@ -47,9 +48,11 @@ class McpToolCallback:
     def __init__(self, provider: _Owner, tool: types.Tool, name: str) -> None:
         self._provider = provider
         self.tool = tool
-        self._definition = ToolDefinition(
-            name, tool.description or tool.title or tool.name, dict(tool.inputSchema)
-        )
+        description = tool.description or tool.title or tool.name
+        if not is_safe(tool.name):
+            # the model sees a made-up name: the description says which tool it is
+            description = f"{description} (MCP tool {tool.name!r})"
+        self._definition = ToolDefinition(name, description, dict(tool.inputSchema))
 
     @property
     def definition(self) -> ToolDefinition:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from graphagent.models._anthropic import AnthropicChatModel
 from graphagent.models._base import ChatModel, HTTPChatModel
+from graphagent.models._embeddings import FakeEmbeddings, OpenAIEmbeddings, init_embeddings
 from graphagent.models._http import allow_model_requests, retry_delay
 from graphagent.models._init import PROVIDERS, init_chat_model
 from graphagent.models._openai import OpenAIChatModel
@@ -31,15 +32,18 @@ __all__ = [
     "ChatOptions",
     "ChunkAccumulator",
     "FakeChatModel",
+    "FakeEmbeddings",
     "FunctionChatModel",
     "HTTPChatModel",
     "ModelCall",
     "OpenAIChatModel",
+    "OpenAIEmbeddings",
     "ServerSentEvent",
     "ToolCallDelta",
     "ToolSpec",
     "allow_model_requests",
     "init_chat_model",
+    "init_embeddings",
     "iter_events",
     "retry_delay",
 ]

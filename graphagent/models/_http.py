@@ -21,11 +21,11 @@ from typing import Any
 import httpx
 
 from graphagent.errors import (
+    ModelConfigError,
     ModelError,
     ModelHTTPError,
     ModelResponseError,
     ModelTimeoutError,
-    UserError,
 )
 
 __all__ = ["ModelHTTP", "allow_model_requests", "retry_delay"]
@@ -192,7 +192,7 @@ class ModelHTTP:
         stream_idle_timeout: seconds a stream may stay silent (default ``timeout``).
         secrets: the client's own credentials: replaced by ``***`` in every error.
         missing_key: the environment variable the API key should have come from, when
-            it is required and missing: every request then raises a ``UserError``
+            it is required and missing: every request then raises a ``ModelConfigError``
             naming it, before anything is sent.
         transport: an ``httpx`` transport for the sync client (tests: ``MockTransport``).
         async_transport: the same for the async client.
@@ -244,9 +244,10 @@ class ModelHTTP:
 
     def _check(self, explicit: object) -> None:
         if self.missing_key is not None:
-            raise UserError(
+            raise ModelConfigError(
                 f"no API key for {self.where}: set the environment variable "
-                f"{self.missing_key} or pass api_key=..."
+                f"{self.missing_key} or pass api_key=...",
+                self.missing_key,
             )
         if explicit is None and not _ALLOWED[0]:
             raise ModelError(

@@ -63,7 +63,8 @@ def init_chat_model(spec: str, **kwargs: Any) -> HTTPChatModel:
         <OpenAIChatModel 'llama3.1' at http://localhost:11434/v1>
 
     A provider that needs a key (all but Ollama, llama.cpp and vLLM) and has none
-    raises ``UserError`` naming its variable at the first request, before sending.
+    raises ``ModelConfigError`` (a ``UserError``) naming its variable at the first
+    request, before sending.
 
     Raises:
         UserError: an unknown provider, or a spec without ``provider:``.

@@ -165,7 +165,7 @@ class OpenAIChatModel(HTTPChatModel):
         deadline: seconds for a whole request, retries and streaming included.
         stream_idle_timeout: seconds a stream may stay silent (default ``timeout``).
         key_env: the environment variable named when the key is missing; a request
-            without a key then raises ``UserError`` before anything is sent (default:
+            without a key then raises ``ModelConfigError`` before anything is sent (default:
             ``OPENAI_API_KEY`` for OpenAI's URL, none for local servers).
         max_retries: retries on 408/409/425/429/5xx and connection errors.
         stream_usage: ask for token usage in streams (``stream_options``); servers that

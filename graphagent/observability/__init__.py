@@ -11,8 +11,8 @@ Tracing needs the extra (``pip install 'graphagent[otel]'``) and one call::
     instrument()              # spans go to the global TracerProvider
 
 Spans follow the OpenTelemetry GenAI conventions: ``invoke_agent``, ``chat`` and
-``execute_tool``, plus a span per graph run and per node. Message text is recorded in
-neither logs nor spans unless :func:`capture_content` turns it on.
+``execute_tool``, plus a span per graph run and per node. Message text and exception
+text are recorded in neither logs nor spans unless :func:`capture_content` turns it on.
 """
 
 from __future__ import annotations

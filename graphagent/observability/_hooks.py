@@ -52,7 +52,7 @@ _CONTENT = [os.environ.get(_ENV, "").strip().lower() in ("1", "true", "yes")]
 
 
 def capture_content(enabled: bool) -> None:
-    """Include message text, tool arguments and tool results in logs and spans.
+    """Include message text, tool arguments, tool results and exception text in logs and spans.
 
     Off by default (the OpenTelemetry GenAI convention, also read from the environment
     variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``): prompts and

@@ -29,6 +29,7 @@ from graphagent.observability._hooks import (
     content_captured,
 )
 from graphagent.observability._logs import error_name, usage_of
+from graphagent.observability._redact import exception_attributes
 
 __all__ = ["Tracing"]
 
@@ -90,7 +91,8 @@ class _Span(Scope):
         if isinstance(error, GraphBubbleUp):
             self.span.set_attribute("graphagent.interrupted", True)
         elif error is not None and not isinstance(error, GeneratorExit):
-            self.span.record_exception(error)
+            # not record_exception: its event carries the exception's text, which is data
+            self.span.add_event("exception", exception_attributes(error))
             self.failed(error)
         if self.current and self.tokens:
             self.exit()

@@ -8,6 +8,7 @@ collide with another once cleaned); names appear only as labels.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Any
@@ -28,11 +29,37 @@ from graphagent.graph.draw.layout import layers
 from graphagent.graph.draw.overlay import RunOverlay
 from graphagent.graph.draw.svg import render_svg
 
-__all__ = ["FORMATS", "Drawing", "draw", "layers"]
+__all__ = ["FORMATS", "Drawing", "draw", "layers", "svg_bundle", "svg_img"]
 
 FORMATS = ("svg", "mermaid", "dot", "ascii")
 # kinds that Mermaid labels carry under the name, as the SVG does
 _CAPTIONED = ("model", "tools", "hook", "agent")
+
+
+_TITLE = re.compile(r"<title>([^<]*)</title>")
+
+
+def svg_img(svg: str) -> str:
+    """``svg`` as an HTML ``<img>`` holding it as a data URI.
+
+    The form of a drawing an untrusted notebook shows: JupyterLab renders no
+    ``image/svg+xml`` output of a notebook it did not run, and strips inline ``<svg>`` out
+    of HTML (leaving its labels as loose text), but it shows an image.
+
+    >>> svg_img("<svg><title>g</title></svg>")
+    '<img src="data:image/svg+xml;base64,PHN2Zz48dGl0bGU+ZzwvdGl0bGU+PC9zdmc+" alt="graph g">'
+    """
+    found = _TITLE.search(svg)
+    # the title is already escaped for an attribute by the SVG writer
+    name = f"graph {found.group(1)}" if found else "graph"
+    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    return f'<img src="data:image/svg+xml;base64,{data}" alt="{name}">'
+
+
+def svg_bundle(svg: str, text: str) -> dict[str, str]:
+    """A Jupyter bundle for a drawing: the SVG itself, the ``<img>`` form that untrusted
+    notebooks show (:func:`svg_img`), and ``text`` for plain-text front ends."""
+    return {"image/svg+xml": svg, "text/html": svg_img(svg), "text/plain": text}
 
 
 class Drawing(str):
@@ -61,7 +88,7 @@ class Drawing(str):
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         text = str(self)
         if self.fmt == "svg":
-            return {"image/svg+xml": text, "text/plain": f"<SVG drawing, {len(text)} chars>"}
+            return svg_bundle(text, f"<SVG drawing, {len(text)} chars>")
         if self.fmt == "mermaid":
             return {"text/vnd.mermaid": text, "text/plain": text}
         return {"text/plain": text}

@@ -17,6 +17,7 @@ from typing import Any
 
 from graphagent.graph._command import Interrupt
 from graphagent.graph.draw.common import Shown
+from graphagent.graph.draw.formats import svg_img
 
 __all__ = ["changed", "conversation", "history_html", "resume_code", "snapshot_html", "written_by"]
 
@@ -239,9 +240,10 @@ def snapshot_html(snap: Shown, drawing: str | None = None) -> str:
     if others:
         parts.append(f"<table {_TABLE}>{others}</table>")
     if drawing:
+        # an image, not inline <svg>: untrusted notebooks strip inline SVG to loose text
         parts.append(
             '<details open><summary style="cursor:pointer;color:#546e7a">the run on its graph'
-            f"</summary>{drawing}</details>"
+            f"</summary>{svg_img(drawing)}</details>"
         )
     parts.append("</div>")
     return "".join(parts)

@@ -1,0 +1,380 @@
+"""What every store shares and none of them does I/O for: checking namespaces, keys and
+values, the namespace encoding that SQL and Redis sort and prefix-match on, filters compiled
+to predicates, text matching and cosine scores.
+
+The stores differ in where they keep items; what an item *is* and which items a search
+returns is decided here once, so the four backends cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from checkpoint.errors import CheckpointError
+
+__all__ = [
+    "InvalidNamespaceError",
+    "StoreError",
+    "Condition",
+    "check_key",
+    "check_namespace",
+    "check_prefix",
+    "compile_filter",
+    "decode_field",
+    "encode_field",
+    "encode_namespace",
+    "decode_namespace",
+    "dumps",
+    "namespace_matches",
+    "own_value",
+    "text_matches",
+]
+
+
+class StoreError(CheckpointError):
+    """A store could not do what was asked (bad input, or stored data it cannot read)."""
+
+
+class InvalidNamespaceError(StoreError, ValueError):
+    """A namespace (or one of its labels) that a store refuses: empty, or not text."""
+
+
+# ---------------------------------------------------------------- names
+
+
+def check_namespace(namespace: Any, what: str = "namespace") -> tuple[str, ...]:
+    """``namespace`` as a tuple of non-empty labels, or :class:`InvalidNamespaceError`."""
+    if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
+        raise InvalidNamespaceError(
+            f"{what} must be a tuple of strings, e.g. ('memories', 'user-42'); got {namespace!r}"
+        )
+    if not namespace:
+        raise InvalidNamespaceError(
+            f"{what} is empty: give at least one label, e.g. ('memories', 'user-42')"
+        )
+    for label in namespace:
+        if not isinstance(label, str) or not label:
+            raise InvalidNamespaceError(
+                f"{what} {tuple(namespace)!r} has an empty or non-text label {label!r}: "
+                "every label must be a non-empty string"
+            )
+    return tuple(namespace)
+
+
+def check_prefix(prefix: Any, what: str = "namespace_prefix") -> tuple[str, ...]:
+    """A search prefix: like a namespace, but ``()`` (everything) is allowed."""
+    if isinstance(prefix, (tuple, list)) and not prefix:
+        return ()
+    return check_namespace(prefix, what)
+
+
+def check_key(key: Any) -> str:
+    """``key`` if it is a non-empty string, else a clear ``ValueError``."""
+    if not isinstance(key, str) or not key:
+        raise StoreError(f"an item key must be a non-empty string; got {key!r}")
+    return key
+
+
+# Escaping makes the encoding injective and keeps '/' as the one separator: a label can
+# hold any character ('/', '%', NUL, lone surrogates) and still sort and prefix-match.
+_TO_ESCAPE = re.compile("[%/\x00\ud800-\udfff]")
+_ESCAPED = re.compile("%(?:25|2F|00|u[0-9A-F]{4})")
+_ESC = {"%": "%25", "/": "%2F", "\x00": "%00"}
+_UNESC = {v: k for k, v in _ESC.items()}
+
+
+def _esc(text: str) -> str:
+    return _TO_ESCAPE.sub(lambda m: _ESC.get(m.group()) or f"%u{ord(m.group()):04X}", text)
+
+
+def _unesc(text: str) -> str:
+    return _ESCAPED.sub(lambda m: _UNESC.get(m.group()) or chr(int(m.group()[2:], 16)), text)
+
+
+def encode_namespace(namespace: Sequence[str]) -> str:
+    """``('a', 'b')`` -> ``'a/b/'``: every namespace under prefix P starts with P's code."""
+    return "".join(_esc(label) + "/" for label in namespace)
+
+
+def decode_namespace(code: str) -> tuple[str, ...]:
+    """Reverse :func:`encode_namespace`."""
+    return tuple(_unesc(label) for label in code.split("/")[:-1])
+
+
+def encode_field(namespace: Sequence[str], key: str) -> str:
+    """One text naming an item: its namespace code, then its escaped key."""
+    return encode_namespace(namespace) + _esc(key)
+
+
+def decode_field(field: str) -> tuple[tuple[str, ...], str]:
+    """Reverse :func:`encode_field`."""
+    code, _, key = field.rpartition("/")
+    return decode_namespace(code + "/"), _unesc(key)
+
+
+def escape_key(key: str) -> str:
+    """A key as SQL columns hold it (no NUL, no lone surrogate)."""
+    return _esc(key)
+
+
+def unescape_key(key: str) -> str:
+    """Reverse :func:`escape_key`."""
+    return _unesc(key)
+
+
+def namespace_matches(
+    namespace: tuple[str, ...],
+    prefix: Sequence[str] | None,
+    suffix: Sequence[str] | None,
+) -> bool:
+    """Whether ``namespace`` starts with ``prefix`` and ends with ``suffix`` ("*" = any label)."""
+    if prefix:
+        if len(namespace) < len(prefix):
+            return False
+        for want, label in zip(prefix, namespace[: len(prefix)], strict=True):
+            if want != "*" and want != label:
+                return False
+    if suffix:
+        if len(namespace) < len(suffix):
+            return False
+        for want, label in zip(suffix, namespace[len(namespace) - len(suffix) :], strict=True):
+            if want != "*" and want != label:
+                return False
+    return True
+
+
+# ---------------------------------------------------------------- values
+
+
+def _bad_value(path: str, problem: str) -> StoreError:
+    return StoreError(
+        f"the value at {path} {problem}: a store keeps JSON-like values (dict with string "
+        "keys, list, str, int, float, bool, None) so every backend reads back the same thing"
+    )
+
+
+def _own(value: Any, path: str, depth: int) -> Any:
+    kind = type(value)
+    if kind is str:
+        if _TEXT_PROBLEM.search(value):
+            raise _bad_value(path, "holds a NUL or a lone surrogate, which PostgreSQL refuses")
+        return value
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            raise _bad_value(path, f"is {value!r}, which JSON cannot hold")
+        return value
+    if depth > 64:
+        raise _bad_value(path, "nests deeper than 64 levels")
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _bad_value(path, f"has a non-string key {k!r}")
+            out[k] = _own(v, f"{path}.{k}", depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_own(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+    raise _bad_value(path, f"is a {kind.__name__}")
+
+
+_TEXT_PROBLEM = re.compile("[\x00\ud800-\udfff]")
+
+
+def own_value(value: Any) -> dict[str, Any]:
+    """A private deep copy of ``value`` after checking it is a JSON-like dict."""
+    if not isinstance(value, Mapping):
+        raise StoreError(
+            f"an item's value must be a dict, e.g. {{'text': 'likes tea'}}; got "
+            f"{type(value).__name__}"
+        )
+    out: dict[str, Any] = _own(value, "value", 0)
+    return out
+
+
+def copy_value(value: Any) -> Any:
+    """A deep copy of an already-checked value (what reads hand out)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: copy_value(v) for k, v in value.items()}
+    if kind is list:
+        return [copy_value(v) for v in value]
+    return value
+
+
+def dumps(value: Any) -> str:
+    """The JSON text the SQL and Redis stores keep (compact, key order kept)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def value_text(value: Any) -> str:
+    """The text a plain-text query is matched against: the value's JSON."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def text_matches(value: Any, needle: str) -> bool:
+    """Case-insensitive substring test of ``needle`` (already casefolded) in ``value``."""
+    return needle in value_text(value).casefold()
+
+
+def field_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[tuple[str, str]]:
+    """The ``(field, text)`` pairs an index embeds for ``value`` ("$" is the whole value)."""
+    out = []
+    for field in fields:
+        if field == "$":
+            out.append((field, value_text(value)))
+            continue
+        found, got = _lookup(value, field.split("."))
+        if not found or got is None:
+            continue
+        out.append((field, got if isinstance(got, str) else value_text(got)))
+    return out
+
+
+# ---------------------------------------------------------------- filters
+
+OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+class Condition:
+    """One ``field op operand`` test; ``kind`` is 'num', 'str', 'bool' or 'null'."""
+
+    __slots__ = ("kind", "op", "operand", "path")
+
+    def __init__(self, path: tuple[str, ...], op: str, operand: Any) -> None:
+        self.path = path
+        self.op = op
+        self.operand = operand
+        self.kind = kind_of(operand)
+
+    def __repr__(self) -> str:
+        return f"Condition({'.'.join(self.path)} {self.op} {self.operand!r})"
+
+
+def kind_of(value: Any) -> str:
+    """The comparison class of a JSON value: 'null', 'bool', 'num', 'str' or 'other'."""
+    if value is None:
+        return "null"
+    kind = type(value)
+    if kind is bool:
+        return "bool"
+    if kind is int or kind is float:
+        return "num"
+    if kind is str:
+        return "str"
+    return "other"
+
+
+def compile_filter(filter: Mapping[str, Any] | None) -> list[Condition]:
+    """``{"age": {"$gte": 30}, "city": "Paris"}`` as checked conditions (``[]``: no filter)."""
+    if not filter:
+        return []
+    if not isinstance(filter, Mapping):
+        raise StoreError(
+            f"filter must be a dict of field -> value or {{op: value}}; got {filter!r}"
+        )
+    conditions = []
+    for field, spec in filter.items():
+        if (
+            not isinstance(field, str)
+            or any(not p for p in field.split("."))
+            or _TEXT_PROBLEM.search(field)
+            or '"' in field
+        ):
+            raise StoreError(
+                f"filter field {field!r} must be a non-empty dotted name without '\"', e.g. 'a.b'"
+            )
+        path = tuple(field.split("."))
+        if isinstance(spec, Mapping) and spec and all(str(k).startswith("$") for k in spec):
+            pairs = list(spec.items())
+        else:
+            pairs = [("$eq", spec)]
+        for op, operand in pairs:
+            if op not in OPS:
+                raise StoreError(
+                    f"unknown filter operator {op!r} on {field!r}: use one of {', '.join(OPS)}"
+                )
+            kind = kind_of(operand)
+            if kind == "other":
+                raise StoreError(
+                    f"filter {field!r} {op} takes a string, number, bool or None; got "
+                    f"{type(operand).__name__}"
+                )
+            if op not in ("$eq", "$ne") and kind not in ("num", "str"):
+                raise StoreError(
+                    f"filter {field!r} {op} orders values, so it takes a number or a string; "
+                    f"got {operand!r}"
+                )
+            if kind == "num" and not math.isfinite(operand):
+                raise StoreError(f"filter {field!r} {op} takes a finite number; got {operand!r}")
+            conditions.append(Condition(path, op, operand))
+    return conditions
+
+
+def _lookup(value: Any, path: Sequence[str]) -> tuple[bool, Any]:
+    for part in path:
+        if type(value) is not dict or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
+def _holds(cond: Condition, value: Mapping[str, Any]) -> bool:
+    _, got = _lookup(value, cond.path)
+    same = kind_of(got) == cond.kind
+    op = cond.op
+    if op == "$eq":
+        return same and got == cond.operand
+    if op == "$ne":
+        return not (same and got == cond.operand)
+    if not same:
+        return False
+    if op == "$gt":
+        return bool(got > cond.operand)
+    if op == "$gte":
+        return bool(got >= cond.operand)
+    if op == "$lt":
+        return bool(got < cond.operand)
+    return bool(got <= cond.operand)
+
+
+def predicate(conditions: Sequence[Condition]) -> Callable[[Mapping[str, Any]], bool] | None:
+    """A function telling whether a value passes every condition (``None``: no filter)."""
+    if not conditions:
+        return None
+    if len(conditions) == 1:
+        (only,) = conditions
+        if only.op == "$eq" and len(only.path) == 1 and only.kind in ("str", "num"):
+            # the common case, a field equal to a constant, without the general walk
+            name, want, cls = only.path[0], only.operand, only.kind
+
+            def equal(value: Mapping[str, Any]) -> bool:
+                got = value.get(name, _MISSING)
+                return got == want and kind_of(got) == cls
+
+            return equal
+        return lambda value: _holds(only, value)
+    return lambda value: all(_holds(c, value) for c in conditions)
+
+
+_MISSING = object()
+
+
+# ---------------------------------------------------------------- vectors
+
+
+def normalize(vector: Sequence[float], dims: int) -> list[float]:
+    """``vector`` scaled to length 1 (a zero vector stays zero), checked against ``dims``."""
+    if len(vector) != dims:
+        raise StoreError(
+            f"the embedder returned a vector of {len(vector)} numbers but the index says "
+            f"dims={dims}: set index['dims'] to the model's dimension"
+        )
+    floats = [float(x) for x in vector]
+    norm = math.sqrt(sum(x * x for x in floats))
+    return [x / norm for x in floats] if norm else floats

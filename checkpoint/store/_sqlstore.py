@@ -1,0 +1,204 @@
+"""What ``SqliteStore`` and ``PostgresStore`` share: the tables, filters as SQL, searches.
+
+Items live in ``graphagent_store`` (namespace code, escaped key, JSON value, timestamps as
+epoch seconds, expiry) and their vectors in ``graphagent_store_vectors`` (one float32 row
+per embedded field). The namespace code (see ``_core.encode_namespace``) sorts bytewise, so
+"every item under prefix P" is one index range scan. Filters compile to typed SQL: a number
+is compared with numbers and a string with strings, exactly as the memory store does.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from checkpoint.store import _core as core
+from checkpoint.store.base import BaseStore, Candidate, Item, Put, Search, SearchItem
+
+__all__ = ["SqlStore", "pack", "unpack"]
+
+SWEEP_EVERY = 60.0  # seconds between sweeps of expired rows, done by a write
+
+
+def pack(vector: Sequence[float]) -> bytes:
+    """A unit vector as the float32 bytes the vectors table holds."""
+    return array("f", vector).tobytes()
+
+
+def unpack(blob: bytes) -> list[float]:
+    """Reverse :func:`pack`."""
+    out = array("f")
+    out.frombytes(bytes(blob))
+    return out.tolist()
+
+
+def prefix_range(prefix: Sequence[str]) -> tuple[str, str]:
+    """The ``[low, high)`` range of namespace codes under ``prefix``: its code ends with
+    '/', and '0' is the character after '/'."""
+    low = core.encode_namespace(prefix)
+    return low, low[:-1] + "0"
+
+
+class SqlStore(BaseStore):
+    """The SQL stores' shared logic; a dialect subclass runs statements."""
+
+    P = "?"  # parameter marker
+    table = "graphagent_store"
+    vectors = "graphagent_store_vectors"
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._swept = 0.0
+
+    # ------------------------------------------------------------ the dialect's part
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _path_sql(self, cond: core.Condition) -> tuple[str, list[Any]]:
+        """SQL true when ``cond`` holds for column ``value``, with its parameters."""
+        raise NotImplementedError
+
+    def _load(self, raw: Any) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+        return loaded
+
+    # ------------------------------------------------------------ shared SQL
+
+    def _where(self, search: Search, now: float, alias: str = "") -> tuple[str, list[Any]]:
+        a = alias
+        P = self.P
+        parts = [f"({a}expires_at IS NULL OR {a}expires_at > {P})"]
+        params: list[Any] = [now]
+        if search.prefix:
+            low, high = prefix_range(search.prefix)
+            parts.append(f"{a}ns >= {P} AND {a}ns < {P}")
+            params += [low, high]
+        for cond in search.conditions:
+            sql, more = self._path_sql(cond)
+            parts.append(sql.replace("value", f"{a}value"))
+            params += more
+        return " AND ".join(parts), params
+
+    def _item(self, cls: type[Item], row: Sequence[Any]) -> Any:
+        ns, key, value, created, updated = row[:5]
+        return cls(
+            namespace=core.decode_namespace(ns),
+            key=core.unescape_key(key),
+            value=self._load(value),
+            created_at=created,
+            updated_at=updated,
+        )
+
+    def _page(self, search: Search, now: float) -> list[SearchItem]:
+        where, params = self._where(search, now)
+        sql = (
+            f"SELECT ns, key, value, created_at, updated_at FROM {self.table} WHERE {where} "
+            f"ORDER BY updated_at DESC, ns DESC, key DESC LIMIT {self.P} OFFSET {self.P}"
+        )
+        rows = self._rows(sql, [*params, search.limit, search.offset])
+        return [self._item(SearchItem, row) for row in rows]
+
+    def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
+        where, params = self._where(search, now)
+        rows = self._rows(
+            f"SELECT ns, key, value, created_at, updated_at FROM {self.table} WHERE {where} "
+            "ORDER BY updated_at DESC, ns DESC, key DESC",
+            params,
+        )
+        return [(self._item(SearchItem, row), ()) for row in rows]
+
+    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+        """Exact scan: score every candidate's vectors here, then read the page's values."""
+        query = search.query
+        assert query is not None
+        where, params = self._where(search, now, "s.")
+        rows = self._rows(
+            f"SELECT s.ns, s.key, s.updated_at, v.vec FROM {self.table} s "
+            f"LEFT JOIN {self.vectors} v ON v.ns = s.ns AND v.key = s.key WHERE {where}",
+            params,
+        )
+        best: dict[tuple[str, str], list[Any]] = {}
+        for ns, key, updated, blob in rows:
+            score = None if blob is None else sum(map(float.__mul__, query, unpack(blob)))
+            entry = best.get((ns, key))
+            if entry is None:
+                best[(ns, key)] = [score, updated]
+            elif score is not None and (entry[0] is None or score > entry[0]):
+                entry[0] = score
+        ordered = sorted(
+            best.items(),
+            key=lambda kv: (kv[1][0] is None, -(kv[1][0] or 0.0), -kv[1][1], kv[0]),
+        )
+        page = ordered[search.offset : search.offset + search.limit]
+        return self._fetch_page([(ns, key, entry[0]) for (ns, key), entry in page])
+
+    def _fetch_page(self, page: Sequence[tuple[str, str, float | None]]) -> list[SearchItem]:
+        if not page:
+            return []
+        P = self.P
+        pairs = ", ".join(f"({P}, {P})" for _ in page)
+        params = [x for ns, key, _ in page for x in (ns, key)]
+        rows = self._rows(
+            f"SELECT ns, key, value, created_at, updated_at FROM {self.table} "
+            f"WHERE (ns, key) IN (VALUES {pairs})",
+            params,
+        )
+        by_id = {(row[0], row[1]): row for row in rows}
+        out = []
+        for ns, key, score in page:
+            row = by_id.get((ns, key))
+            if row is not None:
+                found = self._item(SearchItem, row)
+                found.score = score
+                out.append(found)
+        return out
+
+    def _refresh(self, items: Sequence[Item], now: float) -> None:
+        P = self.P
+        for item in items:
+            self._rows(
+                f"UPDATE {self.table} SET expires_at = {P} + ttl_minutes * 60.0 "
+                f"WHERE ns = {P} AND key = {P} AND ttl_minutes IS NOT NULL",
+                [now, core.encode_namespace(item.namespace), core.escape_key(item.key)],
+            )
+
+    def _namespaces(self, now: float) -> Iterable[tuple[str, ...]]:
+        rows = self._rows(
+            f"SELECT DISTINCT ns FROM {self.table} "
+            f"WHERE expires_at IS NULL OR expires_at > {self.P}",
+            [now],
+        )
+        return [core.decode_namespace(row[0]) for row in rows]
+
+    def _size(self, now: float) -> int:
+        rows = self._rows(
+            f"SELECT count(*) FROM {self.table} WHERE expires_at IS NULL OR expires_at > {self.P}",
+            [now],
+        )
+        return int(rows[0][0])
+
+    def _clear(self) -> None:
+        self._rows(f"DELETE FROM {self.vectors}")
+        self._rows(f"DELETE FROM {self.table}")
+
+    def _sweep(self, now: float) -> None:
+        """Delete expired rows, at most once a minute per store object (no cron needed)."""
+        if now - self._swept < SWEEP_EVERY:
+            return
+        self._swept = now
+        P = self.P
+        self._rows(
+            f"DELETE FROM {self.vectors} WHERE (ns, key) IN (SELECT ns, key FROM {self.table} "
+            f"WHERE expires_at IS NOT NULL AND expires_at <= {P})",
+            [now],
+        )
+        self._rows(
+            f"DELETE FROM {self.table} WHERE expires_at IS NOT NULL AND expires_at <= {P}", [now]
+        )
+
+    @staticmethod
+    def _expiry(op: Put, now: float) -> float | None:
+        return now + op.ttl * 60.0 if op.ttl else None

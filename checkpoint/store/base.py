@@ -1,0 +1,649 @@
+"""The store's public shapes (``Item``, ``SearchItem``, the four ops) and ``BaseStore``.
+
+``BaseStore`` is the one place that checks input, embeds texts and decides what a search
+returns; a backend only keeps items (see ``Backend`` below for the few methods it writes).
+Every public method has its async twin on the same class; ``batch``/``abatch`` run several
+ops in one go (one transaction on the SQL stores).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime, timezone
+from typing import Any, NamedTuple, Union
+
+from checkpoint.store import _core as core
+from checkpoint.store._embed import Index, make_index
+
+__all__ = [
+    "BaseStore",
+    "GetOp",
+    "Item",
+    "ListNamespacesOp",
+    "NOT_PROVIDED",
+    "Op",
+    "PutOp",
+    "SearchItem",
+    "SearchOp",
+]
+
+
+class _NotProvided:
+    def __repr__(self) -> str:
+        return "NOT_PROVIDED"
+
+
+NOT_PROVIDED: Any = _NotProvided()
+"""Marks a ``ttl`` left out (the store's default applies); ``ttl=None`` means never expire."""
+
+
+def _stamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+class Item:
+    """One stored value: ``namespace``, ``key``, ``value`` (a dict of your own),
+    ``created_at`` (kept across updates) and ``updated_at`` (timezone-aware UTC)."""
+
+    __slots__ = ("_created", "_updated", "key", "namespace", "value")
+
+    def __init__(
+        self,
+        *,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        created_at: datetime | float,
+        updated_at: datetime | float,
+    ) -> None:
+        self.namespace = tuple(namespace)
+        self.key = key
+        self.value = value
+        self._created = created_at
+        self._updated = updated_at
+
+    @property
+    def created_at(self) -> datetime:
+        """When the item was first put (an update keeps it)."""
+        if not isinstance(self._created, datetime):
+            self._created = _stamp(self._created)
+        return self._created
+
+    @property
+    def updated_at(self) -> datetime:
+        """When the item was last put."""
+        if not isinstance(self._updated, datetime):
+            self._updated = _stamp(self._updated)
+        return self._updated
+
+    def dict(self) -> dict[str, Any]:
+        """The item as plain data (timestamps as ISO text), e.g. for JSON."""
+        return {
+            "namespace": list(self.namespace),
+            "key": self.key,
+            "value": self.value,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Item):
+            return NotImplemented
+        return (
+            self.namespace == other.namespace
+            and self.key == other.key
+            and self.value == other.value
+            and self.created_at == other.created_at
+            and self.updated_at == other.updated_at
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.namespace, self.key))
+
+    def _updated_key(self) -> float:
+        stamp = self._updated
+        return stamp.timestamp() if isinstance(stamp, datetime) else stamp
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(namespace={self.namespace!r}, key={self.key!r}, "
+            f"value={self.value!r}, created_at={self.created_at.isoformat()!r}, "
+            f"updated_at={self.updated_at.isoformat()!r})"
+        )
+
+
+class SearchItem(Item):
+    """An item a search found; ``score`` is its cosine similarity to the query (``None``
+    without a semantic query, or for an item stored with ``index=False``)."""
+
+    __slots__ = ("score",)
+
+    def __init__(
+        self,
+        *,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        created_at: datetime | float,
+        updated_at: datetime | float,
+        score: float | None = None,
+    ) -> None:
+        super().__init__(
+            namespace=namespace,
+            key=key,
+            value=value,
+            created_at=created_at,
+            updated_at=updated_at,
+        )
+        self.score = score
+
+    @property
+    def response_metadata(self) -> dict[str, Any]:
+        """LangGraph's spelling: ``{"score": ...}`` when scored."""
+        return {} if self.score is None else {"score": self.score}
+
+    def dict(self) -> dict[str, Any]:
+        """The item as plain data, with its score."""
+        return {**super().dict(), "score": self.score}
+
+    def __eq__(self, other: object) -> bool:
+        same = super().__eq__(other)
+        if same is NotImplemented or not same:
+            return same
+        return not isinstance(other, SearchItem) or other.score == self.score
+
+    __hash__ = Item.__hash__
+
+
+class GetOp(NamedTuple):
+    """Read one item (``refresh_ttl=None``: the store's ``refresh_on_read``)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    refresh_ttl: bool | None = None
+
+
+class PutOp(NamedTuple):
+    """Write one item; ``value=None`` deletes it. ``index``: ``None`` (the store's fields),
+    ``False`` (no embedding) or a list of fields; ``ttl`` in minutes."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any] | None
+    index: Any = None
+    ttl: Any = NOT_PROVIDED
+
+
+class SearchOp(NamedTuple):
+    """Find items under a namespace prefix, by filter and optional query."""
+
+    namespace_prefix: tuple[str, ...]
+    filter: dict[str, Any] | None = None
+    limit: int = 10
+    offset: int = 0
+    query: str | None = None
+    refresh_ttl: bool | None = None
+
+
+class ListNamespacesOp(NamedTuple):
+    """List namespaces holding live items ("*" matches any one label)."""
+
+    prefix: tuple[str, ...] | None = None
+    suffix: tuple[str, ...] | None = None
+    max_depth: int | None = None
+    limit: int = 100
+    offset: int = 0
+
+
+Op = Union[GetOp, PutOp, SearchOp, ListNamespacesOp]  # noqa: UP007 (a runtime alias on 3.10)
+
+
+class Put(NamedTuple):
+    """A checked put: ``value`` owned, ``vectors`` as ``(field, unit vector)`` pairs."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any] | None
+    vectors: list[tuple[str, list[float]]]
+    ttl: float | None
+
+
+class Search(NamedTuple):
+    """A checked search."""
+
+    prefix: tuple[str, ...]
+    conditions: list[core.Condition]
+    limit: int
+    offset: int
+    needle: str | None  # casefolded text query on a store without an index
+    query: list[float] | None  # unit query vector on an indexed store
+    refresh: bool
+
+
+class Listing(NamedTuple):
+    """A checked namespace listing."""
+
+    prefix: tuple[str, ...] | None
+    suffix: tuple[str, ...] | None
+    max_depth: int | None
+    limit: int
+    offset: int
+
+
+Candidate = tuple[SearchItem, Sequence[Sequence[float]]]
+
+
+def _count(value: Any, what: str, least: int) -> int:
+    if type(value) is not int or value < least:
+        raise core.StoreError(f"{what} must be an int >= {least}; got {value!r}")
+    return value
+
+
+def _minutes(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise core.StoreError(
+            f"{what} is in minutes and must be a number > 0 (or None); got {value!r}"
+        )
+    return float(value)
+
+
+def rank(
+    candidates: Iterable[Candidate], query: Sequence[float], limit: int, offset: int
+) -> list[SearchItem]:
+    """The page of ``candidates`` by cosine score (best first), unscored ones after."""
+    scored = []
+    unscored = []
+    for item, vectors in candidates:
+        if vectors:
+            item.score = max(sum(map(float.__mul__, query, v)) for v in vectors)
+            scored.append(item)
+        else:
+            unscored.append(item)
+    need = offset + limit
+    best = heapq.nsmallest(need, scored, key=lambda i: (-(i.score or 0.0), -i._updated_key()))
+    if len(best) < need:
+        unscored.sort(key=lambda i: -i._updated_key())
+        best += unscored[: need - len(best)]
+    return best[offset:need]
+
+
+class BaseStore:
+    """Long-term memory shared across threads: items in namespaces, with search.
+
+    Subclasses keep the items; this class checks input, embeds and pages. See
+    ``MemoryStore``, ``SqliteStore``, ``PostgresStore`` and ``RedisStore``.
+
+    Args:
+        index: ``{"embed": ..., "dims": N, "fields": [...]}`` for semantic search.
+        ttl: ``{"default_ttl": minutes, "refresh_on_read": True}``: items expire that many
+            minutes after their last write (or read, with ``refresh_on_read``).
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self, *, index: Mapping[str, Any] | None = None, ttl: Mapping[str, Any] | None = None
+    ) -> None:
+        self.index: Index | None = make_index(index)
+        ttl = dict(ttl or {})
+        unknown = set(ttl) - {"default_ttl", "refresh_on_read", "sweep_interval_minutes"}
+        if unknown:
+            raise core.StoreError(
+                f"unknown ttl option(s) {sorted(unknown)}: use 'default_ttl' (minutes) and "
+                "'refresh_on_read'"
+            )
+        self.default_ttl = _minutes(ttl.get("default_ttl"), "ttl['default_ttl']")
+        self.refresh_on_read = bool(ttl.get("refresh_on_read", True))
+        self.ttl_config = ttl
+        self._last_now = 0.0
+        self._clock = threading.Lock()
+
+    # ------------------------------------------------------------ the backend's part
+
+    def _tx(self) -> AbstractContextManager[Any]:
+        """Held around a batch (a lock, a transaction)."""
+        return nullcontext()
+
+    def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
+        raise NotImplementedError
+
+    def _put(self, op: Put, now: float) -> bool:
+        raise NotImplementedError
+
+    def _page(self, search: Search, now: float) -> list[SearchItem]:
+        """Live items under the prefix passing the filter, newest-updated first, one page."""
+        raise NotImplementedError
+
+    def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
+        """Every live item under the prefix passing the filter (with its vectors if asked)."""
+        raise NotImplementedError
+
+    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+        assert search.query is not None
+        return rank(self._candidates(search, now, True), search.query, search.limit, search.offset)
+
+    def _refresh(self, items: Sequence[Item], now: float) -> None:
+        """Restart the TTL of ``items`` that have one (a search with refresh)."""
+        raise NotImplementedError
+
+    def _namespaces(self, now: float) -> Iterable[tuple[str, ...]]:
+        raise NotImplementedError
+
+    def _size(self, now: float) -> int:
+        raise NotImplementedError
+
+    def _clear(self) -> None:
+        raise NotImplementedError
+
+    def setup(self) -> None:
+        """Create tables and indexes now (idempotent; stores also do it on first use)."""
+
+    # ------------------------------------------------------------ checking ops
+
+    def _now(self) -> float:
+        # never backwards within a store, so "newest first" follows the order of puts
+        with self._clock:
+            now = max(time.time(), self._last_now + 1e-6)
+            self._last_now = now
+            return now
+
+    def _check(self, op: Any) -> tuple[Any, list[str]]:
+        """``op`` checked, and the texts it needs embedded (filled in by ``_embedded``)."""
+        if isinstance(op, GetOp):
+            refresh = self.refresh_on_read if op.refresh_ttl is None else bool(op.refresh_ttl)
+            return GetOp(core.check_namespace(op.namespace), core.check_key(op.key), refresh), []
+        if isinstance(op, PutOp):
+            return self._check_put(op)
+        if isinstance(op, SearchOp):
+            return self._check_search(op)
+        if isinstance(op, ListNamespacesOp):
+            prefix = None if op.prefix is None else core.check_namespace(op.prefix, "prefix")
+            suffix = None if op.suffix is None else core.check_namespace(op.suffix, "suffix")
+            depth = None if op.max_depth is None else _count(op.max_depth, "max_depth", 1)
+            return Listing(
+                prefix, suffix, depth, _count(op.limit, "limit", 0), _count(op.offset, "offset", 0)
+            ), []
+        raise core.StoreError(
+            f"unknown store op {op!r}: use GetOp, PutOp, SearchOp or ListNamespacesOp"
+        )
+
+    def _check_put(self, op: PutOp) -> tuple[Put, list[str]]:
+        namespace = core.check_namespace(op.namespace)
+        key = core.check_key(op.key)
+        if op.value is None:
+            return Put(namespace, key, None, [], None), []
+        value = core.own_value(op.value)
+        ttl = self.default_ttl if op.ttl is NOT_PROVIDED else _minutes(op.ttl, "ttl")
+        fields: Sequence[str] = ()
+        if op.index is False:
+            fields = ()
+        elif op.index is None or op.index is True:
+            fields = self.index.fields if self.index else ()
+        else:
+            if isinstance(op.index, str) or not all(isinstance(f, str) for f in op.index):
+                raise core.StoreError(
+                    f"put index= takes False or a list of fields; got {op.index!r}"
+                )
+            if self.index is None:
+                raise core.StoreError(
+                    "put(index=[...]) needs a store made with index={'embed': ..., 'dims': N}"
+                )
+            fields = tuple(op.index)
+        pairs = core.field_texts(value, fields) if fields else []
+        return Put(namespace, key, value, [(f, []) for f, _ in pairs], ttl), [t for _, t in pairs]
+
+    def _check_search(self, op: SearchOp) -> tuple[Search, list[str]]:
+        prefix = core.check_prefix(op.namespace_prefix)
+        conditions = core.compile_filter(op.filter)
+        limit = _count(op.limit, "limit", 0)
+        offset = _count(op.offset, "offset", 0)
+        refresh = self.refresh_on_read if op.refresh_ttl is None else bool(op.refresh_ttl)
+        query = op.query
+        if query is not None and not isinstance(query, str):
+            raise core.StoreError(f"query must be a string; got {type(query).__name__}")
+        if not query:
+            return Search(prefix, conditions, limit, offset, None, None, refresh), []
+        if self.index is None:
+            return Search(prefix, conditions, limit, offset, query.casefold(), None, refresh), []
+        return Search(prefix, conditions, limit, offset, None, [], refresh), [query]
+
+    @staticmethod
+    def _embedded(checked: Any, vectors: list[list[float]]) -> Any:
+        if isinstance(checked, Put):
+            fields = [field for field, _ in checked.vectors]
+            return checked._replace(vectors=list(zip(fields, vectors, strict=True)))
+        return checked._replace(query=vectors[0])
+
+    def _prepare(self, ops: Iterable[Op]) -> list[Any]:
+        out = []
+        for op in ops:
+            checked, texts = self._check(op)
+            if texts:
+                assert self.index is not None
+                checked = self._embedded(
+                    checked, self.index.embed(texts, query=isinstance(checked, Search))
+                )
+            out.append(checked)
+        return out
+
+    async def _aprepare(self, ops: Iterable[Op]) -> list[Any]:
+        out = []
+        for op in ops:
+            checked, texts = self._check(op)
+            if texts:
+                assert self.index is not None
+                vectors = await self.index.aembed(texts, query=isinstance(checked, Search))
+                checked = self._embedded(checked, vectors)
+            out.append(checked)
+        return out
+
+    # ------------------------------------------------------------ running ops
+
+    def _run(self, prepared: Sequence[Any]) -> list[Any]:
+        with self._tx():
+            return [self._one(op, self._now()) for op in prepared]
+
+    async def _arun(self, prepared: Sequence[Any]) -> list[Any]:
+        return await asyncio.to_thread(self._run, prepared)
+
+    def _one(self, op: Any, now: float) -> Any:
+        if isinstance(op, GetOp):
+            return self._get(op.namespace, op.key, now, bool(op.refresh_ttl))
+        if isinstance(op, Put):
+            return self._put(op, now)
+        if isinstance(op, Search):
+            return self._search(op, now)
+        return self._list(op, now)
+
+    def _search(self, search: Search, now: float) -> list[SearchItem]:
+        if search.limit == 0:
+            return []
+        if search.query is not None:
+            found = self._ranked(search, now)
+        elif search.needle is not None:
+            needle = search.needle
+            hits = [
+                item
+                for item, _ in self._candidates(search, now, False)
+                if core.text_matches(item.value, needle)
+            ]
+            hits.sort(key=lambda i: -i._updated_key())
+            found = hits[search.offset : search.offset + search.limit]
+        else:
+            found = self._page(search, now)
+        if search.refresh and found:
+            self._refresh(found, now)
+        return found
+
+    def _list(self, op: Listing, now: float) -> list[tuple[str, ...]]:
+        seen = set()
+        for namespace in self._namespaces(now):
+            if core.namespace_matches(namespace, op.prefix, op.suffix):
+                seen.add(namespace[: op.max_depth] if op.max_depth else namespace)
+        return sorted(seen)[op.offset : op.offset + op.limit]
+
+    # ------------------------------------------------------------ public API
+
+    def batch(self, ops: Iterable[Op]) -> list[Any]:
+        """Run ``ops`` in order; results line up with them (a put's is ``None``)."""
+        prepared = self._prepare(ops)
+        results = self._run(prepared)
+        return [None if isinstance(p, Put) else r for p, r in zip(prepared, results, strict=True)]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Any]:
+        """Async :meth:`batch`."""
+        prepared = await self._aprepare(ops)
+        results = await self._arun(prepared)
+        return [None if isinstance(p, Put) else r for p, r in zip(prepared, results, strict=True)]
+
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """The item at ``namespace``/``key`` (a copy), or ``None``."""
+        result: Item | None = self._run(self._prepare([GetOp(namespace, key, refresh_ttl)]))[0]
+        return result
+
+    async def aget(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """Async :meth:`get`."""
+        result: Item | None = (await self.abatch([GetOp(namespace, key, refresh_ttl)]))[0]
+        return result
+
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        index: Any = None,
+        *,
+        ttl: Any = NOT_PROVIDED,
+    ) -> None:
+        """Store ``value`` (a dict) at ``namespace``/``key``, replacing what was there.
+
+        Args:
+            index: ``None`` embeds the store's index fields, ``False`` nothing, or a list
+                of fields for this item.
+            ttl: minutes until the item expires (``None``: never; left out: the store's
+                ``default_ttl``).
+        """
+        self.batch([PutOp(namespace, key, value, index, ttl)])
+
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        index: Any = None,
+        *,
+        ttl: Any = NOT_PROVIDED,
+    ) -> None:
+        """Async :meth:`put`."""
+        await self.abatch([PutOp(namespace, key, value, index, ttl)])
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> bool:
+        """Delete the item; whether it existed."""
+        return bool(self._run(self._prepare([PutOp(namespace, key, None)]))[0])
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> bool:
+        """Async :meth:`delete`."""
+        prepared = await self._aprepare([PutOp(namespace, key, None)])
+        return bool((await self._arun(prepared))[0])
+
+    def search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+    ) -> list[SearchItem]:
+        """Items under ``namespace_prefix`` (``()``: all): by ``query`` when given (cosine
+        score on an indexed store, else case-insensitive text match), else newest first."""
+        op = SearchOp(namespace_prefix, filter, limit, offset, query, refresh_ttl)
+        result: list[SearchItem] = self.batch([op])[0]
+        return result
+
+    async def asearch(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+    ) -> list[SearchItem]:
+        """Async :meth:`search`."""
+        op = SearchOp(namespace_prefix, filter, limit, offset, query, refresh_ttl)
+        result: list[SearchItem] = (await self.abatch([op]))[0]
+        return result
+
+    def list_namespaces(
+        self,
+        *,
+        prefix: tuple[str, ...] | None = None,
+        suffix: tuple[str, ...] | None = None,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        """Namespaces holding live items, sorted; "*" in prefix/suffix matches any label,
+        ``max_depth`` cuts longer ones down (duplicates merged)."""
+        op = ListNamespacesOp(prefix, suffix, max_depth, limit, offset)
+        result: list[tuple[str, ...]] = self.batch([op])[0]
+        return result
+
+    async def alist_namespaces(
+        self,
+        *,
+        prefix: tuple[str, ...] | None = None,
+        suffix: tuple[str, ...] | None = None,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        """Async :meth:`list_namespaces`."""
+        op = ListNamespacesOp(prefix, suffix, max_depth, limit, offset)
+        result: list[tuple[str, ...]] = (await self.abatch([op]))[0]
+        return result
+
+    def __len__(self) -> int:
+        """How many live items the store holds (Spring's ``size()``)."""
+        with self._tx():
+            return self._size(self._now())
+
+    def clear(self) -> None:
+        """Delete every item of this store (its prefix or schema only)."""
+        with self._tx():
+            self._clear()
+
+    async def aclear(self) -> None:
+        """Async :meth:`clear`."""
+        await asyncio.to_thread(self.clear)
+
+    def namespace(self, *namespace: str) -> Any:
+        """A view of one namespace that renders as a table in Jupyter."""
+        from checkpoint.store._view import NamespaceView
+
+        return NamespaceView(self, core.check_namespace(namespace))
+
+    def close(self) -> None:
+        """Release connections (a no-op for stores that hold none)."""
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

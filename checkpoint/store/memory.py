@@ -1,0 +1,225 @@
+"""``MemoryStore``: items in this process's memory, for tests, notebooks and one-process apps.
+
+Each namespace keeps its items in put order (an update moves the item to the end), so a
+search without a query walks newest first and stops once it has its page: a filtered
+search costs the items it looks at, not the whole store. Expired items are skipped on every
+read and swept from a heap of deadlines as later writes come in.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from checkpoint.store import _core as core
+from checkpoint.store.base import BaseStore, Candidate, Item, Put, Search, SearchItem
+
+__all__ = ["InMemoryStore", "MemoryStore"]
+
+
+class _Rec:
+    __slots__ = ("created", "expires", "ttl", "updated", "value", "vectors")
+
+    def __init__(
+        self,
+        value: dict[str, Any],
+        created: float,
+        updated: float,
+        ttl: float | None,
+        vectors: list[list[float]],
+    ) -> None:
+        self.value = value
+        self.created = created
+        self.updated = updated
+        self.ttl = ttl
+        self.expires = updated + ttl * 60.0 if ttl else None
+        self.vectors = vectors
+
+
+class MemoryStore(BaseStore):
+    """Keep items in memory (lost when the process ends). ``InMemoryStore`` is its alias.
+
+    Args:
+        index: ``{"embed": ..., "dims": N, "fields": [...]}`` for semantic search.
+        ttl: ``{"default_ttl": minutes, "refresh_on_read": True}``.
+
+    Example::
+
+        store = MemoryStore()
+        store.put(("memories", "u42"), "tea", {"text": "likes green tea"})
+        store.search(("memories", "u42"), query="tea")
+    """
+
+    def __init__(
+        self, *, index: Mapping[str, Any] | None = None, ttl: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(index=index, ttl=ttl)
+        self._data: dict[tuple[str, ...], dict[str, _Rec]] = {}
+        self._deadlines: list[tuple[float, tuple[str, ...], str]] = []
+        self._lock = threading.RLock()
+
+    def _tx(self) -> AbstractContextManager[Any]:
+        return self._lock
+
+    async def _arun(self, prepared: Sequence[Any]) -> list[Any]:
+        return self._run(prepared)  # no I/O: a thread would only add cost
+
+    async def aclear(self) -> None:
+        """Async :meth:`clear`."""
+        self.clear()
+
+    # ------------------------------------------------------------ expiry
+
+    def _sweep(self, now: float, budget: int | None) -> None:
+        heap = self._deadlines
+        while heap and heap[0][0] <= now and budget != 0:
+            deadline, namespace, key = heapq.heappop(heap)
+            if budget is not None:
+                budget -= 1
+            items = self._data.get(namespace)
+            rec = items.get(key) if items else None
+            if rec is not None and rec.expires == deadline:
+                del items[key]  # type: ignore[union-attr]
+                if not items:
+                    del self._data[namespace]
+
+    def _live(self, rec: _Rec | None, now: float) -> bool:
+        return rec is not None and (rec.expires is None or rec.expires > now)
+
+    def _restart(self, namespace: tuple[str, ...], key: str, rec: _Rec, now: float) -> None:
+        if rec.ttl:
+            rec.expires = now + rec.ttl * 60.0
+            heapq.heappush(self._deadlines, (rec.expires, namespace, key))
+
+    # ------------------------------------------------------------ backend
+
+    def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
+        items = self._data.get(namespace)
+        rec = items.get(key) if items else None
+        if rec is None or not self._live(rec, now):
+            return None
+        if refresh:
+            self._restart(namespace, key, rec, now)
+        return Item(
+            namespace=namespace,
+            key=key,
+            value=core.copy_value(rec.value),
+            created_at=rec.created,
+            updated_at=rec.updated,
+        )
+
+    def _put(self, op: Put, now: float) -> bool:
+        self._sweep(now, 16)
+        items = self._data.get(op.namespace)
+        old = items.pop(op.key, None) if items else None
+        existed = self._live(old, now)
+        if op.value is None:
+            if items is not None and not items:
+                del self._data[op.namespace]
+            return existed
+        if items is None:
+            items = self._data[op.namespace] = {}
+        created = old.created if old is not None and existed else now
+        rec = _Rec(op.value, created, now, op.ttl, [v for _, v in op.vectors])
+        items[op.key] = rec
+        if rec.expires is not None:
+            heapq.heappush(self._deadlines, (rec.expires, op.namespace, op.key))
+        return existed
+
+    def _spaces(self, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+        if not prefix:
+            return list(self._data)
+        n = len(prefix)
+        if n == 1:
+            first = prefix[0]
+            return [ns for ns in self._data if ns[0] == first]
+        return [ns for ns in self._data if ns[:n] == prefix]
+
+    def _newest(self, search: Search, now: float) -> Iterator[tuple[tuple[str, ...], str, _Rec]]:
+        spaces = self._spaces(search.prefix)
+        match = core.predicate(search.conditions)
+
+        def walk(namespace: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str, _Rec]]:
+            items = self._data[namespace]
+            for key in reversed(items):
+                rec = items[key]
+                if rec.expires is not None and rec.expires <= now:
+                    continue
+                if match is None or match(rec.value):
+                    yield namespace, key, rec
+
+        if len(spaces) == 1:
+            return walk(spaces[0])
+        return heapq.merge(*(walk(ns) for ns in spaces), key=lambda t: -t[2].updated)
+
+    @staticmethod
+    def _found(namespace: tuple[str, ...], key: str, rec: _Rec) -> SearchItem:
+        return SearchItem(
+            namespace=namespace,
+            key=key,
+            value=core.copy_value(rec.value),
+            created_at=rec.created,
+            updated_at=rec.updated,
+        )
+
+    def _page(self, search: Search, now: float) -> list[SearchItem]:
+        out = []
+        skip, want = search.offset, search.limit
+        for namespace, key, rec in self._newest(search, now):
+            if skip:
+                skip -= 1
+                continue
+            out.append(self._found(namespace, key, rec))
+            if len(out) == want:
+                break
+        return out
+
+    def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
+        for namespace, key, rec in self._newest(search, now):
+            yield self._found(namespace, key, rec), rec.vectors
+
+    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+        # score first and copy only the page: values are copied for the items handed out
+        query = search.query
+        assert query is not None
+        scored: list[tuple[float | None, float, tuple[str, ...], str, _Rec]] = []
+        unscored: list[tuple[float | None, float, tuple[str, ...], str, _Rec]] = []
+        for namespace, key, rec in self._newest(search, now):
+            if rec.vectors:
+                score = max(sum(map(float.__mul__, query, v)) for v in rec.vectors)
+                scored.append((score, rec.updated, namespace, key, rec))
+            else:
+                unscored.append((None, rec.updated, namespace, key, rec))
+        need = search.offset + search.limit
+        best = heapq.nlargest(need, scored, key=lambda t: (t[0] or 0.0, t[1]))
+        ordered = best + unscored[: max(0, need - len(best))]  # unscored: newest first
+        page = []
+        for scored_as, _, namespace, key, rec in ordered[search.offset : need]:
+            found = self._found(namespace, key, rec)
+            found.score = scored_as
+            page.append(found)
+        return page
+
+    def _refresh(self, items: Sequence[Item], now: float) -> None:
+        for item in items:
+            rec = self._data.get(item.namespace, {}).get(item.key)
+            if rec is not None:
+                self._restart(item.namespace, item.key, rec, now)
+
+    def _namespaces(self, now: float) -> Iterable[tuple[str, ...]]:
+        self._sweep(now, None)
+        return [ns for ns, items in self._data.items() if items]
+
+    def _size(self, now: float) -> int:
+        self._sweep(now, None)
+        return sum(len(items) for items in self._data.values())
+
+    def _clear(self) -> None:
+        self._data.clear()
+        self._deadlines.clear()
+
+
+InMemoryStore = MemoryStore

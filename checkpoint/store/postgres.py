@@ -1,0 +1,261 @@
+"""``PostgresStore``: items in PostgreSQL, shared by every process that reaches the database.
+
+Install with ``pip install 'graphagent[postgres]'``. Tables are created on first use in the
+schema you name (``setup()`` does it now; both are idempotent). A put, a get and a delete
+are each one statement, so each lands whole and costs one round trip; a batch of several
+ops is one transaction. Values are ``JSONB`` (key order is not kept, as JSONB never keeps
+it); filters compare typed (numbers as ``numeric``, strings bytewise, as in Python).
+Semantic search ranks exactly: the candidates' float32 vectors are read and scored here
+(PostgreSQL without pgvector needs nothing installed; see docs/memory.md for its limits).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import Self
+
+from checkpoint.errors import CheckpointStorageError
+from checkpoint.store import _core as core
+from checkpoint.store._sqlstore import SqlStore, pack
+from checkpoint.store.base import Item, Put
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresStore"]
+
+_OPS = {"$eq": "=", "$ne": "=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_SCHEMA = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+class PostgresStore(SqlStore):
+    """Keep items in PostgreSQL.
+
+    Args:
+        conn: an open ``psycopg.Connection`` (see :meth:`from_url`); the store runs its
+            own transactions, so it puts the connection in autocommit mode.
+        schema: the schema for the tables (created if missing); ``None``: the connection's
+            ``search_path`` (usually ``public``).
+        index: ``{"embed": ..., "dims": N, "fields": [...]}`` for semantic search.
+        ttl: ``{"default_ttl": minutes, "refresh_on_read": True}``.
+
+    Example::
+
+        store = PostgresStore.from_url("postgresql://app@db/app", schema="memory")
+    """
+
+    P = "%s"
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        *,
+        schema: str | None = None,
+        index: Mapping[str, Any] | None = None,
+        ttl: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(index=index, ttl=ttl)
+        if schema is not None and not _SCHEMA.match(schema):
+            raise core.StoreError(
+                f"invalid schema name {schema!r}: use letters, digits and '_' (e.g. 'memory')"
+            )
+        self.schema = schema
+        where = f'"{schema}".' if schema else ""
+        self.table = f"{where}graphagent_store"
+        self.vectors = f"{where}graphagent_store_vectors"
+        conn.autocommit = True
+        self.conn = conn
+        self._lock = threading.RLock()
+        self._ready = False
+        self._in_tx = False
+
+    @classmethod
+    def from_url(cls, url: str, *, schema: str | None = None, **kw: Any) -> Self:
+        """A store on its own connection to ``url``."""
+        import psycopg
+
+        try:
+            conn = psycopg.connect(url, autocommit=True)
+        except psycopg.Error as exc:
+            raise CheckpointStorageError(f"cannot connect to PostgreSQL: {exc}") from exc
+        return cls(conn, schema=schema, **kw)
+
+    @classmethod
+    def from_conn_string(cls, conn_string: str, **kw: Any) -> Self:
+        """LangGraph's spelling of :meth:`from_url`."""
+        return cls.from_url(conn_string, **kw)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    # ------------------------------------------------------------ statements
+
+    def setup(self) -> None:
+        """Create the schema, tables and indexes if missing (idempotent, never required)."""
+        with self._lock:
+            self._ensure()
+
+    def _ensure(self) -> None:
+        if self._ready:
+            return
+        t, v = self.table, self.vectors
+        ddl = [
+            f'CREATE TABLE IF NOT EXISTS {t} (ns TEXT COLLATE "C" NOT NULL, '
+            'key TEXT COLLATE "C" NOT NULL, value JSONB NOT NULL, '
+            "created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
+            "expires_at DOUBLE PRECISION, ttl_minutes DOUBLE PRECISION, PRIMARY KEY (ns, key))",
+            f"CREATE INDEX IF NOT EXISTS graphagent_store_updated ON {t} (updated_at)",
+            f"CREATE INDEX IF NOT EXISTS graphagent_store_expires ON {t} (expires_at) "
+            "WHERE expires_at IS NOT NULL",
+            f'CREATE TABLE IF NOT EXISTS {v} (ns TEXT COLLATE "C" NOT NULL, '
+            'key TEXT COLLATE "C" NOT NULL, field TEXT NOT NULL, vec BYTEA NOT NULL, '
+            "PRIMARY KEY (ns, key, field))",
+        ]
+        if self.schema:
+            ddl.insert(0, f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+        with self._transaction():
+            # concurrent first uses would race on the catalog: one at a time per database
+            self._rows("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"graphagent_store:{t}"])
+            for sql in ddl:
+                self._rows(sql)
+        self._ready = True
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        try:
+            cur = self.conn.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+        except psycopg.Error as exc:
+            raise CheckpointStorageError(f"PostgreSQL store failed: {exc}") from exc
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        if self._in_tx:
+            yield
+            return
+        self._rows("BEGIN")
+        self._in_tx = True
+        try:
+            yield
+        except BaseException:
+            self._in_tx = False
+            self.conn.rollback()
+            raise
+        self._in_tx = False
+        self._rows("COMMIT")
+
+    @contextmanager
+    def _locked(self, transaction: bool) -> Iterator[None]:
+        with self._lock:
+            self._ensure()
+            if transaction:
+                with self._transaction():
+                    yield
+            else:
+                yield
+
+    def _tx(self) -> Any:
+        return self._locked(False)
+
+    def _run(self, prepared: Sequence[Any]) -> list[Any]:
+        # one op is one statement (atomic on its own); several share a transaction
+        with self._locked(len(prepared) > 1):
+            return [self._one(op, self._now()) for op in prepared]
+
+    def _path_sql(self, cond: core.Condition) -> tuple[str, list[Any]]:
+        path = list(cond.path)
+        kind, op = cond.kind, cond.op
+        if kind == "null":
+            sql = "coalesce(jsonb_typeof(value #> %s), 'null') = 'null'"
+            params: list[Any] = [path]
+        elif kind == "bool":
+            sql = "coalesce(value #> %s = %s::jsonb, false)"
+            params = [path, "true" if cond.operand else "false"]
+        elif kind == "num":
+            # CASE, not AND: PostgreSQL may evaluate the cast before the type test
+            sql = (
+                "coalesce(CASE WHEN jsonb_typeof(value #> %s) = 'number' THEN "
+                f"(value #>> %s)::numeric {_OPS[op]} %s::numeric END, false)"
+            )
+            params = [path, path, cond.operand]
+        else:
+            sql = (
+                "coalesce(CASE WHEN jsonb_typeof(value #> %s) = 'string' THEN "
+                f'(value #>> %s) COLLATE "C" {_OPS[op]} %s END, false)'
+            )
+            params = [path, path, cond.operand]
+        if op == "$ne":
+            sql = f"NOT {sql}"
+        return sql, params
+
+    # ------------------------------------------------------------ items
+
+    def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
+        ns, k = core.encode_namespace(namespace), core.escape_key(key)
+        select = (
+            f"SELECT ns, key, value, created_at, updated_at FROM {self.table} "
+            "WHERE ns = %s AND key = %s AND (expires_at IS NULL OR expires_at > %s)"
+        )
+        if refresh:
+            rows = self._rows(
+                f"WITH r AS (UPDATE {self.table} SET expires_at = %s + ttl_minutes * 60.0 "
+                "WHERE ns = %s AND key = %s AND ttl_minutes IS NOT NULL AND expires_at > %s "
+                f"RETURNING 1) {select}",
+                [now, ns, k, now, ns, k, now],
+            )
+        else:
+            rows = self._rows(select, [ns, k, now])
+        if not rows:
+            return None
+        item: Item = self._item(Item, rows[0])
+        return item
+
+    def _put(self, op: Put, now: float) -> bool:
+        self._sweep(now)
+        ns, k = core.encode_namespace(op.namespace), core.escape_key(op.key)
+        t, v = self.table, self.vectors
+        if op.value is None:
+            rows = self._rows(
+                f"WITH dv AS (DELETE FROM {v} WHERE ns = %s AND key = %s), "
+                f"d AS (DELETE FROM {t} WHERE ns = %s AND key = %s RETURNING expires_at) "
+                "SELECT EXISTS (SELECT 1 FROM d WHERE expires_at IS NULL OR expires_at > %s)",
+                [ns, k, ns, k, now],
+            )
+            return bool(rows[0][0])
+        ctes = [
+            f"old AS (SELECT expires_at FROM {t} WHERE ns = %s AND key = %s)",
+            f"up AS (INSERT INTO {t} AS s (ns, key, value, created_at, updated_at, expires_at, "
+            "ttl_minutes) VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s) ON CONFLICT (ns, key) DO "
+            "UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
+            "expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes, "
+            "created_at = CASE WHEN s.expires_at IS NULL OR s.expires_at > excluded.updated_at "
+            "THEN s.created_at ELSE excluded.created_at END RETURNING 1)",
+        ]
+        params: list[Any] = [ns, k, ns, k, core.dumps(op.value), now, now]
+        params += [self._expiry(op, now), op.ttl]
+        fields = [field for field, _ in op.vectors]
+        if self.index is not None or op.vectors:
+            ctes.append(
+                f"dv AS (DELETE FROM {v} WHERE ns = %s AND key = %s AND NOT (field = ANY(%s)))"
+            )
+            params += [ns, k, fields]
+        if op.vectors:
+            ctes.append(
+                f"iv AS (INSERT INTO {v} (ns, key, field, vec) SELECT %s, %s, f, b "
+                "FROM unnest(%s::text[], %s::bytea[]) AS x(f, b) ON CONFLICT (ns, key, field) "
+                "DO UPDATE SET vec = excluded.vec)"
+            )
+            params += [ns, k, fields, [pack(vec) for _, vec in op.vectors]]
+        rows = self._rows(
+            f"WITH {', '.join(ctes)} SELECT EXISTS (SELECT 1 FROM old "
+            "WHERE expires_at IS NULL OR expires_at > %s), (SELECT count(*) FROM up)",
+            [*params, now],
+        )
+        return bool(rows[0][0])

@@ -1,0 +1,234 @@
+"""``SqliteStore``: items in a SQLite file (WAL mode), shared by every process that opens it.
+
+Each batch is one transaction (``BEGIN IMMEDIATE`` when it writes), so a put lands whole
+(value, timestamps and vectors) or not at all, and of two writers to one key the later
+wins. With sqlite-vec loadable (``pip install sqlite-vec`` and a Python whose ``sqlite3``
+can load extensions) semantic search ranks inside SQLite with ``vec_distance_cosine``;
+otherwise it reads the candidates' vectors and ranks them exactly in Python.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from typing_extensions import Self
+
+from checkpoint.errors import CheckpointStorageError
+from checkpoint.store import _core as core
+from checkpoint.store._sqlstore import SqlStore, pack
+from checkpoint.store.base import Item, Put, Search, SearchItem
+
+__all__ = ["SqliteStore"]
+
+_TYPES = {"num": "('integer', 'real')", "str": "('text')"}
+_OPS = {"$eq": "=", "$ne": "=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _json_path(path: Sequence[str]) -> str:
+    return "$" + "".join(f'."{part}"' for part in path)
+
+
+def _load_vec(conn: sqlite3.Connection) -> bool:
+    """Load sqlite-vec into ``conn`` if this Python and the package allow it."""
+    try:
+        import sqlite_vec  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    except ImportError:
+        return False
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    except (AttributeError, sqlite3.Error):
+        return False  # a sqlite3 built without extension loading
+    return True
+
+
+class SqliteStore(SqlStore):
+    """Keep items in a SQLite file, durable with nothing to run beside the program.
+
+    Args:
+        path: the database file (created with its tables on first use) or ``":memory:"``.
+        index: ``{"embed": ..., "dims": N, "fields": [...]}`` for semantic search.
+        ttl: ``{"default_ttl": minutes, "refresh_on_read": True}``.
+        timeout: seconds a writer waits for another process's transaction.
+
+    Example::
+
+        with SqliteStore("memory.sqlite") as store:
+            store.put(("memories", "u42"), "tea", {"text": "likes green tea"})
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        index: Mapping[str, Any] | None = None,
+        ttl: Mapping[str, Any] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        super().__init__(index=index, ttl=ttl)
+        self.path = str(path)
+        try:
+            self.conn = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            if self.path != ":memory:":
+                self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as exc:
+            raise CheckpointStorageError(f"cannot open SQLite store {self.path!r}: {exc}") from exc
+        self.vec = _load_vec(self.conn)
+        self._lock = threading.RLock()
+        self._ready = False
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], **kw: Any) -> Self:
+        """A store on the SQLite file at ``path``."""
+        return cls(path, **kw)
+
+    @classmethod
+    def from_conn_string(cls, conn_string: str, **kw: Any) -> Self:
+        """LangGraph's spelling of :meth:`from_path`."""
+        return cls(conn_string, **kw)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    # ------------------------------------------------------------ statements
+
+    def setup(self) -> None:
+        """Create the tables and indexes if missing (idempotent, never required)."""
+        with self._lock:
+            self._ensure()
+
+    def _ensure(self) -> None:
+        if self._ready:
+            return
+        t, v = self.table, self.vectors
+        for sql in (
+            f"CREATE TABLE IF NOT EXISTS {t} (ns TEXT NOT NULL, key TEXT NOT NULL, "
+            "value TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, "
+            "expires_at REAL, ttl_minutes REAL, PRIMARY KEY (ns, key)) WITHOUT ROWID",
+            f"CREATE INDEX IF NOT EXISTS {t}_updated ON {t} (updated_at)",
+            f"CREATE INDEX IF NOT EXISTS {t}_expires ON {t} (expires_at) "
+            "WHERE expires_at IS NOT NULL",
+            f"CREATE TABLE IF NOT EXISTS {v} (ns TEXT NOT NULL, key TEXT NOT NULL, "
+            "field TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (ns, key, field)) WITHOUT ROWID",
+        ):
+            self._rows(sql)
+        self._ready = True
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise CheckpointStorageError(f"SQLite store failed: {exc}") from exc
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Iterator[None]:
+        with self._lock:
+            self._ensure()
+            self._rows("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield
+            except BaseException:
+                self.conn.rollback()
+                raise
+            self._rows("COMMIT")
+
+    def _tx(self) -> Any:
+        return self._transaction(True)
+
+    def _run(self, prepared: Sequence[Any]) -> list[Any]:
+        write = (
+            any(isinstance(op, Put) for op in prepared)
+            or any(isinstance(op, Search) and op.refresh for op in prepared)
+            or any(getattr(op, "refresh_ttl", False) for op in prepared)
+        )
+        with self._transaction(write):
+            return [self._one(op, self._now()) for op in prepared]
+
+    def _path_sql(self, cond: core.Condition) -> tuple[str, list[Any]]:
+        path = _json_path(cond.path)
+        kind, op = cond.kind, cond.op
+        if kind == "null":
+            sql = "coalesce(json_type(value, ?), 'null') = 'null'"
+            params: list[Any] = [path]
+        elif kind == "bool":
+            sql = "coalesce(json_type(value, ?) = ?, 0)"
+            params = [path, "true" if cond.operand else "false"]
+        else:
+            sql = (
+                f"coalesce(json_type(value, ?) IN {_TYPES[kind]} "
+                f"AND json_extract(value, ?) {_OPS[op]} ?, 0)"
+            )
+            params = [path, path, cond.operand]
+        if op == "$ne":
+            sql = f"NOT {sql}"
+        return sql, params
+
+    # ------------------------------------------------------------ items
+
+    def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
+        ns, k = core.encode_namespace(namespace), core.escape_key(key)
+        rows = self._rows(
+            f"SELECT ns, key, value, created_at, updated_at, ttl_minutes FROM {self.table} "
+            "WHERE ns = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)",
+            [ns, k, now],
+        )
+        if not rows:
+            return None
+        if refresh and rows[0][5] is not None:
+            self._rows(
+                f"UPDATE {self.table} SET expires_at = ? + ttl_minutes * 60.0 "
+                "WHERE ns = ? AND key = ?",
+                [now, ns, k],
+            )
+        item: Item = self._item(Item, rows[0])
+        return item
+
+    def _put(self, op: Put, now: float) -> bool:
+        self._sweep(now)
+        ns, k = core.encode_namespace(op.namespace), core.escape_key(op.key)
+        old = self._rows(f"SELECT expires_at FROM {self.table} WHERE ns = ? AND key = ?", [ns, k])
+        existed = bool(old) and (old[0][0] is None or old[0][0] > now)
+        if self.index is not None or op.vectors:
+            self._rows(f"DELETE FROM {self.vectors} WHERE ns = ? AND key = ?", [ns, k])
+        if op.value is None:
+            self._rows(f"DELETE FROM {self.table} WHERE ns = ? AND key = ?", [ns, k])
+            return existed
+        self._rows(
+            f"INSERT INTO {self.table} (ns, key, value, created_at, updated_at, expires_at, "
+            "ttl_minutes) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (ns, key) DO UPDATE SET "
+            "value = excluded.value, updated_at = excluded.updated_at, "
+            "expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes, "
+            f"created_at = CASE WHEN ? THEN {self.table}.created_at ELSE excluded.created_at END",
+            [ns, k, core.dumps(op.value), now, now, self._expiry(op, now), op.ttl, existed],
+        )
+        if op.vectors:
+            self.conn.executemany(
+                f"INSERT INTO {self.vectors} (ns, key, field, vec) VALUES (?, ?, ?, ?)",
+                [(ns, k, field, pack(vec)) for field, vec in op.vectors],
+            )
+        return existed
+
+    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+        if not self.vec:
+            return super()._ranked(search, now)
+        assert search.query is not None
+        where, params = self._where(search, now, "s.")
+        rows = self._rows(
+            "SELECT s.ns, s.key, max(1.0 - vec_distance_cosine(v.vec, ?)) AS score "
+            f"FROM {self.table} s LEFT JOIN {self.vectors} v ON v.ns = s.ns AND v.key = s.key "
+            f"WHERE {where} GROUP BY s.ns, s.key "
+            "ORDER BY score IS NULL, score DESC, max(s.updated_at) DESC, s.ns, s.key "
+            "LIMIT ? OFFSET ?",
+            [pack(search.query), *params, search.limit, search.offset],
+        )
+        return self._fetch_page([(ns, key, score) for ns, key, score in rows])
