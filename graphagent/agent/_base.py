@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -250,11 +251,13 @@ class BaseAgent:
         mode: str | Sequence[str] = "updates",
         tools: Sequence[Any] | None = None,
         tool_names: Sequence[str] | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
         cfg = self._run_config(config, thread_id, tools, tool_names)
-        async for event in self.graph.astream(self.prepare_input(input), cfg, mode=mode):
-            yield event
+        events = self.graph.astream(self.prepare_input(input), cfg, mode=mode)
+        async with contextlib.aclosing(events):  # closing this stream stops the run now
+            async for event in events:
+                yield event
 
     # -- threads -----------------------------------------------------------------------------
 

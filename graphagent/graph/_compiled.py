@@ -7,7 +7,16 @@ directly. Drawing lives in ``draw/``, which reads the plan.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+import contextlib
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any
 
 import networkx as nx
@@ -226,9 +235,11 @@ class CompiledGraph:
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
         events = drive(self._program(input, cfg, modes), self.plan.saver)
-        for m, payload in watched(events, self.plan, cfg.thread_id, False):
-            if m in modes:
-                yield (m, payload) if pairs else payload
+        # closed with this stream: a consumer that stops early ends the run here
+        with contextlib.closing(watched(events, self.plan, cfg.thread_id, False)) as run:
+            for m, payload in run:
+                if m in modes:
+                    yield (m, payload) if pairs else payload
 
     async def astream(
         self,
@@ -238,14 +249,17 @@ class CompiledGraph:
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         stream_mode: str | Sequence[str] | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
         events = adrive(self._program(input, cfg, modes), self.plan.saver)
-        async for m, payload in awatched(events, self.plan, cfg.thread_id, False):
-            if m in modes:
-                yield (m, payload) if pairs else payload
+        # closed with this stream, not later by the garbage collector: aclose() returns
+        # once the step it stopped is cancelled and what finished is stored
+        async with contextlib.aclosing(awatched(events, self.plan, cfg.thread_id, False)) as run:
+            async for m, payload in run:
+                if m in modes:
+                    yield (m, payload) if pairs else payload
 
     # -- as a node of another graph ----------------------------------------------------
 

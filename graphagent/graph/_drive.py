@@ -17,12 +17,12 @@ import functools
 import inspect
 import queue
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator, Sequence
 from typing import Any, Protocol
 
 from checkpoint.base import CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.errors import CheckpointError
-from graphagent._executor import in_thread, run_all
+from graphagent._executor import in_thread, run_each
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphBubbleUp, GraphInterrupt, UserError, mirror_error
 from graphagent.graph._command import current_task
@@ -150,47 +150,64 @@ async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Out
         return _observed(watch, await _acall_node(task, state, config))
 
 
-def execute(effect: Execute) -> dict[str, Outcome]:
+Executed = tuple[dict[str, Outcome], "BaseException | None"]
+"""A step's outcomes (of the tasks that finished), and what stopped the step, if anything
+did (``KeyboardInterrupt``, cancellation, the stream being closed)."""
+
+
+def execute(effect: Execute) -> Executed:
     """Run a step's tasks in this thread (one) or on the shared pool (several)."""
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
-        return {tasks[0].spec.name: _call(tasks[0], state, config)}
-    calls = [functools.partial(_call, t, state, config) for t in tasks]
-    outcomes = run_all(calls)
-    return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True)}
-
-
-def _execute_live(
-    effect: Execute, events: queue.SimpleQueue[Any]
-) -> Generator[Event, None, dict[str, Outcome]]:
-    """:func:`execute` in a thread of its own, handing out the events its nodes emit
-    meanwhile; returns the outcomes."""
-    box: list[dict[str, Outcome]] = []
-
-    def work() -> None:
         try:
-            box.append(execute(effect))
-        finally:
-            events.put(_DONE)
-
-    ctx = contextvars.copy_context()
-    threading.Thread(target=ctx.run, args=(work,), daemon=True).start()
-    while True:
-        item = events.get()
-        if item is _DONE:
-            break
-        yield item
-    return box[0]
+            return {tasks[0].spec.name: _call(tasks[0], state, config)}, None
+        except BaseException as exc:  # _call returns every Exception as an outcome
+            return {}, exc
+    calls = [functools.partial(_call, t, state, config) for t in tasks]
+    outcomes, stop = run_each(calls)
+    return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True) if o is not None}, stop
 
 
-async def aexecute(effect: Execute) -> dict[str, Outcome]:
-    """Run a step's tasks as tasks of the event loop; a failure cancels the others."""
+class _LiveStep:
+    """:func:`execute` in a thread of its own, so this one can hand out the events the
+    nodes emit meanwhile (``queue`` gets them, then ``_DONE``)."""
+
+    __slots__ = ("box", "events")
+
+    def __init__(self, effect: Execute, events: queue.SimpleQueue[Any]) -> None:
+        self.events = events
+        self.box: list[Executed] = []
+
+        def work() -> None:
+            try:
+                self.box.append(execute(effect))
+            finally:
+                events.put(_DONE)
+
+        ctx = contextvars.copy_context()
+        threading.Thread(target=ctx.run, args=(work,), daemon=True).start()
+
+    def wait(self) -> Executed:
+        """What the step came to, once its thread is done (events left are dropped: a
+        thread cannot be stopped, so a stopped run waits for its step here)."""
+        while self.events.get() is not _DONE:
+            pass
+        return self.box[0]
+
+
+async def aexecute(effect: Execute) -> Executed:
+    """Run a step's tasks as tasks of the event loop; a failure cancels the others, and
+    so does a cancellation of this one (after which the tasks that finished are kept)."""
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
-        return {tasks[0].spec.name: await _acall(tasks[0], state, config)}
+        try:
+            return {tasks[0].spec.name: await _acall(tasks[0], state, config)}, None
+        except BaseException as exc:  # _acall returns every Exception as an outcome
+            return {}, exc
     running = {asyncio.ensure_future(_acall(t, state, config)): t.spec.name for t in tasks}
     outcomes: dict[str, Outcome] = {}
     pending = set(running)
+    stop: BaseException | None = None
     try:
         while pending:
             finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -198,29 +215,26 @@ async def aexecute(effect: Execute) -> dict[str, Outcome]:
                 outcomes[running[future]] = future.result()
             if any(type(outcomes[running[f]]) is Failed for f in finished):
                 break  # a failure ends the step now: its siblings are cancelled
+    except BaseException as exc:  # cancelled (or a node raised a BaseException)
+        stop = exc
     finally:
         for future in pending:
             future.cancel()
         if pending:
             await asyncio.wait(pending)
-    return outcomes
+    if stop is not None:
+        for future, name in running.items():
+            if future.done() and not future.cancelled() and future.exception() is None:
+                outcomes.setdefault(name, future.result())
+    return outcomes, stop
 
 
-async def _aexecute_live(effect: Execute, live: asyncio.Queue[Any]) -> AsyncIterator[Event]:
-    """:func:`aexecute`, handing out the events its nodes emit meanwhile; its last
-    item is ``(RESULT, outcomes)``."""
-    step = asyncio.ensure_future(aexecute(effect))
-    while True:
-        getter = asyncio.ensure_future(live.get())
-        await asyncio.wait({getter, step}, return_when=asyncio.FIRST_COMPLETED)
-        if getter.done():
-            yield getter.result()
-            continue
-        getter.cancel()
-        while not live.empty():
-            yield live.get_nowait()
-        break
-    yield RESULT, step.result()
+async def _await_step(task: asyncio.Future[Executed]) -> Executed:
+    """The outcomes of a step task the caller just cancelled (its finished tasks kept)."""
+    try:
+        return await task
+    except asyncio.CancelledError:  # cancelled before it began: nothing finished
+        return {}, None
 
 
 def _async_sink() -> tuple[asyncio.Queue[Any], Callable[[Any], None]]:
@@ -303,7 +317,73 @@ async one awaits it)."""
 # -- the drivers -------------------------------------------------------------------------
 
 
-def drive(program: Program[Any], saver: CheckpointSaver | None) -> Iterator[Event]:
+def _stopped(effect: Execute, outcomes: dict[str, Outcome], stop: BaseException) -> None:
+    """Every task of the step that did not finish ends as ``Failed(stop)``."""
+    for task in effect.tasks:
+        outcomes.setdefault(task.spec.name, Failed(stop))
+
+
+def _unwind(
+    program: Program[Any],
+    effect: Execute,
+    outcomes: dict[str, Outcome],
+    stop: BaseException,
+    saver: CheckpointSaver | None,
+) -> None:
+    """End ``program`` after ``stop`` cut its step short: it is handed what finished (the
+    rest failed with ``stop``), stores it (its saver effects are performed, its events
+    dropped), and goes no further; then ``stop`` is raised."""
+    _stopped(effect, outcomes, stop)
+    send: Any = outcomes
+    try:
+        while True:
+            effect_ = program.send(send)
+            kind = type(effect_)
+            if kind is Emit:
+                send = None
+            elif kind in SAVER_CALLS:
+                send = SAVER_CALLS[kind](saver, effect_)  # type: ignore[arg-type]
+            else:
+                break  # the next step: the run stops here
+    except StopIteration:
+        pass
+    except BaseException as exc:
+        if exc is stop:
+            raise
+        raise stop from exc
+    raise stop
+
+
+async def _aunwind(
+    program: Program[Any],
+    effect: Execute,
+    outcomes: dict[str, Outcome],
+    stop: BaseException,
+    calls: _AsyncCalls | None,
+) -> None:
+    """Async :func:`_unwind`."""
+    _stopped(effect, outcomes, stop)
+    send: Any = outcomes
+    try:
+        while True:
+            effect_ = program.send(send)
+            kind = type(effect_)
+            if kind is Emit:
+                send = None
+            elif kind in SAVER_CALLS:
+                send = await SAVER_CALLS[kind](calls, effect_)  # type: ignore[arg-type]
+            else:
+                break
+    except StopIteration:
+        pass
+    except BaseException as exc:
+        if exc is stop:
+            raise
+        raise stop from exc
+    raise stop
+
+
+def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Event, None, None]:
     """Perform ``program``'s effects in this thread, handing out its events as they come;
     the last is ``(RESULT, what the program returned)``.
 
@@ -323,7 +403,19 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Iterator[Even
             kind = type(effect)
             if kind is Execute:  # every step: checked first
                 step: Execute = effect  # type: ignore[assignment]
-                send = execute(step) if live is None else (yield from _execute_live(step, live))
+                if live is None:
+                    outcomes, stop = execute(step)
+                else:
+                    worker = _LiveStep(step, live)
+                    try:
+                        while (item := live.get()) is not _DONE:
+                            yield item
+                    except BaseException as exc:  # closed, or Ctrl-C, while the step ran
+                        _unwind(program, step, worker.wait()[0], exc, saver)
+                    outcomes, stop = worker.box[0]
+                if stop is not None:
+                    _unwind(program, step, outcomes, stop, saver)
+                send = outcomes
             elif kind is Emit:
                 yield effect.mode, effect.payload  # type: ignore[union-attr]
                 send = None
@@ -349,7 +441,9 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Iterator[Even
     yield RESULT, result
 
 
-async def adrive(program: Program[Any], saver: CheckpointSaver | None) -> AsyncIterator[Event]:
+async def adrive(
+    program: Program[Any], saver: CheckpointSaver | None
+) -> AsyncGenerator[Event, None]:
     """:func:`drive` under the event loop: async nodes and the saver's async methods are
     awaited, sync nodes run in worker threads."""
     calls = _AsyncCalls(saver) if saver is not None else None
@@ -366,14 +460,31 @@ async def adrive(program: Program[Any], saver: CheckpointSaver | None) -> AsyncI
                 # hold the loop for its whole turn, and a run waiting on a worker
                 # thread would wait behind every other run's turn (the p99 step)
                 await asyncio.sleep(0)
+                astep: Execute = effect  # type: ignore[assignment]
                 if live is None:
-                    send = await aexecute(effect)  # type: ignore[arg-type]
-                    continue
-                async for mode, payload in _aexecute_live(effect, live):  # type: ignore[arg-type]
-                    if mode is RESULT:
-                        send = payload
-                    else:
-                        yield mode, payload
+                    outcomes, stop = await aexecute(astep)
+                else:
+                    task = asyncio.ensure_future(aexecute(astep))
+                    getter: asyncio.Future[Any] | None = None
+                    try:
+                        while True:
+                            getter = asyncio.ensure_future(live.get())
+                            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                            if not getter.done():
+                                break
+                            yield getter.result()
+                        while not live.empty():
+                            yield live.get_nowait()
+                    except BaseException as exc:  # closed, or cancelled, while the step ran
+                        task.cancel()
+                        await _aunwind(program, astep, (await _await_step(task))[0], exc, calls)
+                    finally:
+                        if getter is not None:
+                            getter.cancel()
+                    outcomes, stop = task.result()
+                if stop is not None:
+                    await _aunwind(program, astep, outcomes, stop, calls)
+                send = outcomes
             elif kind is Emit:
                 yield effect.mode, effect.payload  # type: ignore[union-attr]
                 send = None
@@ -412,8 +523,8 @@ def result_of(events: Iterator[Event]) -> Any:
 
 
 def watched(
-    events: Iterator[Event], plan: Plan, thread: str | None, nested: bool
-) -> Iterator[Event]:
+    events: Generator[Event, None, None], plan: Plan, thread: str | None, nested: bool
+) -> Generator[Event, None, None]:
     """``events``, watched as one run of ``plan`` when someone observes runs."""
     if not observe.ACTIVE:
         return events
@@ -422,8 +533,8 @@ def watched(
 
 
 def awatched(
-    events: AsyncIterator[Event], plan: Plan, thread: str | None, nested: bool
-) -> AsyncIterator[Event]:
+    events: AsyncGenerator[Event, None], plan: Plan, thread: str | None, nested: bool
+) -> AsyncGenerator[Event, None]:
     """Async :func:`watched`."""
     if not observe.ACTIVE:
         return events
@@ -431,7 +542,9 @@ def awatched(
     return events if watch is observe.IDLE else _aobserved_run(events, watch)
 
 
-def _observed_run(events: Iterator[Event], watch: observe.Watch) -> Iterator[Event]:
+def _observed_run(
+    events: Generator[Event, None, None], watch: observe.Watch
+) -> Generator[Event, None, None]:
     """``events``, with the run's watch entered while the run works (not while the caller
     handles an event), so node spans nest under the run in this and the engine's threads."""
     with watch:
@@ -443,12 +556,12 @@ def _observed_run(events: Iterator[Event], watch: observe.Watch) -> Iterator[Eve
                     return
                 yield item  # type: ignore[misc]
         finally:
-            events.close()  # type: ignore[attr-defined]
+            events.close()
 
 
 async def _aobserved_run(
-    events: AsyncIterator[Event], watch: observe.Watch
-) -> AsyncIterator[Event]:
+    events: AsyncGenerator[Event, None], watch: observe.Watch
+) -> AsyncGenerator[Event, None]:
     """Async :func:`_observed_run`: entered around each step of ``events`` in this task."""
     with watch:
         try:
@@ -460,4 +573,4 @@ async def _aobserved_run(
                         return
                 yield item
         finally:
-            await events.aclose()  # type: ignore[attr-defined]
+            await events.aclose()

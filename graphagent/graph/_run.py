@@ -234,11 +234,6 @@ class Run:
         """The thread the run (or the root run it is nested in) works on."""
         return self.ctx.thread
 
-    @property
-    def values(self) -> dict[str, Any]:
-        """The state values at the current position."""
-        return self.pos.values
-
     # -- start -------------------------------------------------------------------------
 
     def start(self, input: Any) -> Program[None]:
@@ -352,11 +347,7 @@ class Run:
         if position.get("finished"):
             return  # it ended inside a task that paused later: its result stands
         pos.values = parent_changes(self.plan, pos.values, position["input"], input, net)
-        pos.step = position["step"]
-        pos.next = tuple(position["next"])
-        pos.barriers = {k: list(v) for k, v in position["barriers"].items()}
-        pos.done = dict(position["done"])
-        pos.skip_breakpoint = bool(position["skip"])
+        pos.load(position)
 
     def _net_dump(self) -> dict[str, list[Any]]:
         return {k: [kind, payload] for k, (kind, payload) in (self.net or {}).items()}
@@ -408,6 +399,8 @@ class Run:
     def _tasks(self) -> tuple[Task, ...]:
         pos, ctx, base = self.pos, self.ctx, self.base
         nodes, done = self.plan.topology.nodes, pos.done
+        if not self.nested:
+            ctx.anchor = pos.checkpoint_id  # what this step's interrupt ids are made from
         answers = ctx.answers
         tasks = []
         for n in pos.next:
@@ -427,7 +420,10 @@ class Run:
                 step.results[node] = normalize(node, outcome.value)
             elif isinstance(outcome, Paused):
                 step.paused[node] = outcome.signal
-            elif step.failure is None:
+            elif step.failure is None or (
+                # a stop (Ctrl-C, cancellation) is what the run ends with, over any error
+                isinstance(step.failure[1], Exception) and not isinstance(outcome.error, Exception)
+            ):
                 step.failure = (node, outcome.error)
         pos = self.pos
         for node, stored in pos.done.items():

@@ -21,7 +21,7 @@ from graphagent.errors import (
     InvalidUpdateError,
     UserError,
 )
-from graphagent.graph._command import Command, Interrupt, RunContext, path_key
+from graphagent.graph._command import Command, Interrupt, RunContext, is_interrupt_id, path_key
 from graphagent.graph._constants import END, is_private, public
 from graphagent.graph._nodes import Branch
 from graphagent.graph._plan import Plan
@@ -116,6 +116,14 @@ class Position:
             "done": done,
             "skip": skip,
         }
+
+    def load(self, position: Mapping[str, Any]) -> None:
+        """Stand where :meth:`dump` left a nested run (its values are the caller's)."""
+        self.step = position["step"]
+        self.next = tuple(position["next"])
+        self.barriers = {k: list(v) for k, v in position["barriers"].items()}
+        self.done = dict(position["done"])
+        self.skip_breakpoint = bool(position["skip"])
 
     def debug_event(self) -> dict[str, Any]:
         """The ``debug`` stream's event for the checkpoint the run is on."""
@@ -388,13 +396,24 @@ def answers_by_path(
 
     Raises:
         EmptyInputError: nothing is pending.
-        UserError: several are pending and ``answer`` does not answer each by id.
+        UserError: ``answer`` names an interrupt id that is not pending (answered
+            already, or asked elsewhere), or several are pending and ``answer`` does not
+            answer each by id.
     """
     if not pending:
         raise EmptyInputError(
             f"thread {thread!r} has no pending interrupt to resume; send new input instead"
         )
     ids = {i.id for i in pending}
+    if isinstance(answer, Mapping):
+        stale = [k for k in answer if is_interrupt_id(k) and k not in ids]
+        if stale:
+            raise UserError(
+                f"thread {thread!r}: Command(resume=...) answers interrupt "
+                f"{', '.join(map(repr, stale))}, which is not pending (answered already, or "
+                f"asked on another thread); nothing was run. Pending: "
+                f"{', '.join(sorted(ids))} (get_state(config).interrupts)"
+            )
     if len(pending) == 1 and not (isinstance(answer, Mapping) and answer and set(answer) <= ids):
         answers = {pending[0].id: answer}
     elif isinstance(answer, Mapping):
