@@ -18,7 +18,7 @@ from typing import Any, overload
 
 from checkpoint import _layout as layout
 from checkpoint.base import Checkpoint, CheckpointHistory, PendingWrite
-from checkpoint.errors import SerializationError
+from checkpoint.errors import SerializationError, located
 
 __all__ = ["History", "needed_fields"]
 
@@ -181,11 +181,19 @@ class History(CheckpointHistory):
     # -- building -----------------------------------------------------------------
 
     def _writes(self, record: layout.Record) -> list[PendingWrite]:
-        return layout.group_writes(self._pending.get(record.id, {}), self._loads)
+        try:
+            return layout.group_writes(self._pending.get(record.id, {}), self._loads)
+        except SerializationError as exc:
+            located(exc, self.thread_id, record.id)
+            raise
 
     def _values(self, record: layout.Record) -> dict[str, Any]:
         with self._decoding:
-            return self._build(record)
+            try:
+                return self._build(record)
+            except SerializationError as exc:
+                located(exc, self.thread_id, record.id)
+                raise
 
     def _build(self, record: layout.Record) -> dict[str, Any]:
         values: dict[str, Any] = {}

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
-from checkpoint.errors import SerializationError
+from checkpoint.errors import STORED_WAY_OUT, SerializationError, located
 
 __all__ = [
     "FREE_CLAIM",
@@ -162,7 +162,21 @@ def decode_record(blob: bytes, loads: Loads, cid: str | None = None) -> Record:
         SerializationError: the bytes are not a record of this layout (damaged, tampered
             with, or written by another version), naming what is wrong and what to do.
     """
-    data = loads(blob)
+    try:
+        data = loads(blob)
+    except SerializationError as exc:
+        located(exc, checkpoint_id=cid)
+        raise
+    if isinstance(data, list) and data and type(data[0]) is int and data[0] > LAYOUT:
+        # a rolling deploy: the newer half of the workers wrote it, and it is healthy
+        raise located(
+            SerializationError(
+                f"this checkpoint was written by a newer graphagent (layout {data[0]}): "
+                f"upgrade graphagent on this worker to read it (this version reads layout "
+                f"{LAYOUT}). The thread is healthy: keep it"
+            ),
+            checkpoint_id=cid,
+        )
     if not isinstance(data, list) or len(data) not in (10, 11) or type(data[0]) is not int:
         raise damaged(cid, "it is not a checkpoint record")
     if data[0] != LAYOUT:
@@ -243,10 +257,12 @@ def _shape_problem(
 def damaged(cid: str | None, problem: str) -> SerializationError:
     """The error for a stored record (or its data) that cannot be what this library wrote."""
     which = f"checkpoint {cid!r}" if cid is not None else "a checkpoint"
-    return SerializationError(
-        f"the stored record of {which} is damaged: {problem}. The store was changed behind "
-        "the saver's back (or its bytes were corrupted); delete the thread, or restore it "
-        "from a backup"
+    return located(
+        SerializationError(
+            f"the stored record of {which} is damaged: {problem}. The store was changed "
+            f"behind the saver's back (or its bytes were corrupted). {STORED_WAY_OUT}"
+        ),
+        checkpoint_id=cid,
     )
 
 
@@ -464,6 +480,14 @@ def read_fields(record: Record) -> list[str]:
 
 def rebuild(record: Record, blobs: Sequence[bytes | None], loads: Loads) -> dict[str, Any]:
     """The state at ``record`` from the blobs of :func:`read_fields` (same order)."""
+    try:
+        return _rebuild(record, blobs, loads)
+    except SerializationError as exc:
+        located(exc, checkpoint_id=record.id)
+        raise
+
+
+def _rebuild(record: Record, blobs: Sequence[bytes | None], loads: Loads) -> dict[str, Any]:
     values: dict[str, Any] = {}
     it = iter(blobs)
     sets = {version: loads(_present(next(it), "?")) for version in _versions(record)}
@@ -530,8 +554,7 @@ def decode_writes(blob: bytes, loads: Loads) -> list[PendingWrite]:
     ):
         raise SerializationError(
             "stored pending writes are damaged: they are not a list of (task, kind, value). "
-            "The store was changed behind the saver's back; delete the thread, or restore it "
-            "from a backup"
+            f"The store was changed behind the saver's back. {STORED_WAY_OUT}"
         )
     return [PendingWrite(task, kind, value) for task, kind, value in data]
 

@@ -38,6 +38,7 @@ from checkpoint._sqlschema import (
     storable_id,
 )
 from checkpoint.base import (
+    DELETE_KEPT,
     Checkpoint,
     CheckpointHistory,
     CheckpointSaver,
@@ -45,6 +46,8 @@ from checkpoint.base import (
     LockOps,
     PendingWrite,
     chain_of,
+    new_checkpoint_id,
+    refuse_if_deleted,
 )
 from checkpoint.errors import (
     CheckpointConflictError,
@@ -360,6 +363,9 @@ class SqlLogic:
         moved = yield from self._move_head(thread_id, writes, expected_head)
         if moved is None:
             return  # a retry of this very write, which already landed
+        if expected_head is None:
+            # after the insert of the thread's row: a delete in flight waits for it
+            yield from self._not_deleted(thread_id, first)
         parent = None
         if first.parent_id is not None:
             # the head check just proved that the expected head exists; a fork's parent
@@ -393,6 +399,15 @@ class SqlLogic:
             self._records[(thread_id, w.id)] = p.record
         if self.keep_last is not None and moved > self.keep_last:
             yield from self._prune(thread_id, self.keep_last)
+
+    def _not_deleted(self, thread_id: str, first: CheckpointWrite) -> Program[None]:
+        """Refuse a new thread's first write minted before the thread's delete; forget the
+        delete once a newer write starts the thread again."""
+        tid = encode_text(thread_id)
+        rows = yield self.stmt("SELECT stamp FROM {t}graphagent_deleted WHERE thread_id = ?", tid)
+        if rows:
+            refuse_if_deleted(thread_id, first.id, str(rows[0][0]))
+            yield self.stmt("DELETE FROM {t}graphagent_deleted WHERE thread_id = ?", tid)
 
     @staticmethod
     def _checked(writes: Sequence[CheckpointWrite], expected_head: str | None) -> CheckpointWrite:
@@ -652,7 +667,25 @@ class SqlLogic:
         # list() first: another thread of a pooled saver may be adding records meanwhile
         for key in [k for k in list(self._records) if k[0] == thread_id]:
             self._records.pop(key, None)
-        yield from self._delete(encode_text(thread_id))
+        tid = encode_text(thread_id)
+        yield self.stmt(
+            "INSERT INTO {t}graphagent_deleted (thread_id, stamp, deleted_at) "
+            "VALUES (?, ?, {now}) ON CONFLICT (thread_id) DO UPDATE "
+            "SET stamp = excluded.stamp, deleted_at = excluded.deleted_at",
+            tid,
+            new_checkpoint_id(),
+        )
+        # a first write in flight has inserted the thread's row: this waits for it to
+        # commit (PostgreSQL), so that the delete below sees what it stored
+        yield self.stmt(
+            "INSERT INTO {t}graphagent_threads (thread_id, head, seq, touched_at) "
+            "VALUES (?, '', 0, {now}) ON CONFLICT (thread_id) DO NOTHING",
+            tid,
+        )
+        yield from self._delete(tid)
+        yield self.stmt(
+            "DELETE FROM {t}graphagent_deleted WHERE deleted_at < {now} - ?", DELETE_KEPT
+        )
 
     def _delete(self, tid: bytes) -> Program[None]:
         for table in ("threads", "checkpoints", "data", "writes"):
@@ -759,7 +792,8 @@ class _SqlCalls(CheckpointSaver):
         self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None
     ) -> _Call[None]:
         action = f"writing checkpoint {writes[-1].id if writes else ''} of thread {thread_id!r}"
-        if self.logic.one_statement_put:  # one statement, whole on its own
+        # a new thread's first write checks the thread's delete: the transaction's way
+        if self.logic.one_statement_put and expected_head is not None:
             program = self.logic.put_one_statement(thread_id, writes, expected_head)
             return _Call(program, None, action)
         return _Call(self.logic.put(thread_id, writes, expected_head), True, action)

@@ -7,6 +7,8 @@ Tables (``graphagent_`` names, so they sit beside anyone else's)::
     data         (thread, field) -> encoded value or log item
     writes       (thread, checkpoint id, task) -> pending writes
     locks        thread id -> holder's token, lease end (the opt-in run lock)
+    deleted      thread id -> the id its delete minted (refuses the writes of runs older
+                 than the delete), kept a day
     migrations   the schema versions applied
 
 Thread ids, field names and tasks are stored as UTF-8 bytes (lone surrogates kept), so any
@@ -137,6 +139,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             thread_id {blob} PRIMARY KEY,
             token TEXT NOT NULL,
             expires_at {real} NOT NULL)""",
+    ),
+    (
+        # thread -> the id its delete minted: refuses older writes (see refuse_if_deleted)
+        """CREATE TABLE {t}graphagent_deleted (
+            thread_id {blob} PRIMARY KEY,
+            stamp TEXT NOT NULL,
+            deleted_at {real} NOT NULL)""",
+        "CREATE INDEX graphagent_deleted_at ON {t}graphagent_deleted (deleted_at)",
     ),
 )
 LATEST = len(MIGRATIONS)

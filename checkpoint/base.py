@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 import itertools
 import random
 import threading
@@ -25,6 +26,7 @@ from contextlib import (
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, TypeVar, overload
 
+from checkpoint.errors import CheckpointNotFoundError, SerializationError, located
 from checkpoint.locks import LockPolicy, ahold, hold
 
 __all__ = [
@@ -245,6 +247,37 @@ def new_checkpoint_id() -> str:
     return "%024x" % ((stamp << 32) | _rand(32))
 
 
+DELETE_KEPT = 86_400.0
+"""Seconds a thread's delete goes on refusing writes minted before it (see
+:meth:`CheckpointSaver.delete_thread`)."""
+
+
+def id_time(checkpoint_id: str) -> float:
+    """When a :func:`new_checkpoint_id` was minted, UNIX seconds (0.0 for other ids)."""
+    try:
+        return int(checkpoint_id[:16], 16) / 1e9
+    except ValueError:
+        return 0.0
+
+
+def refuse_if_deleted(thread_id: str, first_id: str, deleted: str | None) -> None:
+    """Refuse a new thread's first write minted before the thread's delete.
+
+    A run's first step stores its input checkpoint too (``put_many``), with
+    ``expected_head=None``: the thread is new to it. If the thread was deleted while that
+    step ran, the write looks like a new thread's and would bring it back; its checkpoint
+    ids were minted before the delete (``deleted``, an id minted by it), a new run's after.
+
+    Raises:
+        CheckpointNotFoundError: ``first_id`` sorts before ``deleted``.
+    """
+    if deleted is not None and first_id < deleted:
+        raise CheckpointNotFoundError(
+            f"thread {thread_id!r} was deleted while this run was on it; nothing was "
+            "written (a delete is final). Run again with new input to start the thread anew"
+        )
+
+
 def chain_of(writes: Sequence[CheckpointWrite]) -> Sequence[CheckpointWrite]:
     """``writes``, checked to be a non-empty chain: each the parent of the next."""
     if not writes:
@@ -271,6 +304,50 @@ async def _in_worker_thread(held: AbstractContextManager[None]) -> AsyncIterator
         await asyncio.to_thread(held.__exit__, None, None, None)
 
 
+# the saver methods that take a thread id first and may decode stored bytes
+_READERS = (
+    "get",
+    "list",
+    "history",
+    "put",
+    "put_many",
+    "put_writes",
+    "aget",
+    "alist",
+    "ahistory",
+    "aput",
+    "aput_many",
+    "aput_writes",
+)
+
+
+def _naming_thread(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, whose errors about stored bytes name the thread they were read from."""
+    if asyncio.iscoroutinefunction(method):
+
+        @functools.wraps(method)
+        async def anamed(self: Any, thread_id: str, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await method(self, thread_id, *args, **kwargs)
+            except SerializationError as exc:
+                located(exc, thread_id)
+                raise
+
+        anamed.names_thread = True  # type: ignore[attr-defined]
+        return anamed
+
+    @functools.wraps(method)
+    def named(self: Any, thread_id: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, thread_id, *args, **kwargs)
+        except SerializationError as exc:
+            located(exc, thread_id)
+            raise
+
+    named.names_thread = True  # type: ignore[attr-defined]
+    return named
+
+
 class CheckpointSaver(ABC):
     """Stores a thread's checkpoints. Every method has an ``a``-prefixed async twin.
 
@@ -283,6 +360,16 @@ class CheckpointSaver(ABC):
     """
 
     lock_policy: LockPolicy | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # every saver's errors about stored bytes name the thread (one boundary for all,
+        # not one per saver: a saver written later gets it too)
+        for name in _READERS:
+            method = cls.__dict__.get(name)
+            default = CheckpointSaver.__dict__.get(name)  # taken as it is (see history)
+            if callable(method) and method is not default and not hasattr(method, "names_thread"):
+                setattr(cls, name, _naming_thread(method))
 
     def _lock_ops(self, thread_id: str, policy: LockPolicy) -> LockOps | None:
         """Take, renew and release of the thread's run lock: each one short call that
@@ -408,7 +495,13 @@ class CheckpointSaver(ABC):
 
     @abstractmethod
     def delete_thread(self, thread_id: str) -> None:
-        """Remove everything stored for the thread."""
+        """Remove everything stored for the thread.
+
+        A delete is final: a run that was on the thread meanwhile cannot write it back
+        (its writes fail with ``CheckpointNotFoundError``), even when the delete came
+        during its first step, before anything of it was stored. The saver keeps a small
+        marker for that (:data:`DELETE_KEPT` seconds); a new run on the same id starts a
+        new thread."""
 
     def head(self, thread_id: str) -> str | None:
         """The id of the thread's newest checkpoint, ``None`` for an unknown thread."""

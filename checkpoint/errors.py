@@ -17,6 +17,12 @@ everything a run raises.
 
 from __future__ import annotations
 
+STORED_WAY_OUT = (
+    "To go on: continue from an earlier checkpoint of the thread (list its history and run "
+    "from one before this), restore the store from a backup, or delete the thread"
+)
+"""What to do about stored bytes that cannot be read (every such error ends with it)."""
+
 
 class CheckpointError(Exception):
     """A saver or the serde could not do what was asked."""
@@ -45,4 +51,33 @@ class CheckpointStorageError(CheckpointError):
 
 
 class SerializationError(CheckpointError):
-    """A value could not be encoded for storage, or stored bytes could not be decoded."""
+    """A value could not be encoded for storage, or stored bytes could not be decoded.
+
+    Attributes:
+        thread_id: the thread whose stored bytes failed to decode (``None``: not known,
+            or not about stored bytes); the message names it.
+        checkpoint_id: the checkpoint they belong to, likewise.
+    """
+
+    thread_id: str | None = None
+    checkpoint_id: str | None = None
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        where = []
+        if self.thread_id is not None and f"thread {self.thread_id!r}" not in text:
+            where.append(f"thread {self.thread_id!r}")
+        if self.checkpoint_id is not None and f"checkpoint {self.checkpoint_id!r}" not in text:
+            where.append(f"checkpoint {self.checkpoint_id!r}")
+        return f"{', '.join(where)}: {text}" if where else text
+
+
+def located(
+    exc: SerializationError, thread_id: str | None = None, checkpoint_id: str | None = None
+) -> SerializationError:
+    """``exc``, noting where the stored bytes it is about were read (first place wins)."""
+    if thread_id is not None and exc.thread_id is None:
+        exc.thread_id = thread_id
+    if checkpoint_id is not None and exc.checkpoint_id is None:
+        exc.checkpoint_id = checkpoint_id
+    return exc

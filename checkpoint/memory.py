@@ -20,12 +20,16 @@ from dataclasses import dataclass, field
 from checkpoint import _layout as layout
 from checkpoint._history import History, needed_fields
 from checkpoint.base import (
+    DELETE_KEPT,
     Checkpoint,
     CheckpointSaver,
     CheckpointWrite,
     LockOps,
     PendingWrite,
     chain_of,
+    id_time,
+    new_checkpoint_id,
+    refuse_if_deleted,
 )
 from checkpoint.errors import CheckpointConflictError, CheckpointNotFoundError
 from checkpoint.locks import LockPolicy
@@ -72,6 +76,8 @@ class MemorySaver(CheckpointSaver):
         self.keep_last = keep_last
         self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
         self._threads: dict[str, _Thread] = {}
+        # thread -> the id its delete minted, oldest first (see refuse_if_deleted)
+        self._deleted: dict[str, str] = {}
         self._lock = threading.Lock()
         # thread -> (token, lease end on the monotonic clock)
         self._run_locks: dict[str, tuple[str, float]] = {}
@@ -136,6 +142,8 @@ class MemorySaver(CheckpointSaver):
                     f"thread {thread_id!r} moved to checkpoint {t.head!r} while this run "
                     f"expected {expected_head!r}; reload the thread and run again"
                 )
+            if t.head is None and self._deleted:
+                refuse_if_deleted(thread_id, writes[0].id, self._deleted.pop(thread_id, None))
             parent_id = writes[0].parent_id
             parent = self._record(thread_id, t, parent_id) if parent_id is not None else None
             # plan (encode) every write before storing any: a value that cannot be
@@ -234,9 +242,16 @@ class MemorySaver(CheckpointSaver):
         return History(thread_id, records, blobs, pending, self.serde.loads)
 
     def delete_thread(self, thread_id: str) -> None:
-        """Forget the thread."""
+        """Forget the thread (see :meth:`CheckpointSaver.delete_thread`)."""
         with self._lock:
             self._threads.pop(thread_id, None)
+            deleted = self._deleted
+            deleted.pop(thread_id, None)
+            deleted[thread_id] = new_checkpoint_id()
+            # oldest first: forget the markers older than DELETE_KEPT
+            cutoff = time.time() - DELETE_KEPT
+            while id_time(deleted[oldest := next(iter(deleted))]) < cutoff:
+                del deleted[oldest]
 
     def head(self, thread_id: str) -> str | None:
         """The thread's head id, without loading its state."""

@@ -30,6 +30,7 @@ import redis
 import redis.asyncio as aredis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import NoPermissionError, NoScriptError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from typing_extensions import Self
 
 from checkpoint import _layout as layout
@@ -37,6 +38,7 @@ from checkpoint import _redis_wire
 from checkpoint._history import History, needed_fields
 from checkpoint._redis_wire import Wire
 from checkpoint.base import (
+    DELETE_KEPT,
     Checkpoint,
     CheckpointSaver,
     CheckpointWrite,
@@ -44,6 +46,8 @@ from checkpoint.base import (
     PendingWrite,
     _AsyncOnly,
     chain_of,
+    new_checkpoint_id,
+    refuse_if_deleted,
 )
 from checkpoint.errors import (
     CheckpointConflictError,
@@ -69,6 +73,15 @@ local cur = redis.call('GET', KEYS[1]) or ''
 -- already the head: a client retry of a write that landed before its reply was lost
 if cur == h[#h] then return {1, 0} end
 if cur ~= h[1] then return {0, cur} end
+-- KEYS[6] (a new thread's first write only): the id the thread's delete minted; a
+-- write minted before it belongs to a run the delete ended
+if cur == '' and KEYS[6] then
+  local gone = redis.call('GET', KEYS[6])
+  if gone then
+    if h[6] < gone then return {2, gone} end
+    redis.call('DEL', KEYS[6])
+  end
+end
 local n = tonumber(h[4])
 local i = ids + 2
 while n > 0 do
@@ -271,11 +284,42 @@ def _storage_error(action: str, exc: Exception) -> CheckpointStorageError:
     return made
 
 
+WRITE_TRIES = 3
+"""Times a write whose reply timed out is sent (it is idempotent: see :func:`_unknown`)."""
+
+
+def _timed_out(exc: CheckpointStorageError) -> bool:
+    return isinstance(exc.__cause__, (RedisTimeoutError, TimeoutError))
+
+
+def _unknown(
+    thread_id: str, checkpoint_id: str, exc: CheckpointStorageError
+) -> CheckpointStorageError:
+    """The error for a write none of whose :data:`WRITE_TRIES` got a reply in time.
+
+    Each try sends the same write (the same checkpoint ids): one that lands after another
+    did finds the head already at its last id and changes nothing. But the last try may
+    still be queued on the server, so whether the step is stored is unknown here.
+    """
+    made = CheckpointStorageError(
+        f"Redis did not answer within socket_timeout while writing checkpoint "
+        f"{checkpoint_id} of thread {thread_id!r} ({WRITE_TRIES} tries): the write may have "
+        f"landed, or may still land. Check before running again: if saver.head({thread_id!r}) "
+        f"is {checkpoint_id!r} (get_state shows the step), continue with invoke(None, config); "
+        "if it is still the checkpoint before, run again with the same input. Sending the "
+        f"input again without checking may store it twice ({exc.__cause__})"
+    )
+    made.__cause__ = exc.__cause__
+    return made
+
+
 class _Keys:
     __slots__ = (
         "cp",
         "data",
         "every",
+        "first",
+        "gone",
         "head",
         "lock",
         "read",
@@ -293,6 +337,9 @@ class _Keys:
         # not in all(): deleting a thread must not break the lock of a run holding it
         self.lock = f"{tag}:lock"
         self.every = [self.head, self.cp, self.data, self.writes, self.seq]
+        # what a delete leaves: the id it minted, for DELETE_KEPT (see refuse_if_deleted)
+        self.gone = f"{tag}:gone"
+        self.first = [*self.every, self.gone]  # a new thread's first write's keys
         self.read = self.every[:4]  # the read script's keys
 
     def all(self) -> list[str]:
@@ -447,7 +494,9 @@ class _RedisLogic:
                 args.append(_b(f))
                 args.append(v)
         k = self.keys(thread_id)
-        ok, info = yield _Eval(_PUT, k.every, args)
+        ok, info = yield _Eval(_PUT, k.every if expected_head else k.first, args)
+        if ok == 2:
+            refuse_if_deleted(thread_id, first.id, _text(info))
         if not ok:
             current = info.decode() if isinstance(info, bytes) else info
             if not current and expected_head is not None:
@@ -646,7 +695,9 @@ class _RedisLogic:
 
     def delete(self, thread_id: str) -> _Program[None]:
         self._heads.pop(thread_id, None)
-        yield _Call("delete", tuple(self.keys(thread_id).all()))
+        k = self.keys(thread_id)
+        marker = _Call("set", (k.gone, new_checkpoint_id()), {"px": int(DELETE_KEPT * 1000)})
+        yield _Pipeline([_Call("delete", tuple(k.all())), marker], transaction=True)
 
     def head(self, thread_id: str) -> _Program[str | None]:
         raw = yield _Call("get", (self.keys(thread_id).head,))
@@ -788,25 +839,43 @@ class RedisSaver(_RedisSaverBase[redis.Redis]):
             getattr(pipe, call.name)(*call.args, **call.kwargs)
         return pipe.execute()
 
+    def _write(
+        self, program: Callable[[], _Program[None]], action: str, thread_id: str, cid: str
+    ) -> None:
+        """Run a write, sending it again when its reply timed out (see :data:`WRITE_TRIES`)."""
+        for _ in range(WRITE_TRIES - 1):
+            try:
+                return self._run(program(), action)
+            except CheckpointStorageError as exc:
+                if not _timed_out(exc):
+                    raise
+        try:
+            return self._run(program(), action)
+        except CheckpointStorageError as exc:
+            raise (_unknown(thread_id, cid, exc) if _timed_out(exc) else exc) from exc.__cause__
+
     def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> None:
         """Store ``write`` as the new head in one round trip (see ``CheckpointSaver.put``)."""
-        action = f"writing checkpoint {write.id} of thread {thread_id!r}"
-        self._run(self.logic.put(thread_id, (write,), expected_head), action)
+        self.put_many(thread_id, (write,), expected_head=expected_head)
 
     def put_many(
         self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
     ) -> None:
         """Store a chain of writes as one step, in one round trip (see
-        ``CheckpointSaver.put_many``)."""
-        action = f"writing checkpoint {writes[-1].id if writes else ''} of thread {thread_id!r}"
-        self._run(self.logic.put(thread_id, writes, expected_head), action)
+        ``CheckpointSaver.put_many``); a try whose reply timed out is sent again."""
+        cid = writes[-1].id if writes else ""
+        action = f"writing checkpoint {cid} of thread {thread_id!r}"
+        self._write(
+            lambda: self.logic.put(thread_id, writes, expected_head), action, thread_id, cid
+        )
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
     ) -> None:
         """Keep a step's finished work until the step commits."""
         action = f"saving pending writes of thread {thread_id!r}"
-        self._run(self.logic.put_writes(thread_id, checkpoint_id, writes), action)
+        program = lambda: self.logic.put_writes(thread_id, checkpoint_id, writes)  # noqa: E731
+        self._write(program, action, thread_id, checkpoint_id)
 
     def get(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """The head (or the named checkpoint) with its state; two round trips."""
@@ -918,26 +987,44 @@ class AsyncRedisSaver(_AsyncOnly, _RedisSaverBase[aredis.Redis], sync_twin="Redi
             getattr(pipe, call.name)(*call.args, **call.kwargs)
         return await pipe.execute()
 
+    async def _write(
+        self, program: Callable[[], _Program[None]], action: str, thread_id: str, cid: str
+    ) -> None:
+        """Async ``RedisSaver._write``."""
+        for _ in range(WRITE_TRIES - 1):
+            try:
+                return await self._run(program(), action)
+            except CheckpointStorageError as exc:
+                if not _timed_out(exc):
+                    raise
+        try:
+            return await self._run(program(), action)
+        except CheckpointStorageError as exc:
+            raise (_unknown(thread_id, cid, exc) if _timed_out(exc) else exc) from exc.__cause__
+
     async def aput(
         self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
     ) -> None:
         """Store ``write`` as the new head in one round trip."""
-        action = f"writing checkpoint {write.id} of thread {thread_id!r}"
-        await self._run(self.logic.put(thread_id, (write,), expected_head), action)
+        await self.aput_many(thread_id, (write,), expected_head=expected_head)
 
     async def aput_many(
         self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
     ) -> None:
-        """Store a chain of writes as one step, in one round trip."""
-        action = f"writing checkpoint {writes[-1].id if writes else ''} of thread {thread_id!r}"
-        await self._run(self.logic.put(thread_id, writes, expected_head), action)
+        """Store a chain of writes as one step, in one round trip; a try whose reply timed
+        out is sent again."""
+        cid = writes[-1].id if writes else ""
+        action = f"writing checkpoint {cid} of thread {thread_id!r}"
+        program = lambda: self.logic.put(thread_id, writes, expected_head)  # noqa: E731
+        await self._write(program, action, thread_id, cid)
 
     async def aput_writes(
         self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
     ) -> None:
         """Keep a step's finished work until the step commits."""
         action = f"saving pending writes of thread {thread_id!r}"
-        await self._run(self.logic.put_writes(thread_id, checkpoint_id, writes), action)
+        program = lambda: self.logic.put_writes(thread_id, checkpoint_id, writes)  # noqa: E731
+        await self._write(program, action, thread_id, checkpoint_id)
 
     async def aget(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint | None:
         """The head (or the named checkpoint) with its state."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import functools
+import logging
 import os
 import sqlite3
 import threading
@@ -27,12 +28,14 @@ from typing import Any, TypeVar
 from typing_extensions import Self
 
 from checkpoint._sql import SqlLogic, SqlSaver, drive
-from checkpoint._sqlschema import Dialect, Program, Stmt
+from checkpoint._sqlschema import LATEST, Dialect, Program, Stmt
 from checkpoint.errors import CheckpointError, CheckpointStorageError, ThreadLockedError
 from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde
 
 __all__ = ["AsyncSqliteSaver", "SqliteSaver"]
+
+_log = logging.getLogger("graphagent.checkpoint")
 
 T = TypeVar("T")
 
@@ -113,6 +116,7 @@ class SqliteSaver(SqlSaver):
         self._uri = "" if self.path == ":memory:" else Path(self.path).absolute().as_uri()
         self.read_only = False
         self._why_read_only = ""
+        self._schema = LATEST  # what _check_store finds, for a reader
         if self.path != ":memory:":
             self._check_path(create)
         if create and not self.read_only:
@@ -141,6 +145,13 @@ class SqliteSaver(SqlSaver):
         elif not os.access(folder, os.W_OK):
             # SQLite writes its -wal and -shm files beside the database
             self.read_only, self._why_read_only = True, "its folder is not writable"
+        if self.read_only:
+            _log.warning(
+                "SQLite database %r is read-only for this process (%s): opened for reading; "
+                "writes will fail",
+                self.path,
+                self._why_read_only,
+            )
 
     def _check_store(self) -> Program[None]:
         """Refuse a file that holds no graphagent store, or one of another schema version."""
@@ -151,12 +162,16 @@ class SqliteSaver(SqlSaver):
                 "tables): check the path. SqliteSaver(path) with create=True adds graphagent's "
                 "tables beside the file's own"
             )
-        how = (
-            "make the file writable and open it with SqliteSaver(path)"
-            if self.read_only
-            else "open it once with SqliteSaver(path)"
-        )
-        yield from self.logic.check_version(f"SQLite file {self.path!r}", how)
+        rows = yield Stmt("SELECT max(version) FROM graphagent_migrations")
+        self._schema = int(rows[0][0] or 0)
+        if self._schema > LATEST:
+            raise CheckpointError(
+                f"SQLite file {self.path!r} holds graphagent tables at schema version "
+                f"{self._schema}, newer than this version of graphagent knows ({LATEST}): "
+                "upgrade graphagent"
+            )
+        # an older schema is read as it is (a reader changes nothing); a write that needs
+        # a newer table says how to migrate (see _error)
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], **options: Any) -> Self:
@@ -240,6 +255,13 @@ class SqliteSaver(SqlSaver):
         code = getattr(exc, "sqlite_errorname", "")  # Python 3.11+; the text before that
         if code.startswith("SQLITE_READONLY") or "readonly database" in text:
             return self._read_only_error(action)
+        if "no such table: graphagent_" in text and self._schema < LATEST:
+            return CheckpointStorageError(
+                f"SQLite file {self.path!r} holds graphagent tables of an older schema "
+                f"(version {self._schema}; this version of graphagent writes {LATEST}), opened "
+                f"without changing them (create=False or read-only), so {action} fails. Open "
+                "it once with SqliteSaver(path) (writable) to migrate it"
+            )
         if code == "SQLITE_NOTADB" or "file is not a database" in text:
             return CheckpointStorageError(
                 f"{self.path!r} is not a SQLite database, so not a graphagent store: check the path"

@@ -22,6 +22,7 @@ from checkpoint import (
     PostgresSaver,
     new_checkpoint_id,
 )
+from checkpoint._sqlschema import LATEST
 from graphagent.graph import END, START, AppendStrategy, StateGraph
 from graphagent.messages import AssistantMessage, UserMessage
 
@@ -81,10 +82,10 @@ def test_setup_is_explicit_idempotent_and_safe_to_race(postgres_url: str, pg_sch
             r.start()
         for r in racers:
             r.join()
-        assert results == [1] * 4
-        assert saver.setup() == 1
+        assert results == [LATEST] * 4
+        assert saver.setup() == LATEST
         rows = query(postgres_url, f'SELECT version FROM "{pg_schema}".graphagent_migrations')
-        assert rows == [(1,)]
+        assert sorted(rows) == [(v,) for v in range(1, LATEST + 1)]
         assert saver.get("t") is None
     finally:
         saver.close()
@@ -125,7 +126,7 @@ async def test_async_saver_runs_a_graph_and_reads_sync_threads(
     saver = AsyncPostgresSaver.from_url(postgres_url, schema=pg_schema, lock_timeout=5)
     try:
         # the first calls race to open the pool, then to migrate: both happen once
-        assert await asyncio.gather(*(saver.asetup() for _ in range(4))) == [1] * 4
+        assert await asyncio.gather(*(saver.asetup() for _ in range(4))) == [LATEST] * 4
         cp = await saver.aget("s")
         assert cp is not None and cp.values["log"] == [0, 1]
         with pytest.raises(CheckpointConflictError):

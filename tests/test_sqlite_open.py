@@ -9,6 +9,7 @@ used to add graphagent's tables to another application's database and switch it 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import subprocess
@@ -87,16 +88,20 @@ def _tables_and_journal(path: Path) -> tuple[list[str], str]:
 
 @pytest.mark.parametrize("folder", [False, True], ids=["file", "file_and_folder"])
 def test_sqlite_sync_read_only_file_reads_and_refuses_writes_by_name(
-    tmp_path: Path, folder: bool
+    tmp_path: Path, folder: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     """SqliteSaver on a read-only store (the file, or the file and its folder) reads its
-    threads; a write raises naming the file and how to make it writable; nothing changes."""
+    threads, logging that writes will fail; a write raises naming the file and how to make
+    it writable; nothing changes."""
     path = tmp_path / "store" / "threads.sqlite"
     path.parent.mkdir()
     head = _store(path)
     before = path.read_bytes()
     with _read_only(*_locked(path, folder)):
-        with SqliteSaver(path) as saver:
+        with caplog.at_level(logging.WARNING, logger="graphagent.checkpoint"):
+            saver = SqliteSaver(path)
+        assert "writes will fail" in caplog.text and str(path) in caplog.text
+        with saver:
             assert saver.read_only
             cp = saver.get("t")
             assert cp is not None and cp.id == head and cp.values == {"n": 1}
@@ -178,4 +183,24 @@ def test_sqlite_reader_reads_and_writes_a_graphagent_store(tmp_path: Path) -> No
         assert not saver.read_only
         assert saver.head("t") == head
         saver.put("t", _write(2, head), expected_head=head)
+    assert _tables_and_journal(path) == before
+
+
+def test_sqlite_reader_reads_a_store_of_an_older_schema_and_says_how_to_migrate(
+    tmp_path: Path,
+) -> None:
+    """create=False on a store of schema 1 (before the delete marker's table) reads it,
+    changes nothing, and a delete says to open it once with SqliteSaver(path)."""
+    path = tmp_path / "threads.sqlite"
+    head = _store(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE graphagent_deleted")
+        conn.execute("DELETE FROM graphagent_migrations WHERE version > 1")
+    conn.close()
+    before = _tables_and_journal(path)
+    with SqliteSaver(path, create=False) as saver:
+        assert saver.head("t") == head
+        with pytest.raises(CheckpointStorageError, match=r"older schema.*SqliteSaver\(path\)"):
+            saver.delete_thread("t")
+        assert saver.head("t") == head
     assert _tables_and_journal(path) == before
