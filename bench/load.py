@@ -450,7 +450,7 @@ async def main(only: frozenset[str], threads: tuple[int, ...], repeat: int) -> N
 
     print(
         f"(redis-server {redis.Redis.from_url(REDIS_URL).info()['redis_version']} on loopback; "
-        f"hiredis {'on' if HIREDIS_AVAILABLE else 'off: pip install graphagent[fast]'})"
+        f"hiredis {'on' if HIREDIS_AVAILABLE else 'off: pip install hiredis'})"
     )
 
 

@@ -11,7 +11,8 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     │   ├── InvalidRouteError           a router returned a target that does not exist
     │   ├── EmptyInputError             a run was started with nothing to do
     │   ├── ModelConfigError            a model client lacks a setting (an API key)
-    │   └── ToolDefinitionError         a tool's signature or options are unusable
+    │   ├── ToolDefinitionError         a tool's signature or options are unusable
+    │   └── ThreadAccessError           a served caller named a thread it did not start
     ├── RunError                        the run itself failed
     │   ├── GraphRecursionError         more super-steps than ``recursion_limit``
     │   ├── MaxIterationsError          the agent looped more than ``max_iterations``
@@ -74,6 +75,7 @@ __all__ = [
     "RunError",
     "SerializationError",
     "StructuredOutputError",
+    "ThreadAccessError",
     "ThreadLockedError",
     "ThreadNotKeptWarning",
     "ToolArgumentsError",
@@ -122,6 +124,13 @@ class ModelConfigError(UserError):
 
 class ToolDefinitionError(UserError):
     """A tool's signature or options cannot be turned into a tool."""
+
+
+class ThreadAccessError(UserError):
+    """A caller of a served agent (MCP, A2A, HTTP) named a thread it did not start.
+
+    Served callers reach only the threads they started; the message says how to start one.
+    """
 
 
 class RunError(GraphAgentError):

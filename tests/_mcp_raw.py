@@ -3,7 +3,9 @@
 No SDK on the server side, so it can send what the SDK would refuse to: results that
 fail validation, a 5 MB JSON-RPC error, a tool list that pages for ever, tool names
 that only differ in characters a model cannot take. ``python _mcp_raw.py MODE`` serves
-stdio; :func:`http_app` serves the same over streamable HTTP (JSON responses).
+stdio; :func:`http_app` serves the same over streamable HTTP (JSON responses), and
+:func:`sse_app` over the older HTTP+SSE transport (the SDK's transport carries our raw
+messages, unchecked).
 
 Modes: ``faulty`` (bad results), ``pages`` (tools/list pages for ever from the second
 listing on), ``endless`` (from the first), ``slow`` (from the first, 0.2 s a page),
@@ -17,13 +19,18 @@ import sys
 import time
 from typing import Any
 
+from mcp import types
+from mcp.server.sse import SseServerTransport
+from mcp.shared.message import SessionMessage
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.types import Receive, Scope, Send
 
 NAMES = ["查询", "搜索", "검색", "a.b", "a b", "a_b", "x/y"]
 HUGE = 5 * 1024 * 1024
+GARBLED = "ssn 078-05-1120 of the customer"
 
 
 def _tool(name: str) -> dict[str, Any]:
@@ -56,6 +63,7 @@ def _tools(mode: str, cursor: str | None, seen: Listing) -> dict[str, Any]:
             {**_tool("bad_structured"), "outputSchema": schema},
             {**_tool("no_structured"), "outputSchema": schema},
             _tool("huge_error"),
+            _tool("garbled"),
             _tool("fine"),
         ]
     }
@@ -72,6 +80,10 @@ def _call(mode: str, name: str, ident: Any) -> dict[str, Any]:
         result = {"content": [_text("{}")], "structuredContent": {"n": "seven"}}
     elif name == "no_structured":
         result = {"content": [_text("no structure")]}
+    elif name == "garbled":
+        # a line that is JSON but not JSON-RPC, quoting data, before the real answer
+        sys.stdout.write(json.dumps({"not": "json-rpc", "data": GARBLED}) + "\n")
+        result = {"content": [_text("fine")]}
     elif name == "huge_error":
         error = {"code": -32000, "message": "x" * HUGE}
         return {"jsonrpc": "2.0", "id": ident, "error": error}
@@ -117,6 +129,33 @@ def http_app(mode: str) -> Starlette:
         return JSONResponse(reply, headers={"mcp-session-id": "raw"})
 
     return Starlette(routes=[Route("/mcp", endpoint, methods=["GET", "POST", "DELETE"])])
+
+
+def sse_app(mode: str) -> Starlette:
+    """The same server over HTTP+SSE (``/sse``, messages posted to ``/messages/``)."""
+    seen = Listing()
+    transport = SseServerTransport("/messages/")
+
+    async def events(scope: Scope, receive: Receive, send: Send) -> None:
+        async with transport.connect_sse(scope, receive, send) as (read, write), read, write:
+            async for message in read:
+                if isinstance(message, Exception):
+                    continue
+                raw = message.message.model_dump(by_alias=True, exclude_none=True)
+                reply = answer(mode, raw, seen)
+                if reply is not None:
+                    await write.send(SessionMessage(types.JSONRPCMessage.model_validate(reply)))
+
+    class _Events:
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            await events(scope, receive, send)
+
+    return Starlette(
+        routes=[
+            Route("/sse", endpoint=_Events()),
+            Mount("/messages/", app=transport.handle_post_message),
+        ]
+    )
 
 
 def main(mode: str) -> None:

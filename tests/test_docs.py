@@ -37,6 +37,16 @@ def test_doc_examples_run(
             raise AssertionError(f"{page.name}, block {i} failed: {exc!r}\n{block}") from exc
 
 
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_pages_say_their_blocks_build_on_each_other(page: Path) -> None:
+    """A reader copying one block learns at the top that it needs the blocks before it."""
+    top = "\n".join(page.read_text().split("```")[0].splitlines()[:20])
+    assert "build on each other" in " ".join(top.split()), (
+        f"{page.name}: say near the top, before the first code block, that the page's code "
+        "blocks build on each other (run them in order, in one Python session)"
+    )
+
+
 def test_generated_docs_are_current() -> None:
     """reference.md and the README's picture match the code (run docs/generate.py)."""
     import importlib.util

@@ -1,12 +1,13 @@
 """McpToolProvider against a server that breaks the rules (issue 30 items 10, 12, 13).
 
 The server is hand-written (``_mcp_raw.py``), so it can send what the SDK never would;
-every test runs over stdio (a real child process) and streamable HTTP.
+every test runs over stdio (a real child process), streamable HTTP and HTTP+SSE.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -16,8 +17,9 @@ from typing import Any
 
 import pytest
 from _mcp_helpers import no_leftover_processes, serve_http
-from _mcp_raw import HUGE, NAMES
+from _mcp_raw import GARBLED, HUGE, NAMES
 from _mcp_raw import http_app as raw_http_app
+from _mcp_raw import sse_app as raw_sse_app
 
 from graphagent.agent import ReactAgent
 from graphagent.errors import ToolDefinitionError
@@ -48,10 +50,22 @@ def _http(mode: str, **options: Any) -> Iterator[McpToolProvider]:
         yield provider
 
 
-@pytest.fixture(params=["stdio", "http"])
+@contextmanager
+def _sse(mode: str, **options: Any) -> Iterator[McpToolProvider]:
+    with (
+        serve_http(raw_sse_app(mode)) as base,
+        McpToolProvider.sse(f"{base}/sse", **options) as provider,
+    ):
+        yield provider
+
+
+OPENERS = {"stdio": _stdio, "http": _http, "sse": _sse}
+
+
+@pytest.fixture(params=list(OPENERS))
 def raw(request: pytest.FixtureRequest) -> Open:
     """Opens a provider on the hand-written server in a mode, over each transport."""
-    return _stdio if request.param == "stdio" else _http  # type: ignore[return-value]
+    return OPENERS[request.param]  # type: ignore[return-value]
 
 
 def _tools(provider: McpToolProvider) -> dict[str, Any]:
@@ -61,7 +75,7 @@ def _tools(provider: McpToolProvider) -> dict[str, Any]:
 # -- item 13: one error type, naming the server and the tool -------------------------------
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("transport", list(OPENERS))
 @pytest.mark.parametrize(
     ("tool", "says"),
     [
@@ -73,8 +87,8 @@ def _tools(provider: McpToolProvider) -> dict[str, Any]:
 def test_results_the_sdk_cannot_validate_raise_mcp_server_error(
     transport: str, tool: str, says: str
 ) -> None:
-    """stdio and HTTP: an invalid result is an McpServerError naming server and tool."""
-    opener = _stdio if transport == "stdio" else _http
+    """stdio, HTTP and SSE: an invalid result is an McpServerError naming server and tool."""
+    opener = OPENERS[transport]
     with opener("faulty", name="raw") as provider:
         with pytest.raises(McpServerError) as info:
             _tools(provider)[tool].call("{}")
@@ -85,13 +99,13 @@ def test_results_the_sdk_cannot_validate_raise_mcp_server_error(
 
 
 async def test_invalid_results_raise_the_same_from_acall(raw: Open) -> None:
-    """stdio and HTTP, async: acall raises the same McpServerError, nothing raw."""
+    """stdio, HTTP and SSE, async: acall raises the same McpServerError, nothing raw."""
     with raw("faulty", name="raw") as provider, pytest.raises(McpServerError, match="'bad_"):
         await _tools(provider)["bad_shape"].acall("{}")
 
 
 def test_a_huge_json_rpc_error_is_a_refusal_not_an_exit(raw: Open) -> None:
-    """stdio and HTTP: a 5 MB JSON-RPC error (code -32000) is the server refusing the
+    """stdio, HTTP and SSE: a 5 MB JSON-RPC error (code -32000) is the server refusing the
     call, shortened; the server did not exit and the next call works."""
     with raw("faulty", name="raw") as provider:
         with pytest.raises(McpServerError) as info:
@@ -102,8 +116,20 @@ def test_a_huge_json_rpc_error_is_a_refusal_not_an_exit(raw: Open) -> None:
         assert _tools(provider)["fine"].call("{}") == "fine"
 
 
+def test_stdio_unreadable_lines_are_logged_without_their_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """stdio: a line that is not JSON-RPC is logged as unreadable, by its error's type
+    only (it quotes what the server sent); the call still gets its answer."""
+    caplog.set_level(logging.WARNING, logger="graphagent.mcp")
+    with _stdio("faulty", name="raw") as provider:
+        assert _tools(provider)["garbled"].call("{}") == "fine"
+    assert "sent something unreadable: ValidationError" in caplog.text
+    assert GARBLED not in caplog.text
+
+
 def test_an_agent_sees_an_invalid_result_as_a_tool_failure(raw: Open) -> None:
-    """stdio and HTTP: through an agent, the failure is a tool message naming the server."""
+    """stdio, HTTP and SSE: through an agent, the failure is a tool message naming the server."""
     with raw("faulty", name="raw") as provider:
         call = ToolCall(id="c1", name="raw_bad_structured", arguments="{}")
         model = FakeChatModel([AssistantMessage(tool_calls=[call]), "ok"])
@@ -116,7 +142,7 @@ def test_an_agent_sees_an_invalid_result_as_a_tool_failure(raw: Open) -> None:
 
 
 def test_a_tool_list_paged_for_ever_fails_refresh(raw: Open) -> None:
-    """stdio and HTTP: refresh() on a list that never ends stops at the page bound and
+    """stdio, HTTP and SSE: refresh() on a list that never ends stops at the page bound and
     says so, naming the server; the tools listed before stay."""
     with raw("pages", name="pager") as provider:
         assert [t.definition.name for t in provider.tool_callbacks()] == ["pager_t0"]
@@ -128,19 +154,19 @@ def test_a_tool_list_paged_for_ever_fails_refresh(raw: Open) -> None:
 
 
 async def test_a_tool_list_paged_for_ever_fails_arefresh(raw: Open) -> None:
-    """stdio and HTTP: the async refresh stops the same way."""
+    """stdio, HTTP and SSE: the async refresh stops the same way."""
     with raw("pages", name="pager") as provider, pytest.raises(McpServerError, match="'pager'"):
         await provider.arefresh()
 
 
 def test_a_server_paging_for_ever_at_start_fails_to_open(raw: Open) -> None:
-    """stdio and HTTP: a first listing that never ends fails open() with the reason."""
+    """stdio, HTTP and SSE: a first listing that never ends fails open() with the reason."""
     with pytest.raises(McpServerError, match=r"'endless'.*pages"), raw("endless", name="endless"):
         pass
 
 
 def test_a_slow_endless_list_is_bounded_in_time(raw: Open) -> None:
-    """stdio and HTTP: pages that each take a while are bounded by startup_timeout."""
+    """stdio, HTTP and SSE: pages that each take a while are bounded by startup_timeout."""
     began = time.monotonic()
     with (
         pytest.raises(McpServerError, match=r"'slow'.*within 1"),
@@ -155,7 +181,7 @@ def test_a_slow_endless_list_is_bounded_in_time(raw: Open) -> None:
 
 @pytest.mark.parametrize("prefix", [True, False])
 def test_names_differing_only_in_unsafe_characters_are_made_unique(raw: Open, prefix: bool) -> None:
-    """stdio and HTTP: Chinese, Korean, `a.b` beside `a b` beside `a_b`: every tool gets
+    """stdio, HTTP and SSE: Chinese, Korean, `a.b` beside `a b` beside `a_b`: every tool gets
     its own model-safe name, the original is in the description and the mapping, and a
     call reaches the right tool."""
     with raw("names", name="raw", prefix=prefix) as provider:
@@ -185,7 +211,7 @@ def test_unique_names_do_not_depend_on_the_listing_order() -> None:
 
 
 def test_an_agent_opens_on_colliding_names_and_calls_the_right_tool(raw: Open) -> None:
-    """stdio and HTTP: the agent builds (no clash) and a model's call reaches '검색'."""
+    """stdio, HTTP and SSE: the agent builds (no clash) and a model's call reaches '검색'."""
     with raw("names", name="raw") as provider:
         by_original = {v: k for k, v in provider.tool_names.items()}
         call = ToolCall(id="c1", name=by_original["검색"], arguments="{}")

@@ -44,8 +44,10 @@ def _text(result: types.CallToolResult) -> str:
 @asynccontextmanager
 async def stdio_session(errlog: TextIO | None = None) -> AsyncIterator[ClientSession]:
     """The SDK's client, talking to `graphagent mcp serve` started as a child process."""
+    # this checkout's graphagent, not the one the shared env's editable install points at
+    path = os.pathsep.join([str(TESTS), str(TESTS.parent)])
     params = StdioServerParameters(
-        command=SERVE[0], args=SERVE[1:], cwd=str(TESTS), env={"PYTHONPATH": str(TESTS)}
+        command=SERVE[0], args=SERVE[1:], cwd=str(TESTS), env={"PYTHONPATH": path}
     )
     with open(os.devnull, "w") as quiet:
         async with (

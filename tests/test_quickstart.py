@@ -42,3 +42,22 @@ def test_the_quickstart_resumes_its_thread_in_a_second_process(tmp_path: Path) -
     out = _run([sys.executable, "-c", command.group(1)], tmp_path).strip()
     assert out == shown[-1]
     assert "What's the weather in Paris?" in out and "And in Oslo?" in out
+
+
+def test_the_quickstart_command_lines_run_on_weather_py(tmp_path: Path) -> None:
+    """Its `graphagent ... weather:agent` lines work as written from the folder holding
+    weather.py: the drawing, and a chat turn that answers from the tool."""
+    import shlex
+
+    (tmp_path / "weather.py").write_text(_blocks("python")[0])
+    lines = [
+        line.split("  #")[0]
+        for block in _blocks("sh")
+        for line in block.splitlines()
+        if line.startswith("graphagent ") and "weather:agent" in line
+    ]
+    assert len(lines) == 2
+    cli = "import sys; from graphagent.cli import main; sys.exit(main())"
+    outputs = [_run([sys.executable, "-c", cli, *shlex.split(ln)[1:]], tmp_path) for ln in lines]
+    assert "again: the model is asked again" in outputs[0]
+    assert "It is rain, 14 C there." in outputs[1]

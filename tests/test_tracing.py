@@ -352,6 +352,6 @@ def test_instrument_without_opentelemetry_says_what_to_install(
     """No OpenTelemetry installed: a UserError naming the extra to install."""
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     monkeypatch.delitem(sys.modules, "graphagent.observability._otel", raising=False)
-    with pytest.raises(UserError, match=r"pip install 'graphagent\[otel\]'"):
+    with pytest.raises(UserError, match=r"pip install 'opentelemetry-api>=1.27'"):
         instrument()
     assert not instrumented()

@@ -1,8 +1,9 @@
 """``PostgresSaver``: threads in PostgreSQL tables, through a psycopg 3 connection pool.
 
-Install with ``pip install 'graphagent[postgres]'``. The tables (``graphagent_*``, in the
-schema you name) are created by an explicit, idempotent :meth:`PostgresSaver.setup`, whose
-migrations are numbered; every saver checks the schema version before its first use.
+Needs the ``postgres`` extra (``pip install -e '.[postgres]'`` in a clone). The tables
+(``graphagent_*``, in the schema you name) are created by an explicit, idempotent
+:meth:`PostgresSaver.setup`, whose migrations are numbered; every saver checks the schema
+version before its first use.
 Each step lands whole or not at all, as one ``WITH`` statement (or, with ``ttl`` or
 ``keep_last``, one transaction): a conditional ``UPDATE`` of the thread's head row (a
 conditional ``INSERT`` for a new thread) is the head check, so of two racing writers one

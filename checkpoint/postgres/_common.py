@@ -55,7 +55,7 @@ def require() -> tuple[ModuleType, ModuleType]:
     except ImportError as exc:
         raise ImportError(
             "the PostgreSQL savers need psycopg 3 and psycopg_pool: "
-            "pip install 'graphagent[postgres]'"
+            "pip install 'psycopg[binary]>=3.1' 'psycopg-pool>=3.2' (the postgres extra)"
         ) from exc
     return psycopg, psycopg_pool
 

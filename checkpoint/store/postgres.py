@@ -1,10 +1,11 @@
 """``PostgresStore``: items in PostgreSQL, shared by every process that reaches the database.
 
-Install with ``pip install 'graphagent[postgres]'``. Tables are created on first use in the
-schema you name (``setup()`` does it now; both are idempotent). A put, a get and a delete
-are each one statement, so each lands whole and costs one round trip; a batch of several
-ops is one transaction. Values are ``JSONB`` (key order is not kept, as JSONB never keeps
-it); filters compare typed (numbers as ``numeric``, strings bytewise, as in Python).
+Needs the ``postgres`` extra (``pip install -e '.[postgres]'`` in a clone). Tables are
+created on first use in the schema you name (``setup()`` does it now; both are
+idempotent). A put, a get and a delete are each one statement, so each lands whole and
+costs one round trip; a batch of several ops is one transaction. Values are ``JSONB`` (key
+order is not kept, as JSONB never keeps it); filters compare typed (numbers as
+``numeric``, strings bytewise, as in Python).
 Semantic search ranks exactly: the candidates' float32 vectors are read and scored here
 (PostgreSQL without pgvector needs nothing installed; see docs/memory.md for its limits).
 """

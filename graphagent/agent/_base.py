@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import warnings
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
@@ -38,11 +39,22 @@ AGENT_SCHEMA: dict[str, Any] = {
 
 
 def compile_agent(
-    graph: StateGraph, saver: CheckpointSaver | None, name: str, agent: BaseAgent
+    graph: StateGraph,
+    saver: CheckpointSaver | None,
+    name: str,
+    agent: BaseAgent,
+    edge_notes: Mapping[str, str] | None = None,
 ) -> CompiledGraph:
     """Compile ``agent``'s graph: its runs are the agent's runs (traces say
-    ``invoke_agent``), and it refuses threads saved with the old state layout."""
-    return graph.compile(saver=saver, name=name, agent=agent, stored_check=legacy_layout)
+    ``invoke_agent``), it refuses threads saved with the old state layout, and its
+    drawings explain the edge labels ``edge_notes`` names."""
+    return graph.compile(
+        saver=saver,
+        name=name,
+        agent=agent,
+        stored_check=legacy_layout,
+        edge_notes=edge_notes,
+    )
 
 
 def last_answer(values: Mapping[str, Any]) -> AssistantMessage:
@@ -293,7 +305,13 @@ class BaseAgent:
         return f"<{type(self).__name__} {self.name!r}: {len(self.graph.nodes)} nodes>"
 
 
-_PACKAGE = str(Path(__file__).resolve().parent.parent)
+# as the interpreter names the files (co_filename), and resolved, should a link lead here
+_PACKAGE = tuple(
+    {
+        str(Path(__file__).parent.parent) + os.sep,
+        str(Path(__file__).resolve().parent.parent) + os.sep,
+    }
+)
 
 
 def _user_frame() -> int:

@@ -70,6 +70,11 @@ MODEL, TOOLS = "model", "tools"
 # the ways out of the model and tools nodes, named for the edges they label in drawings
 ANSWER, AGAIN, TOOL_CALLS = "answer", "again", "tool calls"
 RETURN_DIRECT, RESULTS = "return direct", "results"
+# the one route whose reason a drawing cannot show: the key under every agent's drawing
+AGAIN_NOTE = (
+    "the model is asked again after feedback (a hook's, a rejected tool call, "
+    "an answer that does not fit output_type)"
+)
 
 
 def pending_tool_calls(
@@ -221,7 +226,7 @@ class ReactAgent(BaseAgent):
                 + " Call this to give your final answer.",
                 output_type.model_json_schema(),
             )
-        self.graph = compile_agent(self._build(), saver, name, self)
+        self.graph = compile_agent(self._build(), saver, name, self, edge_notes={AGAIN: AGAIN_NOTE})
 
     # -- building the graph ----------------------------------------------------------------
 

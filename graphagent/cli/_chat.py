@@ -14,9 +14,10 @@ import copy
 import json
 import shlex
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from graphagent.agent._answers import ANSWER_HELP, approval_requests, parse_answer
 from graphagent.cli._common import CliError, load_object
 from graphagent.cli._stores import (
     add_store_flags,
@@ -34,16 +35,9 @@ __all__ = ["PAUSED", "Chat", "add_chat_command", "describe", "parse_answer"]
 PAUSED = 3
 """Exit code of ``chat -m`` when the thread waits for a human."""
 
-HELP = "approve | reject <reason> | edit <json arguments> | JSON"
-
-
-def _requests(value: Any) -> list[Mapping[str, Any]] | None:
-    """The tool calls awaiting approval, when ``value`` is a HumanInTheLoopHook question."""
-    if isinstance(value, Mapping):
-        found = value.get("action_requests")
-        if isinstance(found, list) and all(isinstance(r, Mapping) for r in found):
-            return found
-    return None
+# the words a person answers a pause with are shared with MCP's ask_<agent> resume
+HELP = ANSWER_HELP
+_requests = approval_requests
 
 
 def _compact(value: Any) -> str:
@@ -63,43 +57,6 @@ def describe(question: Interrupt) -> list[str]:
             lines.append(f"       why: {request['description']}")
     lines.append(f"  answer: {HELP}")
     return lines
-
-
-def parse_answer(text: str, question: Interrupt) -> Any:
-    """The resume value for what the person typed at ``question``.
-
-    Raises:
-        ValueError: the text is not an answer this question takes (the message says why).
-    """
-    requests = _requests(question.value)
-    stripped = text.strip()
-    if requests is not None:
-        word, _, rest = stripped.partition(" ")
-        word, rest = word.lower(), rest.strip()
-        if word in ("approve", "approved", "yes", "y"):
-            return [{"type": "approve"} for _ in requests]
-        if word in ("reject", "no", "n"):
-            return [{"type": "reject", "reason": rest or "no reason given"} for _ in requests]
-        if word == "edit":
-            if len(requests) != 1:
-                raise ValueError(
-                    f"edit changes one call, and {len(requests)} are waiting: answer with a JSON "
-                    'list, one decision per call, e.g. [{"type": "approve"}, {"type": "edit", '
-                    '"arguments": {...}}]'
-                )
-            try:
-                arguments = json.loads(rest)
-            except ValueError as exc:
-                raise ValueError(f"edit takes the new arguments as JSON ({exc})") from None
-            if not isinstance(arguments, dict):
-                raise ValueError('edit takes a JSON object of arguments, e.g. edit {"to": "bob"}')
-            return [{"type": "edit", "arguments": arguments}]
-    try:
-        return json.loads(stripped)
-    except ValueError:
-        if requests is not None:
-            raise ValueError(f"not an answer to a tool approval; type {HELP}") from None
-        return text
 
 
 def _is_tty(stream: TextIO) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from checkpoint.base import CheckpointSaver
@@ -177,6 +178,7 @@ class StateGraph:
         checkpointer: CheckpointSaver | bool | None = None,
         agent: Any = None,
         stored_check: StoredCheck | None = None,
+        edge_notes: Mapping[str, str] | None = None,
     ) -> CompiledGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledGraph`.
 
@@ -194,6 +196,8 @@ class StateGraph:
             stored_check: called with a stored thread's values before a run continues
                 the thread; returns why this graph cannot continue it (the run refuses,
                 with that message) or ``None``. Agents use it to refuse old layouts.
+            edge_notes: what conditional edges' labels mean, by label; drawings print
+                the notes of the labels they show as a key (an agent explains ``again``).
 
         Raises:
             GraphValidationError: every problem found, each naming the node and the fix;
@@ -211,6 +215,7 @@ class StateGraph:
             interrupt_after=_names(interrupt_after, self.nodes),
             stored_check=stored_check,
             agent=agent,
+            edge_notes=MappingProxyType(dict(edge_notes or {})),
         )
         return CompiledGraph(plan)
 

@@ -110,6 +110,12 @@ class CompiledGraph:
         return self.plan.interrupt_after
 
     @property
+    def edge_notes(self) -> Mapping[str, str]:
+        """What conditional edges' labels mean, by label: drawings print them as a key
+        (an agent explains its ``again`` edge). Given to ``compile(edge_notes=...)``."""
+        return self.plan.edge_notes
+
+    @property
     def schema(self) -> Schema:
         """The state's keys and how updates merge."""
         return self.plan.schema

@@ -7,7 +7,8 @@ The core (``_step``, ``_run``) and the drawings (``draw/``) take a plan, never t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 from checkpoint.base import CheckpointSaver
@@ -35,6 +36,7 @@ class Plan:
         interrupt_after: nodes a run pauses after.
         stored_check: refuses stored threads this graph cannot continue, or ``None``.
         agent: the agent whose graph this is (traces name it), or ``None``.
+        edge_notes: what conditional edges' labels mean, by label (drawings print a key).
     """
 
     name: str
@@ -45,6 +47,7 @@ class Plan:
     interrupt_after: frozenset[str] = frozenset()
     stored_check: StoredCheck | None = None
     agent: Any = None
+    edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
         """Refuse a stored thread this graph cannot continue, naming what to do.

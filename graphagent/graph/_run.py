@@ -568,7 +568,7 @@ class Run:
     def _put(self, checkpoint: CheckpointWrite) -> Put | PutMany:
         """The effect storing ``checkpoint`` (with the held-back input, if any); the run
         moves to it now (a put that fails ends the run)."""
-        pos, thread = self.pos, self.ctx.thread  # not the property: every step
+        pos, thread = self.pos, self.ctx.thread  # not the property: every step (~0.04 µs)
         assert thread is not None
         effect: Put | PutMany
         if self.unsaved is not None:

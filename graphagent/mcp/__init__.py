@@ -1,6 +1,6 @@
 """MCP (Model Context Protocol): use any MCP server's tools, and serve ours.
 
-Needs the extra: ``pip install 'graphagent[mcp]'`` (the official MCP Python SDK).
+Needs the ``mcp`` extra (``pip install -e '.[mcp]'`` in a clone): the official MCP Python SDK.
 
 - :class:`McpToolProvider` turns the tools of a server (run locally over stdio, or
   reached over streamable HTTP) into tools for any agent or ``ToolCallingManager``.
@@ -15,7 +15,9 @@ from __future__ import annotations
 try:
     import mcp as _sdk  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError("graphagent.mcp needs the MCP SDK: pip install 'graphagent[mcp]'") from exc
+    raise ImportError(
+        "graphagent.mcp needs the MCP SDK: pip install 'mcp>=1.30,<2' (the mcp extra)"
+    ) from exc
 
 from graphagent.mcp._client import McpToolProvider
 from graphagent.mcp._errors import McpServerError

@@ -1,17 +1,23 @@
-"""An agent as one MCP tool, ``ask_<agent>``: a message in, the answer out, by thread id."""
+"""An agent as one MCP tool, ``ask_<agent>``: a message in, the answer out, by thread id.
+
+The thread ids a caller sees are the server's to issue and live in a namespace of the
+caller's own (``agent._tenancy``): a caller continues only the threads it started.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
-import uuid
 from typing import Any
 
 from mcp import types
 
 from checkpoint import MemorySaver
+from graphagent.agent._answers import ANSWER_HELP, parse_answer
 from graphagent.agent._base import BaseAgent, last_answer
+from graphagent.agent._tenancy import ThreadNamespace
 from graphagent.graph import Command
+from graphagent.mcp._caller import Call
 from graphagent.mcp._names import safe_name
 
 __all__ = ["AgentTool"]
@@ -22,8 +28,8 @@ _SCHEMA: dict[str, Any] = {
         "message": {"type": "string", "description": "What to say to the agent."},
         "thread_id": {
             "type": "string",
-            "description": "The conversation to continue (from an earlier answer); "
-            "leave it out to start a new one.",
+            "description": "The conversation to continue: the thread_id of an earlier "
+            "answer to you; leave it out to start a new one.",
         },
     },
     "required": ["message"],
@@ -41,30 +47,25 @@ _OUTPUT: dict[str, Any] = {
 }
 
 
-def _resume_value(message: str) -> Any:
-    """A human's answer: JSON when it parses (decisions, lists), else the text itself."""
-    try:
-        return json.loads(message)
-    except ValueError:
-        return message
-
-
 class AgentTool:
     """Serves ``agent`` as the tool ``ask_<agent name>``.
 
-    Each call runs the agent on ``thread_id`` (a new one when left out), so an MCP
-    client keeps a conversation by passing back the thread id of the previous answer.
+    Each call runs the agent on a thread: a new one when ``thread_id`` is left out, else
+    the caller's own thread of that id (see :class:`ThreadNamespace`), so an MCP client
+    keeps a conversation by passing back the thread id of the previous answer.
     An agent without a saver gets an in-memory one here, or threads could not be kept.
     When the run pauses for a human, the answer is the question and how to resume:
-    the next call on that thread id is taken as the human's answer.
+    the next call on that thread id is taken as the human's answer, in the words
+    ``graphagent chat`` takes (``approve``, ``reject <reason>``, ``edit <json>``, JSON).
     """
 
-    def __init__(self, agent: BaseAgent) -> None:
+    def __init__(self, agent: BaseAgent, server: str = "graphagent") -> None:
         if agent.graph.saver is None:
             # a copy: the caller's agent object keeps running without a saver
             agent = copy.copy(agent)
             agent.graph = agent.graph.with_saver(MemorySaver())
         self.agent = agent
+        self.threads = ThreadNamespace("mcp", server)
         self.name = safe_name(f"ask_{agent.name}")
         description = getattr(agent, "description", "") or f"Ask the {agent.name} agent."
         self.tool = types.Tool(
@@ -75,32 +76,49 @@ class AgentTool:
             outputSchema=_OUTPUT,
         )
 
-    async def run(
-        self, arguments: dict[str, Any], meta: dict[str, Any] | None
-    ) -> types.CallToolResult:
-        """Run the agent on the message; the reply, or the question it waits on."""
+    async def run(self, arguments: dict[str, Any], call: Call) -> types.CallToolResult:
+        """Run the agent on the message; the reply, or the question it waits on.
+
+        Raises:
+            ThreadAccessError: ``thread_id`` is not a thread this caller started.
+        """
         message = str(arguments.get("message", ""))
-        thread = str(arguments.get("thread_id") or uuid.uuid4().hex)
+        given = arguments.get("thread_id")
+        if given:
+            public = str(given)
+            thread = await self.threads.aresume(self.agent.graph, call.caller, public)
+        else:
+            public = self.threads.new_thread()
+            thread = self.threads.stored(call.caller, public)
         before = await self.agent.graph.aget_state(self.agent._config(None, thread))
-        payload: Any = Command(resume=_resume_value(message)) if before.interrupts else message
+        payload: Any = message
+        if before.interrupts:
+            try:
+                payload = Command(resume=parse_answer(message, before.interrupts[0]))
+            except ValueError as exc:
+                return self._unanswered(public, [i.value for i in before.interrupts], exc)
         state = await self.agent.ainvoke(payload, thread_id=thread)
         after = await self.agent.graph.aget_state(self.agent._config(None, thread))
         if after.interrupts:
-            return self._waiting(thread, [i.value for i in after.interrupts])
+            return self._waiting(public, [i.value for i in after.interrupts])
         answer = last_answer(state).text
-        data = {"status": "answered", "answer": answer, "thread_id": thread}
-        text = f"{answer}\n\n(thread_id: {thread}; pass it to continue this conversation)"
+        data = {"status": "answered", "answer": answer, "thread_id": public}
+        text = f"{answer}\n\n(thread_id: {public}; pass it to continue this conversation)"
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structuredContent=data
         )
 
+    def _how(self, thread: str) -> str:
+        return (
+            f"The agent is waiting for a human. Call {self.name} again with "
+            f"thread_id={thread!r} and the human's answer as message: for a tool approval "
+            f"{ANSWER_HELP} (e.g. 'approve', 'reject too expensive', 'edit {{\"to\": \"bob\"}}'), "
+            "for other questions the answer as text or JSON"
+        )
+
     def _waiting(self, thread: str, questions: list[Any]) -> types.CallToolResult:
         question = questions[0] if len(questions) == 1 else questions
-        how = (
-            f"The agent is waiting for a human. Call {self.name} again with "
-            f"thread_id={thread!r} and the human's answer as message (JSON for a structured "
-            'answer, e.g. [{"type": "approve"}])'
-        )
+        how = self._how(thread)
         data = {
             "status": "waiting_for_human",
             "question": question,
@@ -112,3 +130,19 @@ class AgentTool:
             content=[types.TextContent(type="text", text=text)],
             structuredContent=json.loads(json.dumps(data, default=str)),
         )
+
+    def _unanswered(
+        self, thread: str, questions: list[Any], error: ValueError
+    ) -> types.CallToolResult:
+        """The message did not answer the question: say so; the thread still waits."""
+        result = self._waiting(thread, questions)
+        text = f"That did not answer the question ({error}). {_text_of(result)}"
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structuredContent=result.structuredContent,
+            isError=True,
+        )
+
+
+def _text_of(result: types.CallToolResult) -> str:
+    return "".join(b.text for b in result.content if isinstance(b, types.TextContent))

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from io import TextIOWrapper
 from typing import Any, Literal
 
 import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -23,6 +20,8 @@ from starlette.types import Receive, Scope, Send
 from graphagent.agent._base import BaseAgent
 from graphagent.errors import ToolDefinitionError, UserError
 from graphagent.mcp._agent_tool import AgentTool
+from graphagent.mcp._caller import Call, caller_of
+from graphagent.mcp._stdio import Calls, run_stdio
 from graphagent.observability._redact import exception_summary
 from graphagent.tools import ToolCallback, ToolCallbackProvider, ToolContext
 from graphagent.tools._convert import as_text
@@ -33,7 +32,7 @@ __all__ = ["Servable", "build_server", "http_app", "serve"]
 
 log = logging.getLogger("graphagent.mcp")
 Servable = ToolCallback | BaseAgent | ToolCallbackProvider | Callable[..., Any]
-Runner = Callable[[dict[str, Any], "dict[str, Any] | None"], Awaitable[types.CallToolResult]]
+Runner = Callable[[dict[str, Any], Call], Awaitable[types.CallToolResult]]
 _LOCAL = ("127.0.0.1", "localhost", "::1")
 
 
@@ -42,15 +41,17 @@ def _text(text: str, *, error: bool = False) -> types.CallToolResult:
 
 
 def _callback_runner(tool: ToolCallback) -> Runner:
-    async def run(arguments: dict[str, Any], meta: dict[str, Any] | None) -> types.CallToolResult:
+    async def run(arguments: dict[str, Any], call: Call) -> types.CallToolResult:
         # the MCP request's _meta is the only context a served tool gets
-        context = ToolContext(context={"mcp_meta": meta} if meta else None)
+        context = ToolContext(context={"mcp_meta": call.meta} if call.meta else None)
         return _text(as_text(await acall_tool(tool, json.dumps(arguments), context)))
 
     return run
 
 
-def _served(targets: Servable | Iterable[Servable]) -> dict[str, tuple[types.Tool, Runner]]:
+def _served(
+    targets: Servable | Iterable[Servable], server: str
+) -> dict[str, tuple[types.Tool, Runner]]:
     """The MCP tools for ``targets``, by name."""
     items: list[Any] = (
         list(targets)
@@ -68,7 +69,7 @@ def _served(targets: Servable | Iterable[Servable]) -> dict[str, tuple[types.Too
 
     for item in items:
         if isinstance(item, BaseAgent):
-            agent_tool = AgentTool(item)
+            agent_tool = AgentTool(item, server)
             add(agent_tool.tool, agent_tool.run, f"agent {item.name!r}")
         elif isinstance(item, ToolCallbackProvider) and not is_tool(item):
             for callback in item.tool_callbacks():
@@ -107,7 +108,11 @@ def build_server(
         ToolDefinitionError: two served tools share a name.
         UserError: something in ``targets`` cannot be served.
     """
-    tools = _served(targets)
+    return _build(targets, name, Calls())
+
+
+def _build(targets: Servable | Iterable[Servable], name: str, calls: Calls) -> Server[Any, Any]:
+    tools = _served(targets, name)
     server: Server[Any, Any] = Server(name)
 
     async def list_tools() -> list[types.Tool]:
@@ -117,19 +122,38 @@ def build_server(
         entry = tools.get(tool_name)
         if entry is None:
             return _text(f"unknown tool {tool_name!r}; call one of {sorted(tools)}", error=True)
-        meta = server.request_context.meta
-        extra = meta.model_dump(exclude_none=True) if meta is not None else None
+        context = server.request_context
+        meta = context.meta.model_dump(exclude_none=True) if context.meta is not None else None
+        calls.running += 1
         try:
-            return await entry[1](arguments, extra or None)
+            return await entry[1](arguments, Call(meta or None, caller_of(context)))
         except Exception as exc:
             # the caller gets the text (it is the answer to its call); the log gets the
             # type alone unless content is captured: the text can quote the caller's data
             log.info("served tool %r failed: %s", tool_name, exception_summary(exc))
             return _text(f"tool {tool_name!r} failed: {type(exc).__name__}: {exc}", error=True)
+        finally:
+            calls.running -= 1
 
     server.list_tools()(list_tools)  # type: ignore[no-untyped-call]
     server.call_tool()(call_tool)
     return server
+
+
+class _QuietDisconnects(logging.Filter):
+    """Drops the SDK's error traceback for a client that went away, and only that.
+
+    The SDK logs ``Error in standalone SSE writer`` with an 11-line traceback each time a
+    client closes its session (its event stream is closed under the writer); a closed
+    or broken stream means just that the other side left.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, (anyio.ClosedResourceError, anyio.BrokenResourceError))
+
+
+_QUIET = _QuietDisconnects()
 
 
 class _Endpoint:
@@ -166,6 +190,7 @@ def http_app(
         if host in _LOCAL
         else None
     )
+    logging.getLogger("mcp.server.streamable_http").addFilter(_QUIET)  # once: same object
     manager = StreamableHTTPSessionManager(
         app=build_server(targets, name=name),
         json_response=json_response,
@@ -181,17 +206,6 @@ def http_app(
     return Starlette(routes=[Route(path, endpoint=_Endpoint(manager))], lifespan=lifespan)
 
 
-async def _serve_stdio(server: Server[Any, Any]) -> None:
-    # stdout carries the protocol: anything the served code prints goes to stderr instead
-    protocol_out = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
-    saved, sys.stdout = sys.stdout, sys.stderr
-    try:
-        async with stdio_server(stdout=protocol_out) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-    finally:
-        sys.stdout = saved
-
-
 def serve(
     targets: Servable | Iterable[Servable],
     *,
@@ -202,6 +216,11 @@ def serve(
     path: str = "/mcp",
 ) -> None:
     """Serve tools and agents over MCP until stopped (Ctrl-C, or the client closes stdio).
+
+    Over stdio, the client closing stdin or Ctrl-C (SIGINT) cancels the calls still
+    running and ends serving (Ctrl-C raises ``KeyboardInterrupt``). A call running sync
+    code in a thread cannot be cancelled: then the process exits at once, after stopping
+    the MCP servers it started, rather than wait for it.
 
     Every ``ToolCallback`` (``@tool`` function) becomes an MCP tool with its schema. An
     agent becomes one tool, ``ask_<agent>``, taking ``message`` and an optional
@@ -229,7 +248,8 @@ def serve(
         'math'
     """
     if transport == "stdio":
-        anyio.run(_serve_stdio, build_server(targets, name=name))
+        calls = Calls()
+        run_stdio(_build(targets, name, calls), calls)
     elif transport == "http":
         import uvicorn
 

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from mcp import ClientSession, types
@@ -16,8 +16,11 @@ from mcp.shared.session import RequestResponder
 from pydantic import ValidationError
 
 from graphagent.mcp._errors import McpServerError
+from graphagent.observability._redact import exception_summary
 
 __all__ = ["LiveSession", "Transport"]
+
+E = TypeVar("E", bound=BaseException)
 
 log = logging.getLogger("graphagent.mcp")
 _CLOSED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
@@ -78,6 +81,17 @@ class Transport(Protocol):
     def started(self) -> None:
         """Called once the session is initialised."""
         ...
+
+
+def _find(exc: BaseException, kind: type[E]) -> E | None:
+    """``exc`` if it is a ``kind``, else the first ``kind`` in its (nested) exception groups."""
+    if isinstance(exc, kind):
+        return exc
+    for inner in getattr(exc, "exceptions", None) or ():
+        found = _find(inner, kind)
+        if found is not None:
+            return found
+    return None
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -187,10 +201,13 @@ class LiveSession:
         except TimeoutError:
             self._fail(ready, self._error(f"did not start within {self.startup_timeout} s"))
         except Exception as exc:
+            # a transport torn down in a hurry adds its own errors to the group: what
+            # failed first is ours (McpServerError) or the deadline, wherever it sits
             leaf = _leaf(exc)
-            if isinstance(leaf, McpServerError):
-                self._fail(ready, leaf)
-            elif isinstance(leaf, TimeoutError) and not ready.done():
+            ours = _find(exc, McpServerError)
+            if ours is not None:
+                self._fail(ready, ours)
+            elif _find(exc, TimeoutError) is not None and not ready.done():
                 self._fail(ready, self._error(f"did not start within {self.startup_timeout} s"))
             elif isinstance(leaf, McpError) and _connection_closed(leaf):
                 what = "exited during start-up" if not ready.done() else "closed the connection"
@@ -272,7 +289,13 @@ class LiveSession:
         | Exception,
     ) -> None:
         if isinstance(message, Exception):
-            log.warning("MCP server %r sent something unreadable: %s", self.label, message)
+            # the parse error quotes what the server sent (a tool's data): its type only,
+            # unless content is captured
+            log.warning(
+                "MCP server %r sent something unreadable: %s",
+                self.label,
+                exception_summary(message),
+            )
         elif isinstance(message, types.ServerNotification) and isinstance(
             message.root, types.ToolListChangedNotification
         ):

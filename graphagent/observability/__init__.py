@@ -5,7 +5,7 @@ Logging needs nothing: graphagent logs through the standard ``logging`` module u
 logging). At DEBUG, ``graphagent.models`` logs each model request and answer,
 ``graphagent.tools`` each tool call, ``graphagent.checkpoint`` each checkpoint write.
 
-Tracing needs the extra (``pip install 'graphagent[otel]'``) and one call::
+Tracing needs the ``otel`` extra (``pip install -e '.[otel]'`` in a clone) and one call::
 
     from graphagent.observability import instrument
     instrument()              # spans go to the global TracerProvider
@@ -61,7 +61,8 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool | None = No
         from graphagent.observability._otel import Tracing
     except ImportError as exc:
         raise UserError(
-            f"tracing needs OpenTelemetry ({exc}): pip install 'graphagent[otel]'"
+            f"tracing needs OpenTelemetry ({exc}): "
+            "pip install 'opentelemetry-api>=1.27' (the otel extra)"
         ) from None
     uninstrument()
     if capture_content is not None:

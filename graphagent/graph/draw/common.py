@@ -15,7 +15,17 @@ from graphagent.graph._command import Interrupt
 from graphagent.graph._constants import END, START
 from graphagent.graph._plan import Plan
 
-__all__ = ["ANY", "STYLE", "Shown", "drawn", "kind_of", "label", "subgraphs", "tool_names"]
+__all__ = [
+    "ANY",
+    "STYLE",
+    "Shown",
+    "drawn",
+    "edge_key",
+    "kind_of",
+    "label",
+    "subgraphs",
+    "tool_names",
+]
 
 
 class Shown(Protocol):
@@ -73,6 +83,14 @@ ANY_NOTE = "a router with no path map and no -> Literal[...] return type: it may
 def label(name: str) -> str:
     """How a node is named in drawings (``START``/``END`` for the virtual nodes)."""
     return {START: "START", END: "END", ANY: "any node"}.get(name, name)
+
+
+def edge_key(plan: Plan) -> list[str]:
+    """``label: meaning`` for each edge label drawn in ``plan`` that its ``edge_notes``
+    explain (an agent's graph explains its ``again`` edge), in the order edges are drawn."""
+    notes = plan.edge_notes
+    labels = dict.fromkeys(data.get("label") for *_, data in drawn(plan).edges(data=True))
+    return [f"{name}: {notes[name]}" for name in labels if name and name in notes]
 
 
 def kind_of(g: nx.DiGraph[str], node: str) -> str:

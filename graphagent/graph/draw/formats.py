@@ -21,6 +21,7 @@ from graphagent.graph.draw.common import (
     ANY_NOTE,
     STYLE,
     drawn,
+    edge_key,
     label,
     subgraphs,
     tool_names,
@@ -274,6 +275,10 @@ def _ascii(graph: Plan, indent: str) -> str:
         if dst == ANY:
             tag = "  (no path map: may go to any node)"
         out.append(f"{indent}  {label(src)} {arrow} {label(dst)}{tag}")
+    key = edge_key(graph)
+    if key:
+        out.append("")
+        out.extend(f"{indent}{line}" for line in key)
     text = "\n".join(out) + "\n"
     for name, sub in inner.items():
         text += f"\n{indent}subgraph {name!r}:\n" + _ascii(sub, indent + "    ")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -16,6 +17,7 @@ from graphagent.graph.draw.common import (
     ANY_NOTE,
     STYLE,
     drawn,
+    edge_key,
     label,
     subgraphs,
     tool_names,
@@ -34,6 +36,7 @@ _MAX_TOOLS = 8
 _PAD = 18.0
 _TITLE_H = 24.0
 _LEGEND_H = 22.0
+_KEY_WRAP = 60  # characters per line of the edge key
 _MARGIN = 20.0
 _EDGE = "#5f6b7a"
 # the run overlay's colours: the path taken, what runs next, a pause waiting for a human
@@ -445,14 +448,18 @@ def render_svg(graph: Plan, overlay: RunOverlay | None = None) -> str:
     """
     d = _measure(graph)
     legend = _legend(overlay) if overlay is not None else ""
-    top = _MARGIN + _TITLE_H + (_LEGEND_H if legend else 0.0)
+    # what edge labels mean (an agent's "again"), wrapped to the drawing's usual width
+    key = [part for line in edge_key(graph) for part in textwrap.wrap(line, _KEY_WRAP)]
+    lines = [legend] if legend else []
+    lines += key
+    top = _MARGIN + _TITLE_H + _LEGEND_H * len(lines)
     height = d.layout.height + _MARGIN + top
     writer = _Writer()
     writer.drawing(d, _MARGIN, top, overlay)
     width = max(
         d.layout.width + 2 * _MARGIN,
         len(graph.name) * 8.5 + 2 * _MARGIN,
-        len(legend) * 6.4 + 2 * _MARGIN,
+        max((len(line) for line in lines), default=0) * 6.4 + 2 * _MARGIN,
         writer.right + _MARGIN / 2,
     )
     head = [
@@ -465,10 +472,11 @@ def render_svg(graph: Plan, overlay: RunOverlay | None = None) -> str:
         f'<text x="{_MARGIN:.0f}" y="{_MARGIN + 4:.0f}" font-size="14" font-weight="600" '
         f'fill="#37474f">{_attr(graph.name)}</text>',
     ]
-    if legend:
+    for i, line in enumerate(lines):
+        kind = "legend" if legend and i == 0 else "key"
         head.append(
-            f'<text class="legend" x="{_MARGIN:.0f}" y="{_MARGIN + 24:.0f}" font-size="11" '
-            f'fill="#546e7a">{_attr(legend)}</text>'
+            f'<text class="{kind}" x="{_MARGIN:.0f}" y="{_MARGIN + 24 + i * _LEGEND_H:.0f}" '
+            f'font-size="11" fill="#546e7a">{_attr(line)}</text>'
         )
     return "\n".join([*head, *writer.parts, "</svg>"]) + "\n"
 
