@@ -87,7 +87,7 @@ class Inner:
         if isinstance(s, SqliteSaver | PostgresSaver):
             program = s.logic._parent(thread_id, cid, verify=True)
             return s._run(program, write=False, action="bench")
-        return s._run(s.logic.record(thread_id, cid), "bench")
+        return s._run(s.logic.record(thread_id, cid), write=False, action="bench")
 
 
 def looping_graph(saver: CheckpointSaver, stop_at: int) -> Any:

@@ -30,242 +30,45 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from checkpoint._record import LAYOUT, Record, damaged, decode_record, own_map
 from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
-from checkpoint.errors import STORED_WAY_OUT, SerializationError, located
+from checkpoint.errors import STORED_WAY_OUT, CheckpointConflictError, SerializationError, located
 
 __all__ = [
     "FREE_CLAIM",
+    "LAYOUT",
+    "BoundedCache",
     "PutPlan",
-    "log_put",
-    "log_stem",
-    "logging_puts",
     "Record",
     "check_claim",
     "claimed",
+    "conflict",
     "damaged",
     "decode_record",
     "decode_writes",
     "encode_writes",
+    "group_writes",
+    "log_put",
+    "log_stem",
+    "logging_puts",
     "older_than",
-    "plan_put",
+    "own_map",
+    "plan_chain",
     "plan_prune",
+    "plan_put",
     "read_fields",
     "rebuild",
+    "to_checkpoint",
 ]
 
 Dumps = Callable[[Any], bytes]
 Loads = Callable[[bytes], Any]
 Range = tuple[str, int, int]
+K = TypeVar("K")
+V = TypeVar("V")
 SEP = "|"
-LAYOUT = 2
-"""Version of the stored record layout (1: one value field per key; 2: per checkpoint)."""
-
-
-@dataclass(slots=True)
-class Record:
-    """A checkpoint's bookkeeping as stored (values live in data fields).
-
-    Never changed once built (records are cached and shared); not ``frozen`` because a
-    frozen dataclass pays a ``object.__setattr__`` call per field, and one is built
-    every step.
-    """
-
-    id: str
-    parent_id: str | None
-    step: int
-    created_at: float
-    next: tuple[str, ...]
-    metadata: dict[str, Any]
-    extra: dict[str, Any]
-    vals: dict[str, str]
-    logs: dict[str, list[Range]]
-    own: tuple[str, ...] = ()
-
-    def to_plain(self) -> list[Any]:
-        """The record as plain msgpack-able data."""
-        return [
-            LAYOUT,
-            self.id,
-            self.parent_id,
-            self.step,
-            self.created_at,
-            list(self.next),
-            self.metadata,
-            self.extra,
-            self.vals,
-            {k: [list(r) for r in ranges] for k, ranges in self.logs.items()},
-            list(self.own),
-        ]
-
-
-_ATOMS = frozenset({str, int, float, bool, type(None)})
-_MAX_DEPTH = 100  # as the serde's (checkpoint.serde.MAX_DEPTH)
-
-
-def _own(value: Any, depth: int = 0) -> Any:
-    """``value`` with its dicts, lists and tuples copied (the rest by reference: atoms
-    are immutable, and anything else is checked by encoding it)."""
-    cls = type(value)
-    if cls in _ATOMS:
-        return value
-    if depth > _MAX_DEPTH:
-        raise SerializationError(
-            f"cannot store metadata nested more than {_MAX_DEPTH} levels deep, or that "
-            "contains itself: flatten it"
-        )
-    if cls is dict:
-        return {k: _own(v, depth + 1) for k, v in value.items()}
-    if cls is list:
-        return [_own(v, depth + 1) for v in value]
-    if cls is tuple:
-        return tuple(_own(v, depth + 1) for v in value)
-    return value
-
-
-def own_map(part: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
-    """A copy of a write's metadata or extra that later changes to the caller's objects
-    cannot reach (records are cached and shared by reads), and whether it is plain: text
-    keys, atoms and flat lists of atoms, storable as they are without encoding to check.
-    """
-    out = dict(part)
-    plain = True
-    for key, value in out.items():
-        if type(key) is not str:
-            plain = False
-        cls = type(value)
-        if cls in _ATOMS:
-            continue
-        if cls is list:
-            for item in value:
-                if type(item) not in _ATOMS:
-                    break
-            else:
-                out[key] = value.copy()
-                continue
-        out[key] = _own(value)
-        plain = False
-    return out, plain
-
-
-def decode_record(blob: bytes, loads: Loads, cid: str | None = None) -> Record:
-    """Decode a record stored by :func:`plan_put`, checking every part of its shape.
-
-    Args:
-        blob: the stored bytes.
-        loads: the value decoder.
-        cid: the id it is stored under, when known (a record under another id is damaged).
-
-    Raises:
-        SerializationError: the bytes are not a record of this layout (damaged, tampered
-            with, or written by another version), naming what is wrong and what to do.
-    """
-    try:
-        data = loads(blob)
-    except SerializationError as exc:
-        located(exc, checkpoint_id=cid)
-        raise
-    if isinstance(data, list) and data and type(data[0]) is int and data[0] > LAYOUT:
-        # a rolling deploy: the newer half of the workers wrote it, and it is healthy
-        raise located(
-            SerializationError(
-                f"this checkpoint was written by a newer graphagent (layout {data[0]}): "
-                f"upgrade graphagent on this worker to read it (this version reads layout "
-                f"{LAYOUT}). The thread is healthy: keep it"
-            ),
-            checkpoint_id=cid,
-        )
-    if not isinstance(data, list) or len(data) not in (10, 11) or type(data[0]) is not int:
-        raise damaged(cid, "it is not a checkpoint record")
-    if data[0] != LAYOUT:
-        raise SerializationError(
-            f"this thread was stored with storage layout {data[0]}, and this version of "
-            f"checkpoint reads layout {LAYOUT}; delete the thread (or read it with the version "
-            "that wrote it)"
-        )
-    _, rid, parent, step, created, nxt, meta, extra, vals, logs = data[:10]
-    # records written before branch ownership own nothing: appending on top of one
-    # starts a new branch, which is always safe
-    own = data[10] if len(data) == 11 else []
-    problem = _shape_problem(rid, parent, step, created, nxt, meta, extra, vals, logs, own)
-    if problem is None and cid is not None and rid != cid:
-        problem = f"it is stored under id {cid!r} but names itself {rid!r}"
-    if problem is not None:
-        raise damaged(cid if cid is not None else rid, problem)
-    return Record(
-        id=rid,
-        parent_id=parent,
-        step=step,
-        created_at=float(created),
-        next=tuple(nxt),
-        metadata=meta,
-        extra=extra,
-        vals=vals,
-        logs={k: [(b, s, e) for b, s, e in ranges] for k, ranges in logs.items()},
-        own=tuple(own),
-    )
-
-
-def _is_int(value: Any) -> bool:
-    return type(value) is int
-
-
-def _strs(values: Any) -> bool:
-    return isinstance(values, list) and all(type(v) is str for v in values)
-
-
-def _shape_problem(
-    rid: Any,
-    parent: Any,
-    step: Any,
-    created: Any,
-    nxt: Any,
-    meta: Any,
-    extra: Any,
-    vals: Any,
-    logs: Any,
-    own: Any,
-) -> str | None:
-    """What is wrong with a decoded record's parts (``None``: nothing)."""
-    if type(rid) is not str or not (parent is None or type(parent) is str):
-        return "its id or its parent's id is not text"
-    if not _is_int(step) or type(created) not in (int, float):
-        return "its step or creation time is not a number"
-    if not _strs(nxt) or not _strs(own):
-        return "its next nodes or its branches are not lists of names"
-    if type(meta) is not dict or type(extra) is not dict:
-        return "its metadata is not a map"
-    if type(vals) is not dict or not all(
-        type(k) is str and type(v) is str for k, v in vals.items()
-    ):
-        return "its map of values is not names to checkpoint ids"
-    if type(logs) is not dict:
-        return "its map of lists is not a map"
-    for key, ranges in logs.items():
-        if type(key) is not str or type(ranges) is not list:
-            return "its map of lists is not names to ranges"
-        for r in ranges:
-            if type(r) is not list or len(r) != 3 or type(r[0]) is not str:
-                return f"a range of list {key!r} is not (branch, start, end)"
-            if not (_is_int(r[1]) and _is_int(r[2]) and 0 <= r[1] <= r[2]):
-                return f"a range of list {key!r} is not 0 <= start <= end: {r[1:]!r}"
-    return None
-
-
-def damaged(cid: str | None, problem: str) -> SerializationError:
-    """The error for a stored record (or its data) that cannot be what this library wrote."""
-    which = f"checkpoint {cid!r}" if cid is not None else "a checkpoint"
-    return located(
-        SerializationError(
-            f"the stored record of {which} is damaged: {problem}. The store was changed "
-            f"behind the saver's back (or its bytes were corrupted). {STORED_WAY_OUT}"
-        ),
-        checkpoint_id=cid,
-    )
-
-
 # A record may name this many data fields without the saver counting what is stored first:
 # building that many names costs little, and each one missing is then an error of its own.
 FREE_CLAIM = 4096
@@ -463,6 +266,77 @@ def plan_put(
         own,
     )
     return PutPlan(record, data, dumps, plain)
+
+
+def plan_chain(
+    parent: Record | None,
+    writes: Sequence[CheckpointWrite],
+    *,
+    on_head: bool,
+    dumps: Dumps,
+) -> list[PutPlan]:
+    """Plan a chain of writes (each the parent of the next), the first on top of
+    ``parent``: each later one extends the branches its parent owns (it is on the head)."""
+    plans = []
+    for write in writes:
+        plan = plan_put(parent, write, on_head=on_head, dumps=dumps)
+        plans.append(plan)
+        parent, on_head = plan.record, True
+    return plans
+
+
+def conflict(
+    thread_id: str,
+    expected_head: str | None,
+    current: str | None,
+    *,
+    store: str,
+    gone: str = "deleted, or expired after its ttl",
+    hint: str = "",
+) -> CheckpointConflictError:
+    """The error for a write whose expected head is not the thread's head; nothing was
+    written.
+
+    Args:
+        thread_id: the thread.
+        expected_head: the head the writer read.
+        current: the head the thread has now (``None``: the thread is not there).
+        store: where the thread lives, for the message (``"Redis"``).
+        gone: how a thread can vanish from that store.
+        hint: what else to do about a vanished thread, for the message.
+    """
+    if current is None and expected_head is not None:
+        return CheckpointConflictError(
+            f"thread {thread_id!r} is gone from {store} ({gone}) while this run expected "
+            f"checkpoint {expected_head!r}; nothing was written. Start the thread again"
+            f"{hint}"
+        )
+    return CheckpointConflictError(
+        f"thread {thread_id!r} moved to checkpoint {current!r} while this run expected "
+        f"{expected_head!r}; nothing was written. Reload the thread and run again, or "
+        "serialise runs per thread"
+    )
+
+
+class BoundedCache(dict[K, V]):
+    """A dict of what never changes once stored (decoded records, key names), bounded:
+    one that would grow past ``limit`` entries starts again empty.
+
+    A ``dict`` itself, so a look-up costs what a dict's does (this is on every step).
+    """
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: int = 4096) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def keep(self, key: K, value: V) -> V:
+        """Hold ``value`` under ``key``; returns ``value``."""
+        if len(self) >= self.limit and key not in self:
+            self.clear()
+        self[key] = value
+        return value
 
 
 def _versions(record: Record) -> list[str]:

@@ -17,23 +17,20 @@ Python string is a valid thread id and none can collide.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 __all__ = [
     "LATEST",
     "MIGRATIONS",
     "Dialect",
-    "Program",
     "Stmt",
     "decode_text",
     "encode_text",
     "result_kind",
     "storable_id",
 ]
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +49,6 @@ class Stmt:
     params: Sequence[Any] = ()
     many: bool = False
     result: str = "rows"
-
-
-Program = Generator["Stmt | tuple[Stmt, ...]", Any, T]
 
 
 def result_kind(sql: str) -> str:

@@ -17,6 +17,17 @@ everything a run raises.
 
 from __future__ import annotations
 
+__all__ = [
+    "STORED_WAY_OUT",
+    "CheckpointConflictError",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "CheckpointStorageError",
+    "SerializationError",
+    "ThreadLockedError",
+    "located",
+]
+
 STORED_WAY_OUT = (
     "To go on: continue from an earlier checkpoint of the thread (list its history and run "
     "from one before this), restore the store from a backup, or delete the thread"

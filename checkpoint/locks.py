@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from checkpoint.errors import ThreadLockedError
 
-__all__ = ["LockPolicy", "hold", "ahold"]
+__all__ = ["LockPolicy", "ahold", "hold"]
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from checkpoint.base import (
     new_checkpoint_id,
     refuse_if_deleted,
 )
-from checkpoint.errors import CheckpointConflictError, CheckpointNotFoundError
+from checkpoint.errors import CheckpointNotFoundError
 from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde, default_serde
 
@@ -138,9 +138,8 @@ class MemorySaver(CheckpointSaver):
             if t is None:
                 t = _Thread()
             if t.head != expected_head:
-                raise CheckpointConflictError(
-                    f"thread {thread_id!r} moved to checkpoint {t.head!r} while this run "
-                    f"expected {expected_head!r}; reload the thread and run again"
+                raise layout.conflict(
+                    thread_id, expected_head, t.head, store="memory", gone="deleted"
                 )
             if t.head is None and self._deleted:
                 refuse_if_deleted(thread_id, writes[0].id, self._deleted.pop(thread_id, None))
@@ -148,17 +147,14 @@ class MemorySaver(CheckpointSaver):
             parent = self._record(thread_id, t, parent_id) if parent_id is not None else None
             # plan (encode) every write before storing any: a value that cannot be
             # encoded fails the whole step with nothing stored
-            plans = []
-            on_head = parent_id == t.head
-            for write in writes:
-                plan = layout.plan_put(parent, write, on_head=on_head, dumps=dumps)
-                parent, on_head = plan.record, True
+            plans = layout.plan_chain(parent, writes, on_head=parent_id == t.head, dumps=dumps)
+            for plan in plans:
+                record = plan.record
                 if not plan.plain:
                     # checked (and copied) as the other savers would store them
-                    parent.metadata, parent.extra = self.serde.loads(
-                        dumps([parent.metadata, parent.extra])
+                    record.metadata, record.extra = self.serde.loads(
+                        dumps([record.metadata, record.extra])
                     )
-                plans.append(plan)
             data, records, order = t.data, t.records, t.order
             log_each = layout.logging_puts()
             for plan in plans:

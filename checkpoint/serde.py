@@ -7,6 +7,9 @@ UUID, and the classes registered by name: pydantic models, enums and dataclasses
 (and any class registered with its own ``encode``/``decode`` pair, stored as one flat
 frame: graphagent's messages are). Loading looks a type up in the registry by its
 registered name and never imports a module or runs code named by the stored bytes.
+graphagent's own types (its messages, its agent record) load in any process: where
+graphagent is not imported, each comes back as a :class:`StoredObject` (a ``dict`` of
+its fields that knows its type's name, stored again as it was read).
 
 Values nest at most :data:`MAX_DEPTH` containers deep: ``dumps`` refuses deeper ones, and
 ``loads`` refuses stored bytes that claim more (each stored tuple, set or object is decoded
@@ -37,27 +40,51 @@ from typing import Any, NamedTuple, TypeVar
 
 import msgpack
 
-from checkpoint.errors import STORED_WAY_OUT, SerializationError
+from checkpoint import _library
+from checkpoint import _serdeload as _load
+from checkpoint._library import StoredObject
+from checkpoint._serdeload import (
+    _DATACLASS,
+    _DATE,
+    _DATETIME,
+    _ENCODED,
+    _ENUM,
+    _FROZENSET,
+    _LONE,
+    _MODEL,
+    _SET,
+    _TIMEDELTA,
+    _TUPLE,
+    _UUID,
+    _Decode,
+    _qualname,
+    _registrations,
+)
+from checkpoint.errors import SerializationError
 
-__all__ = ["MAX_DEPTH", "Serde", "base_serde", "default_serde", "dumps", "loads", "register"]
+__all__ = [
+    "MAX_DEPTH",
+    "Serde",
+    "StoredObject",
+    "base_serde",
+    "default_serde",
+    "dumps",
+    "loads",
+    "register",
+]
 
 T = TypeVar("T", bound=type)
 
-_TUPLE, _SET, _FROZENSET, _DATETIME, _DATE, _TIMEDELTA, _UUID = 1, 2, 3, 4, 5, 6, 7
-_MODEL, _ENUM, _DATACLASS, _ENCODED = 8, 9, 10, 11
 # a reused packer keeps the largest buffer it filled: one that packed more is let go
 _KEEP_PACKER_BELOW = 1 << 20
 
-MAX_DEPTH = 100
+MAX_DEPTH = _load.MAX_DEPTH
 """How deeply a value may nest: lists, dicts, tuples, sets and registered objects inside one
 another. ``dumps`` stores any value within it and refuses deeper values that hold more than
 a few levels of tuples, sets or objects (lists and dicts alone are stored up to msgpack's own
 limit, 511 levels); ``loads`` refuses bytes whose tuples, sets and objects nest deeper. Far
 above what agent state needs, and low enough that decoding fits a 512 KiB thread stack."""
 
-# Nested frames this deep are decoded with a heap-allocated Unpacker (~1 KB of C stack per
-# level instead of ~25 KB for unpackb); shallower ones keep unpackb, which is faster.
-_HEAP_FRAMES_FROM = 4
 # Frames encoded without measuring the value first: each may hold lists 511 deep
 # (msgpack's limit), so this bounds the C stack an unmeasured value can take.
 _FAST_FRAMES = 4
@@ -67,13 +94,9 @@ _SEQUENCES = (list, tuple, set, frozenset)
 _new_ext = tuple.__new__
 # msgpack's ext headers by payload size: fixext 1/2/4/8/16, else ext 8/16/32
 _FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
-# Any Python str is stored: lone surrogates as the bytes "surrogatepass" gives them, which
-# valid UTF-8 never contains, so every string keeps its own encoding and comes back as itself.
-_LONE = "surrogatepass"
 
 
-Encode = Callable[[Any], Any]
-Decode = Callable[[Any], Any]
+_Encode = Callable[[Any], Any]
 
 
 class _Entry(NamedTuple):
@@ -81,8 +104,8 @@ class _Entry(NamedTuple):
 
     name: str
     shallow: bool = False
-    encode: Encode | None = None
-    decode: Decode | None = None
+    encode: _Encode | None = None
+    decode: _Decode | None = None
 
 
 def _ext(code: int, data: bytes) -> bytes:
@@ -107,15 +130,7 @@ class _Deeper(Exception):
     """Raised inside the fast path of ``dumps``: measure the value before encoding it."""
 
 
-def _qualname(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-# Bumped by every registration anywhere, so a Serde knows when to merge its layers again.
-_registrations = [0]
-
-
-class Serde:
+class Serde(_load.Loading):
     """A msgpack codec with its own registry of named types, layered on a base registry.
 
     Types registered here are known to this codec only. Lookups fall through to ``base``
@@ -148,8 +163,8 @@ class Serde:
         self._names: dict[type, str] = {}
         self._types: dict[str, type] = {}
         self._shallow: set[type] = set()
-        self._encoders: dict[type, tuple[str, Encode]] = {}
-        self._decoders: dict[str, Decode] = {}
+        self._encoders: dict[type, tuple[str, _Encode]] = {}
+        self._decoders: dict[str, _Decode] = {}
         # made once: the fast path's encoders by frames left, the decoders by depth
         self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
         self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
@@ -202,8 +217,8 @@ class Serde:
         name: str | None = None,
         *,
         shallow: bool = False,
-        encode: Encode | None = None,
-        decode: Decode | None = None,
+        encode: _Encode | None = None,
+        decode: _Decode | None = None,
     ) -> T:
         """Let instances of ``cls`` (pydantic model, enum or dataclass) be stored and loaded.
 
@@ -346,91 +361,6 @@ class Serde:
             return value
         return ()
 
-    def loads(self, data: bytes) -> Any:
-        """Decode bytes made by :meth:`dumps`.
-
-        Raises:
-            SerializationError: corrupt bytes, a stored type not registered here, or
-                nesting deeper than :data:`MAX_DEPTH` (which :meth:`dumps` never writes).
-        """
-        self._current()
-        # msgpack decodes its timestamp extension (-1) itself, never asking ext_hook. Bytes
-        # that may hold one (its type byte is 0xff) are decoded checking every container,
-        # so that it is refused as every other unknown extension. ``255 in`` is one memchr
-        # (15 ns on 80 bytes; ``b"\xff" in`` takes 340 ns)
-        strict = 255 in data
-        try:
-            if strict:
-                return self._unpack(data, 0, strict=True)
-            return msgpack.unpackb(
-                data,
-                ext_hook=self._hooks[1],
-                raw=False,
-                strict_map_key=False,
-                use_list=True,
-                unicode_errors=_LONE,
-            )
-        except SerializationError:
-            raise
-        except Exception as exc:
-            raise SerializationError(
-                f"cannot decode stored checkpoint data ({type(exc).__name__}: {exc}): the "
-                f"stored bytes are damaged (changed behind the saver's back, or corrupted). "
-                f"{STORED_WAY_OUT}"
-            ) from exc
-
-    def _unpack(self, data: bytes, depth: int, strict: bool = False) -> Any:
-        """Decode one frame; ``depth`` frames enclose it (``strict``: see :meth:`loads`)."""
-        if strict:
-            return self._unpack_strict(data, depth)
-        hook = self._hooks[depth + 1]
-        if depth < _HEAP_FRAMES_FROM:
-            return msgpack.unpackb(
-                data,
-                ext_hook=hook,
-                raw=False,
-                strict_map_key=False,
-                use_list=True,
-                unicode_errors=_LONE,
-            )
-        unpacker = msgpack.Unpacker(
-            ext_hook=hook,
-            raw=False,
-            strict_map_key=False,
-            use_list=True,
-            unicode_errors=_LONE,
-            max_buffer_size=max(len(data), 1),
-        )
-        return _whole(unpacker, data)
-
-    def _unpack_strict(self, data: bytes, depth: int) -> Any:
-        """:meth:`_unpack`, refusing msgpack's timestamps in every container."""
-        hook = self._strict_hooks[depth + 1]
-        if depth < _HEAP_FRAMES_FROM:
-            value = msgpack.unpackb(
-                data,
-                ext_hook=hook,
-                raw=False,
-                strict_map_key=False,
-                use_list=True,
-                unicode_errors=_LONE,
-                list_hook=_no_timestamp_in,
-                object_pairs_hook=_no_timestamp_pairs,
-            )
-        else:
-            unpacker = msgpack.Unpacker(
-                ext_hook=hook,
-                raw=False,
-                strict_map_key=False,
-                use_list=True,
-                unicode_errors=_LONE,
-                max_buffer_size=max(len(data), 1),
-                list_hook=_no_timestamp_in,
-                object_pairs_hook=_no_timestamp_pairs,
-            )
-            value = _whole(unpacker, data)
-        return _no_timestamp(value)
-
     def _pack(self, value: Any, default: Callable[[Any], Any], errors: str | None = None) -> bytes:
         room = self._rooms.get(default) if errors is None else None
         if room is None:
@@ -490,6 +420,8 @@ class Serde:
             known = dumped.get(id(obj)) if dumped else None
             model = known if known is not None else obj.model_dump(mode="python")
             return self._frame(_MODEL, [name, model], dumped, room)
+        if cls is StoredObject:  # read without its class: stored as it was
+            return self._frame(_ENCODED, [obj.type, _library.encode(obj)], dumped, room)
         if isinstance(obj, enum.Enum):
             return self._refuse(cls)
         if isinstance(obj, tuple):
@@ -527,112 +459,6 @@ class Serde:
             f"checkpoint.serde.register({cls.__name__}) (pydantic models, enums, dataclasses) "
             "or store plain data (dict, list, str, numbers)"
         )
-
-    def _ext_hook(self, depth: int, code: int, data: bytes, strict: bool = False) -> Any:
-        if depth > MAX_DEPTH:
-            raise SerializationError(
-                f"stored data nests more than {MAX_DEPTH} levels deep, which this library "
-                "never writes: the bytes were damaged or tampered with. Delete the thread, "
-                "or restore it from a backup"
-            )
-        if code == _ENCODED:  # the library's messages: the commonest frames
-            name, payload = self._unpack(data, depth, strict)
-            decode = self._decoders.get(name)
-            if decode is not None:
-                try:
-                    return decode(payload)
-                except Exception as exc:
-                    raise SerializationError(
-                        f"stored {_qualname(self._types[name])} no longer fits its class: {exc}"
-                    ) from exc
-            cls = self._types.get(name)
-            if cls is None:
-                raise _unregistered(name)
-            raise SerializationError(
-                f"stored data holds a {name!r} written by its own encoder, and "
-                f"{_qualname(cls)} is registered here without one: register it with the "
-                "encode and decode it was stored with"
-            )
-        if code == _TUPLE:
-            return tuple(self._unpack(data, depth, strict))
-        if code == _SET:
-            return set(self._unpack(data, depth, strict))
-        if code == _FROZENSET:
-            return frozenset(self._unpack(data, depth, strict))
-        if code == _DATETIME:
-            return _dt.datetime.fromisoformat(data.decode())
-        if code == _DATE:
-            return _dt.date.fromisoformat(data.decode())
-        if code == _TIMEDELTA:
-            days, seconds, micros = self._unpack(data, depth, strict)
-            return _dt.timedelta(days=days, seconds=seconds, microseconds=micros)
-        if code == _UUID:
-            return uuid.UUID(bytes=data)
-        if code in (_MODEL, _ENUM, _DATACLASS):
-            name, payload = self._unpack(data, depth, strict)
-            cls = self._types.get(name)
-            if cls is None:
-                raise _unregistered(name)
-            return self._build(code, cls, payload)
-        raise _unknown_extension(code)
-
-    @staticmethod
-    def _build(code: int, cls: type, payload: Any) -> Any:
-        try:
-            if code == _ENUM:
-                return cls(payload)
-            if code == _DATACLASS:
-                return cls(**payload)
-            validate: Callable[[Any], Any] = cls.model_validate  # type: ignore[attr-defined]
-            return validate(payload)
-        except Exception as exc:
-            raise SerializationError(
-                f"stored {_qualname(cls)} no longer fits its class: {exc}"
-            ) from exc
-
-
-def _unknown_extension(code: int) -> SerializationError:
-    return SerializationError(
-        f"stored data holds unknown extension type {code}: its bytes were damaged, or "
-        "written by a newer graphagent (upgrade this one to read them)"
-    )
-
-
-def _whole(unpacker: msgpack.Unpacker, data: bytes) -> Any:
-    """The one value ``data`` holds, through ``unpacker`` (nothing may follow it)."""
-    unpacker.feed(data)
-    value = unpacker.unpack()
-    if unpacker.tell() != len(data):
-        raise SerializationError("cannot decode stored checkpoint data: extra bytes")
-    return value
-
-
-def _no_timestamp(value: Any) -> Any:
-    """``value``, unless it is msgpack's timestamp (see :meth:`Serde.loads`)."""
-    if type(value) is msgpack.Timestamp:
-        raise _unknown_extension(-1)
-    return value
-
-
-def _no_timestamp_in(items: list[Any]) -> list[Any]:
-    for item in items:
-        _no_timestamp(item)
-    return items
-
-
-def _no_timestamp_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
-    for key, value in pairs:
-        _no_timestamp(key)
-        _no_timestamp(value)
-    return dict(pairs)
-
-
-def _unregistered(name: Any) -> SerializationError:
-    return SerializationError(
-        f"stored data holds a {name!r}, which is not registered in this process; "
-        "import the module that defines it and call checkpoint.serde.register(cls) "
-        "before loading"
-    )
 
 
 base_serde = Serde(base=None)

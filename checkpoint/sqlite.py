@@ -27,8 +27,9 @@ from typing import Any, TypeVar
 
 from typing_extensions import Self
 
-from checkpoint._sql import SqlLogic, SqlSaver, drive
-from checkpoint._sqlschema import LATEST, Dialect, Program, Stmt
+from checkpoint._program import Program, ProgramSaver, drive
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import LATEST, Dialect, Stmt
 from checkpoint.errors import CheckpointError, CheckpointStorageError, ThreadLockedError
 from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde
@@ -39,7 +40,7 @@ _log = logging.getLogger("graphagent.checkpoint")
 
 T = TypeVar("T")
 
-SQLITE = Dialect(
+_SQLITE = Dialect(
     name="SQLite",
     param="?",
     blob="BLOB",
@@ -55,7 +56,7 @@ SQLITE = Dialect(
 )
 
 
-class SqliteSaver(SqlSaver):
+class SqliteSaver(ProgramSaver[SqlLogic]):
     """Keep threads in a SQLite file, so a conversation survives restarts without a server.
 
     Args:
@@ -105,7 +106,7 @@ class SqliteSaver(SqlSaver):
     ) -> None:
         self.path = os.fspath(path)
         self.timeout = timeout
-        self.logic = SqlLogic(SQLITE, ttl=ttl, keep_last=keep_last, serde=serde)
+        self.logic = SqlLogic(_SQLITE, ttl=ttl, keep_last=keep_last, serde=serde)
         self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
         self._guard = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -155,7 +156,7 @@ class SqliteSaver(SqlSaver):
 
     def _check_store(self) -> Program[None]:
         """Refuse a file that holds no graphagent store, or one of another schema version."""
-        found = yield Stmt(SQLITE.table_exists, ("graphagent_migrations",))
+        found = yield Stmt(_SQLITE.table_exists, ("graphagent_migrations",))
         if not found:
             raise CheckpointError(
                 f"SQLite file {self.path!r} is not a graphagent store (it has no graphagent "
@@ -228,9 +229,9 @@ class SqliteSaver(SqlSaver):
             try:
                 conn = self._connection()
                 if write is not None:  # None: each statement commits on its own
-                    conn.execute(SQLITE.begin_write if write else SQLITE.begin_read)
+                    conn.execute(_SQLITE.begin_write if write else _SQLITE.begin_read)
                 try:
-                    result = drive(program, functools.partial(_execute, conn))
+                    result = drive(program, functools.partial(_perform, conn))
                     if write is not None:
                         conn.execute("COMMIT")
                     return result
@@ -276,12 +277,22 @@ class SqliteSaver(SqlSaver):
             f"SQLite failed while {action} in {self.path!r}: {type(exc).__name__}: {text}"
         )
 
+    def purge_expired(self) -> int:
+        """Delete the threads whose ttl has passed (writes do this now and then); how many."""
+        return self._do(self._purge_call())
+
     def close(self) -> None:
         """Close the connection (a later call opens a new one)."""
         with self._guard:
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None
+
+
+def _perform(conn: sqlite3.Connection, op: Stmt | tuple[Stmt, ...]) -> Any:
+    if isinstance(op, tuple):
+        return [_execute(conn, stmt) for stmt in op]
+    return _execute(conn, op)
 
 
 def _execute(conn: sqlite3.Connection, stmt: Stmt) -> Any:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from checkpoint import RedisSaver, SqliteSaver
 from checkpoint.base import CheckpointSaver
 from graphagent.agent import AgentRecord, ReactAgent
-from graphagent.errors import ModelConfigError
+from graphagent.errors import GraphAgentError, ModelConfigError
 from graphagent.messages import (
     AssistantMessage,
     Message,
@@ -140,8 +140,8 @@ def __getattr__(name: str) -> ReactAgent:
 
 
 def main() -> int:
-    """Run the demo; returns the exit code (2, after one line, when the model is not
-    configured: the variable to set is named)."""
+    """Run the demo; returns the exit code: 2, after one line on stderr, when the model
+    or the store is misconfigured or unreachable (a missing API key names its variable)."""
     try:
         return _run()
     except ModelConfigError as exc:
@@ -150,6 +150,15 @@ def main() -> int:
         print(
             f"graphagent demo: the model needs an API key: set {exc.variable} "
             "(or unset GRAPHAGENT_MODEL to run with the scripted model)",
+            file=sys.stderr,
+        )
+        return 2
+    except GraphAgentError as exc:
+        # raised on purpose, so its first line says what is wrong: a model spec, a model
+        # server that does not answer, a store that cannot be reached
+        text = str(exc).strip()
+        print(
+            f"graphagent demo: {text.splitlines()[0] if text else type(exc).__name__}",
             file=sys.stderr,
         )
         return 2

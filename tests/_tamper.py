@@ -9,7 +9,7 @@ from typing import Any
 from checkpoint import MemorySaver, PostgresSaver, RedisSaver, SqliteSaver
 from checkpoint._sqlschema import decode_text, encode_text
 from checkpoint.base import CheckpointSaver
-from checkpoint.redis import escape_thread_id
+from checkpoint.redis._keys import escape_thread_id
 
 
 def _sql(saver: CheckpointSaver, query: str, *params: Any) -> list[Any]:

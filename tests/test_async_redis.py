@@ -1,7 +1,7 @@
 """AsyncRedisSaver's own wire for scripts: same answers as the client, whatever goes wrong.
 
 The step write and the thread read are ``EVALSHA`` sent on connections the saver keeps
-(``checkpoint/_redis_wire.py``). These tests attack what such a path can get wrong: a
+(``checkpoint/redis/_wire.py``). These tests attack what such a path can get wrong: a
 reply read by the wrong caller after a cancellation, a connection the server dropped, a
 script the server forgot, an error reply, many conversations at once.
 """
@@ -20,8 +20,9 @@ import pytest
 import redis
 import redis.asyncio as aredis
 
-import checkpoint._redis_wire as wire_module
-import checkpoint.redis as redis_module
+import checkpoint.redis._programs as programs_module
+import checkpoint.redis._scripts as scripts_module
+import checkpoint.redis._wire as wire_module
 from checkpoint import (
     AsyncRedisSaver,
     CheckpointConflictError,
@@ -225,10 +226,9 @@ async def test_a_script_redis_forgot_is_loaded_again(
 ) -> None:
     """NOSCRIPT (a restarted or flushed server) loads the script and runs it, once."""
     ids = await grow(asaver, "t", 2)
-    fresh = f"{redis_module._READ}-- {uuid.uuid4().hex}\n"
-    monkeypatch.setattr(redis_module, "_READ", fresh)
-    sha = hashlib.sha1(fresh.encode()).hexdigest()
-    monkeypatch.setitem(redis_module._SHA, fresh, sha)
+    fresh = scripts_module.Script(f"{scripts_module.READ.text}-- {uuid.uuid4().hex}\n")
+    monkeypatch.setattr(scripts_module, "READ", fresh)
+    sha = hashlib.sha1(fresh.text.encode()).hexdigest()
     assert await asaver.client.script_exists(sha) == [False]
     cp = await asaver.aget("t")
     assert cp is not None and cp.id == ids[-1] and cp.values["log"] == [0, 1]
@@ -422,7 +422,7 @@ def test_the_read_script_is_told_the_fields_read_fields_names() -> None:
     fork = put(root, {"log": ("append", [7, 8]), "n": ("set", 3)}, False)
     empty = put(None, {"log": ("reset", [])}, True)
     for record in (root, head, fork, empty):
-        spec = redis_module._fields_spec(record)
+        spec = programs_module.fields_spec(record)
         assert spec[0] == record.id
         n = spec[1]
         fields = list(spec[2 : 2 + n])

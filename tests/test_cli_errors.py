@@ -209,3 +209,25 @@ def test_a_bug_keeps_its_traceback(workdir: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(draw_module, "graph_of", broken)
     with pytest.raises(ZeroDivisionError):
         main(["draw", "graphagent.demo:get_weather"], out=io.StringIO())
+
+
+def test_threads_on_another_applications_sqlite_file_changes_nothing(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """threads list/show/history/delete --db on a SQLite file that is not a graphagent
+    store: one line naming it as such, no tables added, the journal mode untouched."""
+    path = workdir / "app.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE users (id INTEGER)")
+    before = path.read_bytes()
+    for argv in (["list"], ["show", "t"], ["history", "t"], ["delete", "t"]):
+        err = fails("threads", *argv, "--db", str(path), capsys=capsys)
+        assert "is not a graphagent store" in err, err
+    conn = sqlite3.connect(path)
+    try:
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master")]
+        assert tables == ["users"]
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    finally:
+        conn.close()
+    assert path.read_bytes() == before

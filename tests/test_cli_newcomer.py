@@ -323,26 +323,43 @@ def test_chat_with_no_api_key_is_one_line_naming_the_variable(
     assert code == 2 and capsys.readouterr().err == expected and asked == ["you> "]
 
 
-def test_the_demo_with_no_api_key_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    """make demo with GRAPHAGENT_MODEL=openai:... and no key: one stderr line naming the
-    variable (and how to get the scripted model back), exit 2, no traceback."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GRAPHAGENT_MODEL": "openai:gpt-4o-mini"}
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            {"GRAPHAGENT_MODEL": "openai:gpt-4o-mini"},
+            "graphagent demo: the model needs an API key: set OPENAI_API_KEY (or unset "
+            "GRAPHAGENT_MODEL to run with the scripted model)",
+        ),
+        ({"GRAPHAGENT_MODEL": "gpt4"}, "graphagent demo: cannot read model spec 'gpt4'"),
+        (
+            {"GRAPHAGENT_BASE_URL": "http://127.0.0.1:1/v1"},
+            "graphagent demo: cannot reach http://127.0.0.1:1/v1",
+        ),
+        ({"REDIS_URL": "redis://127.0.0.1:1/0"}, "graphagent demo: Redis failed while reading"),
+    ],
+    ids=["no-api-key", "bad-model-spec", "model-server-down", "redis-down"],
+)
+def test_the_demo_misconfigured_is_one_line_and_exit_2(
+    tmp_path: Path, env: dict[str, str], line: str
+) -> None:
+    """make demo with a model or store it cannot use: one stderr line saying what (the
+    variable to set, for a missing key), exit 2, no traceback."""
+    base = {**os.environ, "PYTHONPATH": str(ROOT)}
     for var in ("OPENAI_API_KEY", "REDIS_URL", "GRAPHAGENT_DB", "GRAPHAGENT_BASE_URL"):
-        env.pop(var, None)
+        base.pop(var, None)
+    base.pop("GRAPHAGENT_MODEL", None)
     done = subprocess.run(
         [sys.executable, "-m", "graphagent.demo"],
         cwd=tmp_path,
-        env=env,
+        env={**base, **env},
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
-    assert done.returncode == 2
-    assert done.stderr == (
-        "graphagent demo: the model needs an API key: set OPENAI_API_KEY (or unset "
-        "GRAPHAGENT_MODEL to run with the scripted model)\n"
-    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(line) and done.stderr.count("\n") == 1, done.stderr
 
 
 def test_library_calls_still_raise(monkeypatch: pytest.MonkeyPatch) -> None:

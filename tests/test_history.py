@@ -420,7 +420,7 @@ def test_redis_listing_read_across_a_prune_reads_again(
     listing sees data gone and reads once more, getting the pruned thread whole."""
     import redis as redis_py
 
-    from checkpoint.redis import _Pipeline
+    from checkpoint.redis._programs import Pipeline
 
     def open_saver(**options: Any) -> RedisSaver:
         if kind == "cluster":
@@ -436,7 +436,7 @@ def test_redis_listing_read_across_a_prune_reads_again(
         perform, pruned = reader._perform, []
 
         def prune_before_the_fields_are_read(op: Any) -> Any:
-            reads_fields = isinstance(op, _Pipeline) and str(op.calls[0].args[0]).endswith(":data")
+            reads_fields = isinstance(op, Pipeline) and str(op.calls[0].args[0]).endswith(":data")
             if reads_fields and not pruned:
                 pruned.append(_put(pruner, head, head, n=("set", 99)))
             return perform(op)

@@ -119,28 +119,6 @@ def test_a_graph_run_by_a_late_worker_keeps_its_state(
         assert newer.parent_id == older.checkpoint_id
 
 
-def test_redis_threads_stored_before_the_order_key_list_their_old_steps_first(
-    redis_client: redis.Redis, redis_prefix: str
-) -> None:
-    """A thread written before ``{p:t}:seq`` existed keeps its old steps first, by id, and
-    steps written since follow in write order; keep_last prunes the old ones first."""
-    saver = RedisSaver(redis_client, prefix=redis_prefix)
-    old = [_put(saver, None, 0)]
-    old.append(_put(saver, old[-1], 1))
-    redis_client.delete(f"{{{redis_prefix}:t}}:seq")  # as an older version stored it
-    new = [_put(saver, old[-1], 2)]
-    new.append(_put(saver, new[-1], 3))
-    assert [c.id for c in saver.list("t")] == [*new[::-1], *old[::-1]]
-    pruning = RedisSaver(redis_client, prefix=redis_prefix, keep_last=4)
-    new.append(_put(pruning, new[-1], 4))
-    assert [c.id for c in saver.list("t")] == [*new[::-1], old[1]]
-    new.append(_put(pruning, new[-1], 5))
-    assert [c.id for c in saver.list("t")] == new[::-1]
-    assert redis_client.zcard(f"{{{redis_prefix}:t}}:seq") == 4
-    head = saver.get("t")
-    assert head is not None and head.values["log"] == [0, 1, 2, 3, 4, 5]
-
-
 def test_redis_keep_last_drops_the_pruned_steps_pending_writes(
     redis_client: redis.Redis, redis_prefix: str
 ) -> None:

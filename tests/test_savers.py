@@ -282,7 +282,7 @@ def test_redis_read_of_its_own_head_is_one_round_trip(rsaver: Any) -> None:
     cp = mine.get("t")
     assert cp is not None and cp.id == ids[-1] and cp.values["last"] == 2
     assert [(w.task, w.value) for w in cp.pending_writes] == [("a", {"x": 1})]
-    assert trips == ["_Eval"]
+    assert trips == ["EvalSha"]
     head = other.get("t")
     assert head is not None
     w = write(ids[-1], {"log": ("append", [3]), "last": ("set", 3)}, 3)
@@ -295,7 +295,7 @@ def test_redis_read_of_its_own_head_is_one_round_trip(rsaver: Any) -> None:
     trips.clear()
     older = mine.get("t", ids[1])
     assert older is not None and older.values == {"log": [0, 1], "last": 1}
-    assert trips == ["_Eval"]  # its record was cached: the named checkpoint's guess
+    assert trips == ["EvalSha"]  # its record was cached: the named checkpoint's guess
 
 
 def test_redis_ttl_covers_every_key(

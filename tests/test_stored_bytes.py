@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from checkpoint import CheckpointError, CheckpointNotFoundError, PendingWrite, serde
 from checkpoint import SerializationError as CheckpointSerializationError
 from checkpoint.base import CheckpointSaver, CheckpointWrite, new_checkpoint_id
-from checkpoint.redis import escape_thread_id, unescape_thread_id
+from checkpoint.redis._keys import escape_thread_id, unescape_thread_id
 from checkpoint.serde import MAX_DEPTH
 from graphagent.agent import ReactAgent
 from graphagent.errors import SerializationError

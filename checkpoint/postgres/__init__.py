@@ -17,8 +17,9 @@ import functools
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from checkpoint._sql import SqlSaver, drive
-from checkpoint._sqlschema import Program, Stmt
+from checkpoint._program import Program, ProgramSaver, drive
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Stmt
 from checkpoint.postgres._common import PostgresBase, errors, first_connection, storage_error
 from checkpoint.postgres.aio import AsyncPostgresSaver
 
@@ -31,7 +32,7 @@ __all__ = ["AsyncPostgresSaver", "PostgresSaver"]
 T = TypeVar("T")
 
 
-class PostgresSaver(PostgresBase["ConnectionPool[Any]"], SqlSaver):
+class PostgresSaver(PostgresBase["ConnectionPool[Any]"], ProgramSaver[SqlLogic]):
     """Keep threads in PostgreSQL, so any process that reaches the database resumes them.
 
     Args:
@@ -70,7 +71,7 @@ class PostgresSaver(PostgresBase["ConnectionPool[Any]"], SqlSaver):
             with self.pool.connection() as conn:
                 if not conn.autocommit:
                     conn.autocommit = True  # transactions are begun here, one per program
-                execute = functools.partial(_execute_stmt, conn)
+                execute = functools.partial(_perform, conn)
                 if write is None:
                     return drive(program, execute)
                 dialect = self.logic.dialect
@@ -78,7 +79,7 @@ class PostgresSaver(PostgresBase["ConnectionPool[Any]"], SqlSaver):
                 try:
                     result = drive(program, execute)
                 except BaseException:
-                    rollback(conn)
+                    _rollback(conn)
                     raise
                 conn.execute("COMMIT")
                 return result
@@ -95,15 +96,25 @@ class PostgresSaver(PostgresBase["ConnectionPool[Any]"], SqlSaver):
         self._checked = True
         return version
 
+    def purge_expired(self) -> int:
+        """Delete the threads whose ttl has passed (writes do this now and then); how many."""
+        return self._do(self._purge_call())
+
     def close(self) -> None:
         """Close the pool's connections."""
         self.pool.close()
 
 
-def rollback(conn: psycopg.Connection[Any]) -> None:
+def _rollback(conn: psycopg.Connection[Any]) -> None:
     """Roll back after a failed program; a broken connection is the pool's to discard."""
     with suppress(*errors()):
         conn.execute("ROLLBACK")
+
+
+def _perform(conn: psycopg.Connection[Any], op: Stmt | tuple[Stmt, ...]) -> Any:
+    if isinstance(op, tuple):
+        return [_execute_stmt(conn, stmt) for stmt in op]
+    return _execute_stmt(conn, op)
 
 
 def _execute_stmt(conn: psycopg.Connection[Any], stmt: Stmt) -> Any:

@@ -9,8 +9,9 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from typing_extensions import Self
 
+from checkpoint._program import Program
 from checkpoint._sql import SqlLogic
-from checkpoint._sqlschema import Dialect, Program
+from checkpoint._sqlschema import Dialect
 from checkpoint.errors import CheckpointError, CheckpointStorageError
 from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde

@@ -7,8 +7,9 @@ import functools
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from checkpoint._sql import AsyncSqlSaver
-from checkpoint._sqlschema import Program, Stmt
+from checkpoint._program import AsyncProgramSaver, Program, adrive
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Stmt
 from checkpoint.base import _AsyncOnly
 from checkpoint.postgres._common import (
     PostgresBase,
@@ -27,7 +28,10 @@ T = TypeVar("T")
 
 
 class AsyncPostgresSaver(
-    _AsyncOnly, PostgresBase["AsyncConnectionPool[Any]"], AsyncSqlSaver, sync_twin="PostgresSaver"
+    _AsyncOnly,
+    PostgresBase["AsyncConnectionPool[Any]"],
+    AsyncProgramSaver[SqlLogic],
+    sync_twin="PostgresSaver",
 ):
     """``PostgresSaver`` for async services, over a ``psycopg_pool.AsyncConnectionPool``.
 
@@ -74,11 +78,11 @@ class AsyncPostgresSaver(
                 if not conn.autocommit:
                     await conn.set_autocommit(True)
                 if write is None:
-                    return await adrive(program, conn)
+                    return await adrive(program, functools.partial(_perform, conn))
                 dialect = self.logic.dialect
                 await conn.execute(dialect.begin_write if write else dialect.begin_read)
                 try:
-                    result = await adrive(program, conn)
+                    result = await adrive(program, functools.partial(_perform, conn))
                 except BaseException:
                     with suppress(*errors()):
                         await conn.execute("ROLLBACK")
@@ -94,24 +98,19 @@ class AsyncPostgresSaver(
         self._checked = True
         return version
 
+    async def apurge_expired(self) -> int:
+        """Delete the threads whose ttl has passed (writes do this now and then); how many."""
+        return await self._ado(self._purge_call())
+
     async def aclose(self) -> None:
         """Close the pool's connections."""
         await self.pool.close()
 
 
-async def adrive(program: Program[T], conn: psycopg.AsyncConnection[Any]) -> T:
-    """Run ``program``'s statements on ``conn`` (inside the caller's transaction): the
-    async twin of ``checkpoint._sql.drive``."""
-    send: Any = None
-    while True:
-        try:
-            op = program.send(send)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if isinstance(op, tuple):
-            send = [await _execute_stmt(conn, stmt) for stmt in op]
-        else:
-            send = await _execute_stmt(conn, op)
+async def _perform(conn: psycopg.AsyncConnection[Any], op: Stmt | tuple[Stmt, ...]) -> Any:
+    if isinstance(op, tuple):
+        return [await _execute_stmt(conn, stmt) for stmt in op]
+    return await _execute_stmt(conn, op)
 
 
 async def _execute_stmt(conn: psycopg.AsyncConnection[Any], stmt: Stmt) -> Any:

@@ -94,7 +94,7 @@ def _sqlite_saver(path: str, *, create: bool, default: bool = False) -> SqliteSa
                 "--redis URL to read another"
             )
         raise CliError(f"no SQLite file {path!r} (chat --db {path} creates it)")
-    return SqliteSaver.from_path(path)
+    return SqliteSaver.from_path(path, create=create)  # reading creates and changes nothing
 
 
 def stored_saver(args: argparse.Namespace, *, create: bool) -> Stored | None:

@@ -1,4 +1,6 @@
-"""The hot path of ``AsyncRedisSaver``: scripts sent in batches on a connection of its own.
+"""The hot paths of the Redis savers: scripts sent on connections of their own.
+
+:class:`Wire` is ``AsyncRedisSaver``'s, :class:`SyncWire` ``RedisSaver``'s (at the end).
 
 redis-py's asyncio client spends most of a step's CPU around each command (the pool's
 lock and health check, observability hooks, a task per timeout and per write, a
@@ -26,10 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections import deque
 from collections.abc import Awaitable
 from typing import Any
 
+import redis
 import redis.asyncio as aredis
 from redis._parsers import BaseParser
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -42,7 +46,7 @@ try:
 except ImportError:  # the saver then uses redis-py's client, not the wire
     hiredis = None
 
-__all__ = ["Wire", "available"]
+__all__ = ["SyncWire", "Wire", "available"]
 
 _MORE: Any = object()
 """What a reader's ``gets`` returns while a reply is incomplete."""
@@ -301,3 +305,114 @@ class Wire:
             self._dead.append(self._link.conn)
             self._link = None
         await self._release_dead()
+
+
+class _SyncLink:
+    """One pool connection whose socket :class:`SyncWire` reads itself."""
+
+    __slots__ = ("conn", "reader", "sock")
+
+    def __init__(self, conn: Any) -> None:
+        if conn._sock is None:
+            conn.connect()
+        self.conn = conn
+        self.sock = conn._sock
+        self.reader = _reader()
+
+    def call(self, packed: bytes) -> Any:
+        """Send one packed command and return its reply (an error reply is returned, not
+        raised: the connection is still good)."""
+        sock, reader = self.sock, self.reader
+        sock.sendall(packed)
+        reply = reader.gets()
+        while reply is _MORE or type(reply) is _PUSH:
+            if reply is _MORE:
+                data = sock.recv(65536)
+                if not data:
+                    raise RedisConnectionError("Connection closed by server.")
+                reader.feed(data)
+            reply = reader.gets()
+        return reply
+
+
+class SyncWire:
+    """``RedisSaver``'s scripts, each one ``sendall`` and one ``recv``: hiredis packs the
+    command and parses the reply.
+
+    redis-py's sync client spends more than a loopback round trip around each command
+    (taking a connection from the pool, a health check, packing each argument, the
+    observability hooks, giving it back); a step is one ``EVALSHA`` whose arguments we
+    already hold as bytes. The connections are the client's own pool's, so they have its
+    address, credentials, TLS, protocol and database (redis-py makes the handshake); the
+    wire keeps up to ``IDLE`` of them between calls (a thread takes one per call), and
+    gives the rest back. A connection that fails (a server restart, an idle timeout) is
+    dropped and the command sent once more on a fresh one: every script the savers run is
+    safe to repeat (a step write sees its own id as the head). A reply that times out
+    drops its connection (its late reply must answer nobody) and raises ``TimeoutError``.
+    Errors come back as redis-py raises them.
+    """
+
+    IDLE = 8
+    __slots__ = ("_free", "_pid", "_pool")
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._pool: Any = client.connection_pool
+        self._free: list[_SyncLink] = []
+        self._pid = os.getpid()
+
+    @staticmethod
+    def fits(client: Any) -> bool:
+        """Whether ``client`` is a plain client whose pool the wire can borrow from (not a
+        cluster client, which routes by slot, nor one that must keep its one connection)."""
+        return (
+            hiredis is not None
+            and type(client) is redis.Redis
+            and client.connection is None
+            and issubclass(
+                client.connection_pool.connection_class, redis.connection.AbstractConnection
+            )
+        )
+
+    def call(self, *args: Any) -> Any:
+        """Send one command and return its reply."""
+        packed = hiredis.pack_command(args)
+        if self._pid != os.getpid():  # a forked child: the parent's sockets are not ours
+            self._free, self._pid = [], os.getpid()
+        free = self._free
+        link = free.pop() if free else None
+        for attempt in (1, 2):
+            if link is None:
+                link = _SyncLink(self._pool.get_connection())
+            try:
+                reply = link.call(packed)
+            except BaseException as exc:
+                self._drop(link)
+                link = None
+                # a connection that failed (the server closed it, or restarted) is replaced
+                # once; a reply that timed out is the savers' to retry (see _programs)
+                retry = isinstance(exc, RedisConnectionError | OSError)
+                if attempt == 2 or not retry or isinstance(exc, TimeoutError):
+                    raise
+                continue
+            if len(free) < self.IDLE:
+                free.append(link)
+            else:
+                self._pool.release(link.conn)
+            if isinstance(reply, Exception):
+                raise reply
+            return reply
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _drop(self, link: _SyncLink) -> None:
+        # its stream cannot be trusted any more: close it, and give it back to the pool
+        with contextlib.suppress(RedisError, OSError):
+            link.conn.disconnect()
+        with contextlib.suppress(KeyError, ValueError):
+            self._pool.release(link.conn)
+
+    def close(self) -> None:
+        """Give the idle connections back to the pool."""
+        free, self._free = self._free, []
+        if self._pid == os.getpid():
+            for link in free:
+                self._pool.release(link.conn)
