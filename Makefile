@@ -97,6 +97,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/history.py
 	$(BIN)/python bench/agent_loop.py
 	$(BIN)/python bench/load.py
+	$(BIN)/python bench/store.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

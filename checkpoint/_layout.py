@@ -277,6 +277,8 @@ def plan_chain(
 ) -> list[PutPlan]:
     """Plan a chain of writes (each the parent of the next), the first on top of
     ``parent``: each later one extends the branches its parent owns (it is on the head)."""
+    if len(writes) == 1:  # a step (the commonest chain): no loop
+        return [plan_put(parent, writes[0], on_head=on_head, dumps=dumps)]
     plans = []
     for write in writes:
         plan = plan_put(parent, write, on_head=on_head, dumps=dumps)

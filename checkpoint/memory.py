@@ -149,9 +149,9 @@ class MemorySaver(CheckpointSaver):
             # encoded fails the whole step with nothing stored
             plans = layout.plan_chain(parent, writes, on_head=parent_id == t.head, dumps=dumps)
             for plan in plans:
-                record = plan.record
                 if not plan.plain:
                     # checked (and copied) as the other savers would store them
+                    record = plan.record
                     record.metadata, record.extra = self.serde.loads(
                         dumps([record.metadata, record.extra])
                     )

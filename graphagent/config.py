@@ -30,6 +30,9 @@ class RunnableConfig(BaseModel):
         configurable: free-form options for nodes. A ``thread_id`` or ``checkpoint_id``
             found here (LangGraph's place for them) is used when the top-level one is unset.
         writer: call it from a node to emit ``"custom"`` stream events.
+        store: the long-term memory store of the run (``compile(store=...)``,
+            ``ReactAgent(store=...)``): nodes, hooks and tools read and write it
+            (Spring AI Alibaba's ``config.store()``); ``None`` without one.
         emit: set while a ``"messages"`` stream is read: ``emit("messages", payload)``
             hands model tokens and tool results to the caller as they happen (agents use
             it; ``None`` otherwise).
@@ -49,6 +52,7 @@ class RunnableConfig(BaseModel):
     configurable: dict[str, Any] = Field(default_factory=dict)
     writer: Callable[[Any], None] = Field(default=_discard, exclude=True, repr=False)
     emit: Callable[[str, Any], None] | None = Field(default=None, exclude=True, repr=False)
+    store: Any = Field(default=None, exclude=True, repr=False)
 
 
 ConfigLike = RunnableConfig | Mapping[str, Any] | None

@@ -186,3 +186,34 @@ def test_namespace_refuses_a_thread_the_owner_did_not_start() -> None:
     own = threads.stored("principal:ann", "t1")
     helper.call("hello", thread_id=own)
     assert threads.resume(helper.graph, "principal:ann", "t1") == own
+
+
+def test_the_sdks_bearer_auth_principal_is_the_owner() -> None:
+    """The SDK's AuthenticatedUser: the token's subject (per issuer), else its client id,
+    whatever the session; an unauthenticated request is owned by its session."""
+    from types import SimpleNamespace
+
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    from graphagent.mcp._caller import caller_of
+
+    def context(token: AccessToken | None, session: object) -> Any:
+        scope = {"user": AuthenticatedUser(token)} if token else {}
+        return SimpleNamespace(request=SimpleNamespace(scope=scope), session=session)
+
+    ann = AccessToken(token="a", client_id="app", scopes=[], subject="ann", claims={"iss": "idp"})
+    app = AccessToken(token="b", client_id="app", scopes=[])
+
+    class Session:
+        """Stands for the SDK's ServerSession (any weak-referenceable object)."""
+
+    one, two = Session(), Session()
+    assert caller_of(context(ann, one)) == caller_of(context(ann, two)) == "principal:idp|ann"
+    assert caller_of(context(app, one)) == "principal:client|app"
+    assert (
+        caller_of(context(None, one))
+        == caller_of(context(None, one))
+        != caller_of(context(None, two))
+    )
+    assert caller_of(context(None, one)).startswith("session:")

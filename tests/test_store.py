@@ -422,3 +422,58 @@ def test_redis_store_runs_on_a_cluster(redis_cluster_url: str, cluster_prefix: s
     finally:
         store.clear()
         store.client.close()
+
+
+def test_filtered_search_finds_old_matches_behind_many_new_items(lt_store: BaseStore) -> None:
+    """A filter or prefix matching only old items still gets the right page, however many
+    newer items come first (SQL stores look in the newest rows first, then widen)."""
+    lt_store.batch([PutOp(("old",), f"o{i}", {"kind": "rare", "i": i}) for i in range(5)])
+    lt_store.batch([PutOp(("new",), f"n{i:04d}", {"kind": "common"}) for i in range(4200)])
+    assert keys(lt_store.search((), filter={"kind": "rare"}, limit=3)) == ["o4", "o3", "o2"]
+    assert keys(lt_store.search(("old",), limit=2, offset=3)) == ["o1", "o0"]
+    assert keys(lt_store.search((), filter={"i": {"$lt": 2}})) == ["o1", "o0"]
+    assert keys(lt_store.search((), limit=2)) == ["n4199", "n4198"]
+
+
+def test_damaged_stored_values_are_named_not_crashes(lt_store: BaseStore) -> None:
+    """A stored value that is not a JSON object (edited by hand, another program) reads as a
+    StoreError naming the item, on get and on search."""
+    from checkpoint.store import PostgresStore, SqliteStore
+
+    lt_store.put(("d", "x"), "k", {"v": 1})
+    if isinstance(lt_store, SqliteStore):
+        lt_store.conn.execute("UPDATE graphagent_store SET value = 'not json{'")
+    elif isinstance(lt_store, PostgresStore):
+        lt_store.conn.execute(f"UPDATE {lt_store.table} SET value = '[1, 2]'::jsonb")
+    elif isinstance(lt_store, RedisStore):
+        lt_store.client.hset(lt_store.keys[0], "d/x/k", b"\xff not json")
+    else:
+        pytest.skip("a memory store holds no bytes")
+    with pytest.raises(StoreError, match=r"d/x 'k' is not"):
+        lt_store.get(("d", "x"), "k")
+    with pytest.raises(StoreError, match="delete the item"):
+        lt_store.search(("d",))
+    assert lt_store.delete(("d", "x"), "k") is True
+
+
+def test_postgres_schemas_isolate_tenants(postgres_url: str, pg_schema: str) -> None:
+    """Stores on two schemas never see, count or clear each other's items; a schema name
+    that could break out of its quotes is refused."""
+    from checkpoint.store import PostgresStore
+
+    other_schema = pg_schema + "_b"
+    a = PostgresStore.from_url(postgres_url, schema=pg_schema)
+    b = PostgresStore.from_url(postgres_url, schema=other_schema)
+    try:
+        a.put(("n",), "k", {"v": "a"})
+        b.put(("n",), "k", {"v": "b"})
+        b.clear()
+        got = a.get(("n",), "k")
+        assert got is not None and got.value == {"v": "a"} and len(b) == 0
+        assert a.list_namespaces() == [("n",)] and b.list_namespaces() == []
+        with pytest.raises(StoreError, match="invalid schema name"):
+            PostgresStore(a.conn, schema='x"; DROP TABLE y; --')
+    finally:
+        b.conn.execute(f'DROP SCHEMA IF EXISTS "{other_schema}" CASCADE')
+        a.close()
+        b.close()

@@ -236,3 +236,37 @@ def test_fake_embeddings_are_deterministic_and_similar_for_similar_text() -> Non
     assert sum(x * x for x in a) == pytest.approx(1.0)
     dot = lambda u, v: sum(x * y for x, y in zip(u, v, strict=True))  # noqa: E731
     assert dot(a, b) > dot(a, c)
+
+
+def test_sqlite_vec_query_ranks_like_the_exact_scan(tmp_path: Any) -> None:
+    """The sqlite-vec ranking SQL (used when the extension loads) gives the exact scan's
+    order, scores, unscored-last and pages. This Python's sqlite3 cannot load extensions,
+    so a Python function with sqlite-vec's meaning stands in for vec_distance_cosine."""
+    from array import array
+
+    from checkpoint.store import SqliteStore
+
+    def distance(a: bytes, b: bytes) -> float:
+        x, y = array("f"), array("f")
+        x.frombytes(a)
+        y.frombytes(b)
+        dot = sum(p * q for p, q in zip(x, y, strict=True))
+        norm = (sum(p * p for p in x) * sum(q * q for q in y)) ** 0.5
+        return 1.0 - dot / norm
+
+    store = SqliteStore(tmp_path / "vec.sqlite", index=index(fields=["text"]))
+    for key, value in DOCS.items():
+        store.put(("docs",), key, value)
+    store.put(("docs",), "plain", {"text": "zany zebra"}, index=False)
+    exact = [(f.key, f.score) for f in store.search(("docs",), query="zany zebra", limit=10)]
+    store.conn.create_function("vec_distance_cosine", 2, distance, deterministic=True)
+    store.vec = True
+    ranked = store.search(("docs",), query="zany zebra", limit=10)
+    assert [f.key for f in ranked] == [k for k, _ in exact]
+    for found, (_, score) in zip(ranked, exact, strict=True):
+        assert (found.score is None) == (score is None)
+        if score is not None:
+            assert found.score == pytest.approx(score, abs=1e-5)
+    page = store.search(("docs",), query="zany zebra", limit=2, offset=3)
+    assert [f.key for f in page] == [k for k, _ in exact][3:5]
+    store.close()

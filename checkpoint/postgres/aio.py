@@ -7,10 +7,9 @@ import functools
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from checkpoint._program import AsyncProgramSaver, Program, adrive
+from checkpoint._program import AsyncOnly, AsyncProgramSaver, Program, adrive
 from checkpoint._sql import SqlLogic
 from checkpoint._sqlschema import Stmt
-from checkpoint.base import _AsyncOnly
 from checkpoint.postgres._common import (
     PostgresBase,
     afirst_connection,
@@ -28,7 +27,7 @@ T = TypeVar("T")
 
 
 class AsyncPostgresSaver(
-    _AsyncOnly,
+    AsyncOnly,
     PostgresBase["AsyncConnectionPool[Any]"],
     AsyncProgramSaver[SqlLogic],
     sync_twin="PostgresSaver",

@@ -8,8 +8,7 @@ import redis.asyncio as aredis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import RedisError
 
-from checkpoint._program import AsyncProgramSaver, Program, adrive
-from checkpoint.base import _AsyncOnly
+from checkpoint._program import AsyncOnly, AsyncProgramSaver, Program, adrive
 from checkpoint.redis import _wire
 from checkpoint.redis._common import RedisBase, storage_error
 from checkpoint.redis._programs import (
@@ -29,7 +28,7 @@ T = TypeVar("T")
 
 
 class AsyncRedisSaver(
-    _AsyncOnly, RedisBase[aredis.Redis], AsyncProgramSaver[RedisLogic], sync_twin="RedisSaver"
+    AsyncOnly, RedisBase[aredis.Redis], AsyncProgramSaver[RedisLogic], sync_twin="RedisSaver"
 ):
     """``RedisSaver`` over a ``redis.asyncio.Redis`` client, for async services.
 

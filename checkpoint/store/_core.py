@@ -150,37 +150,49 @@ def namespace_matches(
 # ---------------------------------------------------------------- values
 
 
-def _bad_value(path: str, problem: str) -> StoreError:
+Where = Any  # None for the value itself, else (parent, key or index): built only as needed
+
+
+def _path(where: Where) -> str:
+    parts: list[str] = []
+    while where is not None:
+        where, step = where
+        parts.append(f"[{step}]" if isinstance(step, int) else f".{step}")
+    return "value" + "".join(reversed(parts))
+
+
+def _bad_value(where: Where, problem: str) -> StoreError:
     return StoreError(
-        f"the value at {path} {problem}: a store keeps JSON-like values (dict with string "
-        "keys, list, str, int, float, bool, None) so every backend reads back the same thing"
+        f"the value at {_path(where)} {problem}: a store keeps JSON-like values (dict with "
+        "string keys, list, str, int, float, bool, None) so every backend reads back the "
+        "same thing"
     )
 
 
-def _own(value: Any, path: str, depth: int) -> Any:
+def _own(value: Any, where: Where, depth: int) -> Any:
     kind = type(value)
     if kind is str:
-        if _TEXT_PROBLEM.search(value):
-            raise _bad_value(path, "holds a NUL or a lone surrogate, which PostgreSQL refuses")
+        if (not value.isascii() or "\x00" in value) and _TEXT_PROBLEM.search(value):
+            raise _bad_value(where, "holds a NUL or a lone surrogate, which PostgreSQL refuses")
         return value
     if kind is int or kind is bool or value is None:
         return value
     if kind is float:
         if not math.isfinite(value):
-            raise _bad_value(path, f"is {value!r}, which JSON cannot hold")
+            raise _bad_value(where, f"is {value!r}, which JSON cannot hold")
         return value
     if depth > 64:
-        raise _bad_value(path, "nests deeper than 64 levels")
-    if isinstance(value, Mapping):
+        raise _bad_value(where, "nests deeper than 64 levels")
+    if kind is dict or isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
             if type(k) is not str:
-                raise _bad_value(path, f"has a non-string key {k!r}")
-            out[k] = _own(v, f"{path}.{k}", depth + 1)
+                raise _bad_value(where, f"has a non-string key {k!r}")
+            out[k] = _own(v, (where, k), depth + 1)
         return out
-    if isinstance(value, (list, tuple)):
-        return [_own(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
-    raise _bad_value(path, f"is a {kind.__name__}")
+    if kind is list or kind is tuple:
+        return [_own(v, (where, i), depth + 1) for i, v in enumerate(value)]
+    raise _bad_value(where, f"is a {kind.__name__}")
 
 
 _TEXT_PROBLEM = re.compile("[\x00\ud800-\udfff]")
@@ -188,22 +200,45 @@ _TEXT_PROBLEM = re.compile("[\x00\ud800-\udfff]")
 
 def own_value(value: Any) -> dict[str, Any]:
     """A private deep copy of ``value`` after checking it is a JSON-like dict."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise StoreError(
             f"an item's value must be a dict, e.g. {{'text': 'likes tea'}}; got "
             f"{type(value).__name__}"
         )
-    out: dict[str, Any] = _own(value, "value", 0)
+    out: dict[str, Any] = _own(value, None, 0)
     return out
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
 
 
 def copy_value(value: Any) -> Any:
     """A deep copy of an already-checked value (what reads hand out)."""
     kind = type(value)
     if kind is dict:
-        return {k: copy_value(v) for k, v in value.items()}
+        # atoms are shared (immutable); only containers are copied, without a call each
+        atoms = _ATOMS
+        return {k: v if type(v) in atoms else copy_value(v) for k, v in value.items()}
     if kind is list:
         return [copy_value(v) for v in value]
+    return value
+
+
+def loads(raw: Any, namespace: Sequence[str], key: str) -> dict[str, Any]:
+    """A stored value read back: JSON text (or an already decoded dict) that must be an
+    object; anything else is a :class:`StoreError` naming the item, never a crash."""
+    try:
+        value = json.loads(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
+    except (ValueError, RecursionError) as exc:
+        raise StoreError(
+            f"the stored value of {'/'.join(namespace)} {key!r} is not JSON ({exc}); "
+            "delete the item or write it again"
+        ) from None
+    if type(value) is not dict:
+        raise StoreError(
+            f"the stored value of {'/'.join(namespace)} {key!r} is not a JSON object; "
+            "delete the item or write it again"
+        )
     return value
 
 

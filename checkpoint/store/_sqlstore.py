@@ -9,9 +9,9 @@ is compared with numbers and a string with strings, exactly as the memory store 
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections.abc import Iterable, Sequence
+from operator import mul
 from typing import Any
 
 from checkpoint.store import _core as core
@@ -61,10 +61,6 @@ class SqlStore(BaseStore):
         """SQL true when ``cond`` holds for column ``value``, with its parameters."""
         raise NotImplementedError
 
-    def _load(self, raw: Any) -> dict[str, Any]:
-        loaded: dict[str, Any] = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
-        return loaded
-
     # ------------------------------------------------------------ shared SQL
 
     def _where(self, search: Search, now: float, alias: str = "") -> tuple[str, list[Any]]:
@@ -74,7 +70,7 @@ class SqlStore(BaseStore):
         params: list[Any] = [now]
         if search.prefix:
             low, high = prefix_range(search.prefix)
-            parts.append(f"{a}ns >= {P} AND {a}ns < {P}")
+            parts.append(f" {a}ns >= {P} AND {a}ns < {P}")
             params += [low, high]
         for cond in search.conditions:
             sql, more = self._path_sql(cond)
@@ -83,29 +79,58 @@ class SqlStore(BaseStore):
         return " AND ".join(parts), params
 
     def _item(self, cls: type[Item], row: Sequence[Any]) -> Any:
+        """An item from ``ns, key, value, created_at, updated_at[, ttl_minutes]``."""
         ns, key, value, created, updated = row[:5]
-        return cls(
-            namespace=core.decode_namespace(ns),
-            key=core.unescape_key(key),
-            value=self._load(value),
+        namespace, key = core.decode_namespace(ns), core.unescape_key(key)
+        item = cls(
+            namespace=namespace,
+            key=key,
+            value=core.loads(value, namespace, key),
             created_at=created,
             updated_at=updated,
         )
+        item._ttl = len(row) > 5 and row[5] is not None
+        return item
+
+    ORDER = "ORDER BY updated_at DESC, ns DESC, key DESC"
+
+    def _window_sql(self, cols: str, where: str, page: str) -> str:
+        """The page among the W newest rows (W the first parameter): PostgreSQL reads them
+        backwards along the ``(updated_at, ns, key)`` index whatever its statistics say."""
+        return (
+            f"SELECT {cols} FROM (SELECT * FROM {self.table} {self.ORDER} LIMIT {self.P}) w "
+            f"WHERE {where} {page}"
+        )
 
     def _page(self, search: Search, now: float) -> list[SearchItem]:
+        """Newest first. With a prefix or a filter, look among the newest rows first (those
+        updated at or after the W-th newest, read backwards along the ``(updated_at, ns,
+        key)`` index): the page is exact as soon as that window holds
+        it, since every row outside is older. When the window comes up short (a rare
+        filter, a small namespace of a big store) the query reads the whole prefix along
+        the primary key instead."""
         where, params = self._where(search, now)
-        sql = (
-            f"SELECT ns, key, value, created_at, updated_at FROM {self.table} WHERE {where} "
-            f"ORDER BY updated_at DESC, ns DESC, key DESC LIMIT {self.P} OFFSET {self.P}"
+        cols = "ns, key, value, created_at, updated_at, ttl_minutes"
+        page = f"{self.ORDER} LIMIT {self.P} OFFSET {self.P}"
+        if search.prefix or search.conditions:
+            window = max(256, 16 * (search.offset + search.limit))
+            rows = self._rows(
+                self._window_sql(cols, where, page),
+                [window, *params, search.limit, search.offset],
+            )
+            if len(rows) == search.limit:
+                return [self._item(SearchItem, row) for row in rows]
+        rows = self._rows(
+            f"SELECT {cols} FROM {self.table} WHERE {where} {page}",
+            [*params, search.limit, search.offset],
         )
-        rows = self._rows(sql, [*params, search.limit, search.offset])
         return [self._item(SearchItem, row) for row in rows]
 
     def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
         where, params = self._where(search, now)
         rows = self._rows(
-            f"SELECT ns, key, value, created_at, updated_at FROM {self.table} WHERE {where} "
-            "ORDER BY updated_at DESC, ns DESC, key DESC",
+            f"SELECT ns, key, value, created_at, updated_at, ttl_minutes FROM {self.table} "
+            f"WHERE {where} ORDER BY updated_at DESC, ns DESC, key DESC",
             params,
         )
         return [(self._item(SearchItem, row), ()) for row in rows]
@@ -122,7 +147,7 @@ class SqlStore(BaseStore):
         )
         best: dict[tuple[str, str], list[Any]] = {}
         for ns, key, updated, blob in rows:
-            score = None if blob is None else sum(map(float.__mul__, query, unpack(blob)))
+            score = None if blob is None else sum(map(mul, query, unpack(blob)))
             entry = best.get((ns, key))
             if entry is None:
                 best[(ns, key)] = [score, updated]
@@ -142,7 +167,7 @@ class SqlStore(BaseStore):
         pairs = ", ".join(f"({P}, {P})" for _ in page)
         params = [x for ns, key, _ in page for x in (ns, key)]
         rows = self._rows(
-            f"SELECT ns, key, value, created_at, updated_at FROM {self.table} "
+            f"SELECT ns, key, value, created_at, updated_at, ttl_minutes FROM {self.table} "
             f"WHERE (ns, key) IN (VALUES {pairs})",
             params,
         )
@@ -158,12 +183,15 @@ class SqlStore(BaseStore):
 
     def _refresh(self, items: Sequence[Item], now: float) -> None:
         P = self.P
-        for item in items:
-            self._rows(
-                f"UPDATE {self.table} SET expires_at = {P} + ttl_minutes * 60.0 "
-                f"WHERE ns = {P} AND key = {P} AND ttl_minutes IS NOT NULL",
-                [now, core.encode_namespace(item.namespace), core.escape_key(item.key)],
-            )
+        pairs = ", ".join(f"({P}, {P})" for _ in items)
+        params = [
+            x for i in items for x in (core.encode_namespace(i.namespace), core.escape_key(i.key))
+        ]
+        self._rows(
+            f"UPDATE {self.table} SET expires_at = {P} + ttl_minutes * 60.0 "
+            f"WHERE ttl_minutes IS NOT NULL AND (ns, key) IN (VALUES {pairs})",
+            [now, *params],
+        )
 
     def _namespaces(self, now: float) -> Iterable[tuple[str, ...]]:
         rows = self._rows(

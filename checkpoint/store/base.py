@@ -14,7 +14,8 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from operator import mul
 from typing import Any, NamedTuple, Union
 
 from checkpoint.store import _core as core
@@ -42,6 +43,11 @@ NOT_PROVIDED: Any = _NotProvided()
 """Marks a ``ttl`` left out (the store's default applies); ``ttl=None`` means never expire."""
 
 
+def wall() -> float:
+    """Now, in epoch seconds (one place to read the clock, so tests can move it)."""
+    return time.time()
+
+
 def _stamp(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
 
@@ -50,7 +56,7 @@ class Item:
     """One stored value: ``namespace``, ``key``, ``value`` (a dict of your own),
     ``created_at`` (kept across updates) and ``updated_at`` (timezone-aware UTC)."""
 
-    __slots__ = ("_created", "_updated", "key", "namespace", "value")
+    __slots__ = ("_created", "_ttl", "_updated", "key", "namespace", "value")
 
     def __init__(
         self,
@@ -66,6 +72,7 @@ class Item:
         self.value = value
         self._created = created_at
         self._updated = updated_at
+        self._ttl = True  # whether a read should restart a TTL (False: the store knows none)
 
     @property
     def created_at(self) -> datetime:
@@ -247,11 +254,25 @@ def _count(value: Any, what: str, least: int) -> int:
 def _minutes(value: Any, what: str) -> float | None:
     if value is None:
         return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds() / 60.0
+    elif isinstance(value, datetime):
+        # the moment it expires (a naive datetime is local time, as LangGraph reads it)
+        value = (value.timestamp() - wall()) / 60.0
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise core.StoreError(
             f"{what} is in minutes and must be a number > 0 (or None); got {value!r}"
         )
     return float(value)
+
+
+def _not_none(value: Any) -> Any:
+    if value is None:
+        raise core.StoreError(
+            "put() needs a dict value; to remove an item call delete() (or batch a PutOp "
+            "with value=None)"
+        )
+    return value
 
 
 def rank(
@@ -262,7 +283,7 @@ def rank(
     unscored = []
     for item, vectors in candidates:
         if vectors:
-            item.score = max(sum(map(float.__mul__, query, v)) for v in vectors)
+            item.score = max(sum(map(mul, query, v)) for v in vectors)
             scored.append(item)
         else:
             unscored.append(item)
@@ -350,7 +371,7 @@ class BaseStore:
     def _now(self) -> float:
         # never backwards within a store, so "newest first" follows the order of puts
         with self._clock:
-            now = max(time.time(), self._last_now + 1e-6)
+            now = max(wall(), self._last_now + 1e-6)
             self._last_now = now
             return now
 
@@ -381,6 +402,8 @@ class BaseStore:
             return Put(namespace, key, None, [], None), []
         value = core.own_value(op.value)
         ttl = self.default_ttl if op.ttl is NOT_PROVIDED else _minutes(op.ttl, "ttl")
+        if op.index is None and self.index is None:
+            return Put(namespace, key, value, [], ttl), []  # the common case, nothing to embed
         fields: Sequence[str] = ()
         if op.index is False:
             fields = ()
@@ -478,8 +501,10 @@ class BaseStore:
             found = hits[search.offset : search.offset + search.limit]
         else:
             found = self._page(search, now)
-        if search.refresh and found:
-            self._refresh(found, now)
+        if search.refresh:
+            expiring = [item for item in found if item._ttl]
+            if expiring:
+                self._refresh(expiring, now)
         return found
 
     def _list(self, op: Listing, now: float) -> list[tuple[str, ...]]:
@@ -534,7 +559,7 @@ class BaseStore:
             ttl: minutes until the item expires (``None``: never; left out: the store's
                 ``default_ttl``).
         """
-        self.batch([PutOp(namespace, key, value, index, ttl)])
+        self.batch([PutOp(namespace, key, _not_none(value), index, ttl)])
 
     async def aput(
         self,
@@ -546,7 +571,7 @@ class BaseStore:
         ttl: Any = NOT_PROVIDED,
     ) -> None:
         """Async :meth:`put`."""
-        await self.abatch([PutOp(namespace, key, value, index, ttl)])
+        await self.abatch([PutOp(namespace, key, _not_none(value), index, ttl)])
 
     def delete(self, namespace: tuple[str, ...], key: str) -> bool:
         """Delete the item; whether it existed."""

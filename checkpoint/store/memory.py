@@ -10,12 +10,23 @@ from __future__ import annotations
 
 import heapq
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from operator import mul
 from typing import Any
 
 from checkpoint.store import _core as core
-from checkpoint.store.base import BaseStore, Candidate, Item, Put, Search, SearchItem
+from checkpoint.store import base as _base
+from checkpoint.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    Candidate,
+    Item,
+    Put,
+    PutOp,
+    Search,
+    SearchItem,
+)
 
 __all__ = ["InMemoryStore", "MemoryStore"]
 
@@ -58,6 +69,9 @@ class MemoryStore(BaseStore):
     ) -> None:
         super().__init__(index=index, ttl=ttl)
         self._data: dict[tuple[str, ...], dict[str, _Rec]] = {}
+        # every item in put order, so a search over many namespaces walks newest first
+        # without merging one walk per namespace
+        self._order: dict[tuple[tuple[str, ...], str], _Rec] = {}
         self._deadlines: list[tuple[float, tuple[str, ...], str]] = []
         self._lock = threading.RLock()
 
@@ -71,6 +85,56 @@ class MemoryStore(BaseStore):
         """Async :meth:`clear`."""
         self.clear()
 
+    def _now(self) -> float:
+        # always called under self._lock, so the base class's clock lock is not needed
+        now = max(_base.wall(), self._last_now + 1e-6)
+        self._last_now = now
+        return now
+
+    # the two hottest calls skip the batch machinery; they keep its checks and results
+
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """The item at ``namespace``/``key`` (a copy), or ``None``."""
+        namespace = core.check_namespace(namespace)
+        core.check_key(key)
+        with self._lock:
+            items = self._data.get(namespace)
+            rec = items.get(key) if items else None
+            if rec is None:
+                return None
+            if rec.expires is not None:
+                now = self._now()
+                if rec.expires <= now:
+                    return None
+                if self.refresh_on_read if refresh_ttl is None else refresh_ttl:
+                    self._restart(namespace, key, rec, now)
+            return Item(
+                namespace=namespace,
+                key=key,
+                value=core.copy_value(rec.value),
+                created_at=rec.created,
+                updated_at=rec.updated,
+            )
+
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        index: Any = None,
+        *,
+        ttl: Any = NOT_PROVIDED,
+    ) -> None:
+        """Store ``value`` (a dict) at ``namespace``/``key`` (see :meth:`BaseStore.put`)."""
+        if value is None or self.index is not None:
+            super().put(namespace, key, value, index, ttl=ttl)
+            return
+        op, _ = self._check_put(PutOp(namespace, key, value, index, ttl))
+        with self._lock:
+            self._put(op, self._now())
+
     # ------------------------------------------------------------ expiry
 
     def _sweep(self, now: float, budget: int | None) -> None:
@@ -83,6 +147,7 @@ class MemoryStore(BaseStore):
             rec = items.get(key) if items else None
             if rec is not None and rec.expires == deadline:
                 del items[key]  # type: ignore[union-attr]
+                del self._order[(namespace, key)]
                 if not items:
                     del self._data[namespace]
 
@@ -115,6 +180,8 @@ class MemoryStore(BaseStore):
         self._sweep(now, 16)
         items = self._data.get(op.namespace)
         old = items.pop(op.key, None) if items else None
+        if old is not None:
+            del self._order[(op.namespace, op.key)]
         existed = self._live(old, now)
         if op.value is None:
             if items is not None and not items:
@@ -125,6 +192,7 @@ class MemoryStore(BaseStore):
         created = old.created if old is not None and existed else now
         rec = _Rec(op.value, created, now, op.ttl, [v for _, v in op.vectors])
         items[op.key] = rec
+        self._order[(op.namespace, op.key)] = rec
         if rec.expires is not None:
             heapq.heappush(self._deadlines, (rec.expires, op.namespace, op.key))
         return existed
@@ -153,17 +221,41 @@ class MemoryStore(BaseStore):
 
         if len(spaces) == 1:
             return walk(spaces[0])
-        return heapq.merge(*(walk(ns) for ns in spaces), key=lambda t: -t[2].updated)
+        held = sum(len(self._data[ns]) for ns in spaces)
+        if held * 4 < len(self._order):
+            # a few namespaces of a big store: merge their own newest-first walks
+            return heapq.merge(*(walk(ns) for ns in spaces), key=lambda t: -t[2].updated)
+        return self._walk_all(search.prefix, match, now)
+
+    def _walk_all(
+        self,
+        prefix: tuple[str, ...],
+        match: Callable[[Mapping[str, Any]], bool] | None,
+        now: float,
+    ) -> Iterator[tuple[tuple[str, ...], str, _Rec]]:
+        n = len(prefix)
+        order = self._order
+        for ident in reversed(order):
+            namespace = ident[0]
+            if n and namespace[:n] != prefix:
+                continue
+            rec = order[ident]
+            if rec.expires is not None and rec.expires <= now:
+                continue
+            if match is None or match(rec.value):
+                yield namespace, ident[1], rec
 
     @staticmethod
     def _found(namespace: tuple[str, ...], key: str, rec: _Rec) -> SearchItem:
-        return SearchItem(
+        found = SearchItem(
             namespace=namespace,
             key=key,
             value=core.copy_value(rec.value),
             created_at=rec.created,
             updated_at=rec.updated,
         )
+        found._ttl = rec.ttl is not None
+        return found
 
     def _page(self, search: Search, now: float) -> list[SearchItem]:
         out = []
@@ -182,24 +274,32 @@ class MemoryStore(BaseStore):
             yield self._found(namespace, key, rec), rec.vectors
 
     def _ranked(self, search: Search, now: float) -> list[SearchItem]:
-        # score first and copy only the page: values are copied for the items handed out
+        # score in one comprehension, then copy only the page's values
         query = search.query
         assert query is not None
-        scored: list[tuple[float | None, float, tuple[str, ...], str, _Rec]] = []
-        unscored: list[tuple[float | None, float, tuple[str, ...], str, _Rec]] = []
-        for namespace, key, rec in self._newest(search, now):
-            if rec.vectors:
-                score = max(sum(map(float.__mul__, query, v)) for v in rec.vectors)
-                scored.append((score, rec.updated, namespace, key, rec))
-            else:
-                unscored.append((None, rec.updated, namespace, key, rec))
+        hits = list(self._newest(search, now))  # newest first
+        scores = [
+            (
+                sum(map(mul, query, vs[0]))
+                if len(vs) == 1
+                else max(sum(map(mul, query, v)) for v in vs)
+            )
+            if (vs := rec.vectors)
+            else None
+            for _, _, rec in hits
+        ]
+        scored = [i for i, score in enumerate(scores) if score is not None]
+        ranking: list[float] = [score or 0.0 for score in scores]
         need = search.offset + search.limit
-        best = heapq.nlargest(need, scored, key=lambda t: (t[0] or 0.0, t[1]))
-        ordered = best + unscored[: max(0, need - len(best))]  # unscored: newest first
+        # ties keep newest first: nlargest is stable on equal keys, and hits are newest first
+        best = heapq.nlargest(need, scored, key=ranking.__getitem__)
+        if len(best) < need:
+            best += [i for i, score in enumerate(scores) if score is None][: need - len(best)]
         page = []
-        for scored_as, _, namespace, key, rec in ordered[search.offset : need]:
+        for i in best[search.offset :]:
+            namespace, key, rec = hits[i]
             found = self._found(namespace, key, rec)
-            found.score = scored_as
+            found.score = scores[i]
             page.append(found)
         return page
 
@@ -219,6 +319,7 @@ class MemoryStore(BaseStore):
 
     def _clear(self) -> None:
         self._data.clear()
+        self._order.clear()
         self._deadlines.clear()
 
 

@@ -111,7 +111,7 @@ class PostgresStore(SqlStore):
             'key TEXT COLLATE "C" NOT NULL, value JSONB NOT NULL, '
             "created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
             "expires_at DOUBLE PRECISION, ttl_minutes DOUBLE PRECISION, PRIMARY KEY (ns, key))",
-            f"CREATE INDEX IF NOT EXISTS graphagent_store_updated ON {t} (updated_at)",
+            f"CREATE INDEX IF NOT EXISTS graphagent_store_recent ON {t} (updated_at, ns, key)",
             f"CREATE INDEX IF NOT EXISTS graphagent_store_expires ON {t} (expires_at) "
             "WHERE expires_at IS NOT NULL",
             f'CREATE TABLE IF NOT EXISTS {v} (ns TEXT COLLATE "C" NOT NULL, '
@@ -200,21 +200,20 @@ class PostgresStore(SqlStore):
 
     def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
         ns, k = core.encode_namespace(namespace), core.escape_key(key)
-        select = (
-            f"SELECT ns, key, value, created_at, updated_at FROM {self.table} "
-            "WHERE ns = %s AND key = %s AND (expires_at IS NULL OR expires_at > %s)"
+        rows = self._rows(
+            f"SELECT ns, key, value, created_at, updated_at, ttl_minutes FROM {self.table} "
+            "WHERE ns = %s AND key = %s AND (expires_at IS NULL OR expires_at > %s)",
+            [ns, k, now],
         )
-        if refresh:
-            rows = self._rows(
-                f"WITH r AS (UPDATE {self.table} SET expires_at = %s + ttl_minutes * 60.0 "
-                "WHERE ns = %s AND key = %s AND ttl_minutes IS NOT NULL AND expires_at > %s "
-                f"RETURNING 1) {select}",
-                [now, ns, k, now, ns, k, now],
-            )
-        else:
-            rows = self._rows(select, [ns, k, now])
         if not rows:
             return None
+        if refresh and rows[0][5] is not None:
+            # a second round trip only for items that have a TTL to restart
+            self._rows(
+                f"UPDATE {self.table} SET expires_at = %s + ttl_minutes * 60.0 "
+                "WHERE ns = %s AND key = %s AND ttl_minutes IS NOT NULL",
+                [now, ns, k],
+            )
         item: Item = self._item(Item, rows[0])
         return item
 

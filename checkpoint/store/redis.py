@@ -112,7 +112,7 @@ class RedisStore(BaseStore):
         return Item(
             namespace=namespace,
             key=key,
-            value=json.loads(value),
+            value=core.loads(value, namespace, key),
             created_at=float(created),
             updated_at=float(updated),
         )
@@ -141,7 +141,7 @@ class RedisStore(BaseStore):
         return SearchItem(
             namespace=namespace,
             key=key,
-            value=json.loads(value),
+            value=core.loads(value, namespace, key),
             created_at=float(created),
             updated_at=float(updated),
         )
@@ -154,9 +154,12 @@ class RedisStore(BaseStore):
             search.offset,
             search.limit,
             self._conditions(search),
-            0,  # the base refreshes what a search returns
+            int(search.refresh),  # restarted inside the script, in the same round trip
         )
-        return [self._found(*flat[i : i + 4]) for i in range(0, len(flat), 4)]
+        found = [self._found(*flat[i : i + 4]) for i in range(0, len(flat), 4)]
+        for item in found:
+            item._ttl = False
+        return found
 
     def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
         flat = self._call(

@@ -63,6 +63,17 @@ class SqliteStore(SqlStore):
             store.put(("memories", "u42"), "tea", {"text": "likes green tea"})
     """
 
+    def _window_sql(self, cols: str, where: str, page: str) -> str:
+        """The page among rows updated at or after the W-th newest: a unary '+' keeps the
+        planner off the primary key for the namespace range, so the query walks the
+        ``(updated_at, ns, key)`` index backwards and stops at its page."""
+        cutoff = (
+            f"coalesce((SELECT updated_at FROM {self.table} ORDER BY updated_at DESC "
+            "LIMIT 1 OFFSET ? - 1), 0)"
+        )
+        windowed = where.replace(" ns ", " +ns ")
+        return f"SELECT {cols} FROM {self.table} WHERE updated_at >= {cutoff} AND {windowed} {page}"
+
     def __init__(
         self,
         path: str | os.PathLike[str] = ":memory:",
@@ -115,7 +126,7 @@ class SqliteStore(SqlStore):
             f"CREATE TABLE IF NOT EXISTS {t} (ns TEXT NOT NULL, key TEXT NOT NULL, "
             "value TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, "
             "expires_at REAL, ttl_minutes REAL, PRIMARY KEY (ns, key)) WITHOUT ROWID",
-            f"CREATE INDEX IF NOT EXISTS {t}_updated ON {t} (updated_at)",
+            f"CREATE INDEX IF NOT EXISTS {t}_recent ON {t} (updated_at, ns, key)",
             f"CREATE INDEX IF NOT EXISTS {t}_expires ON {t} (expires_at) "
             "WHERE expires_at IS NOT NULL",
             f"CREATE TABLE IF NOT EXISTS {v} (ns TEXT NOT NULL, key TEXT NOT NULL, "
@@ -146,12 +157,13 @@ class SqliteStore(SqlStore):
         return self._transaction(True)
 
     def _run(self, prepared: Sequence[Any]) -> list[Any]:
-        write = (
-            any(isinstance(op, Put) for op in prepared)
-            or any(isinstance(op, Search) and op.refresh for op in prepared)
-            or any(getattr(op, "refresh_ttl", False) for op in prepared)
-        )
-        with self._transaction(write):
+        if len(prepared) == 1 and not isinstance(prepared[0], Put):
+            # one read is one statement (a TTL refresh a second one, atomic on its own):
+            # no transaction to begin and commit
+            with self._lock:
+                self._ensure()
+                return [self._one(prepared[0], self._now())]
+        with self._transaction(True):
             return [self._one(op, self._now()) for op in prepared]
 
     def _path_sql(self, cond: core.Condition) -> tuple[str, list[Any]]:
@@ -224,7 +236,9 @@ class SqliteStore(SqlStore):
         assert search.query is not None
         where, params = self._where(search, now, "s.")
         rows = self._rows(
-            "SELECT s.ns, s.key, max(1.0 - vec_distance_cosine(v.vec, ?)) AS score "
+            # CASE: items without vectors (the LEFT JOIN's NULLs) never reach the function
+            "SELECT s.ns, s.key, max(CASE WHEN v.vec IS NULL THEN NULL "
+            "ELSE 1.0 - vec_distance_cosine(v.vec, ?) END) AS score "
             f"FROM {self.table} s LEFT JOIN {self.vectors} v ON v.ns = s.ns AND v.key = s.key "
             f"WHERE {where} GROUP BY s.ns, s.key "
             "ORDER BY score IS NULL, score DESC, max(s.updated_at) DESC, s.ns, s.key "

@@ -29,6 +29,7 @@ from graphagent.agent._interceptors import (
     ToolInterceptor,
     ToolRequest,
 )
+from graphagent.agent._memory import MemoryRecallInterceptor, memory_namespace, memory_tools
 from graphagent.agent._multi import (
     AgentTool,
     LlmRoutingAgent,
@@ -48,6 +49,7 @@ __all__ = [
     "HumanInTheLoopHook",
     "LlmRoutingAgent",
     "LoopAgent",
+    "MemoryRecallInterceptor",
     "ModelCallLimitHook",
     "ModelFallbackInterceptor",
     "ModelHook",
@@ -69,5 +71,7 @@ __all__ = [
     "answer_tool_calls",
     "before_agent",
     "before_model",
+    "memory_namespace",
+    "memory_tools",
     "pending_tool_calls",
 ]

@@ -43,14 +43,18 @@ def compile_agent(
     saver: CheckpointSaver | None,
     name: str,
     agent: BaseAgent,
+    *,
+    store: Any = None,
     edge_notes: Mapping[str, str] | None = None,
 ) -> CompiledGraph:
     """Compile ``agent``'s graph: its runs are the agent's runs (traces say
-    ``invoke_agent``), it refuses threads saved with the old state layout, and its
-    drawings explain the edge labels ``edge_notes`` names."""
+    ``invoke_agent``), they get ``store`` as ``config.store``, it refuses threads saved
+    with the old state layout, and its drawings explain the edge labels ``edge_notes``
+    names."""
     return graph.compile(
         saver=saver,
         name=name,
+        store=store,
         agent=agent,
         stored_check=legacy_layout,
         edge_notes=edge_notes,

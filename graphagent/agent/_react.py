@@ -121,6 +121,10 @@ class ReactAgent(BaseAgent):
         interceptors: :class:`ModelInterceptor` / :class:`ToolInterceptor` objects; the
             first is outermost.
         saver: where threads are checkpointed (``MemorySaver()``, ``RedisSaver``).
+        store: long-term memory shared across threads (``MemoryStore()``, ...): tools
+            reach it as ``ctx.store``, hooks as ``config.store``; see
+            :func:`~graphagent.agent.memory_tools` and
+            :class:`~graphagent.agent.MemoryRecallInterceptor`.
         max_iterations: most model calls in one run; more raises ``MaxIterationsError``.
         method_tools: objects whose ``@tool`` methods become tools.
         tool_callback_providers: providers of more tools, asked again on every model call
@@ -163,6 +167,7 @@ class ReactAgent(BaseAgent):
         hooks: Sequence[Hook] = (),
         interceptors: Sequence[ModelInterceptor | ToolInterceptor] = (),
         saver: CheckpointSaver | None = None,
+        store: Any = None,
         max_iterations: int = 10,
         method_tools: Iterable[Any] = (),
         tool_callback_providers: Iterable[ToolCallbackProvider] = (),
@@ -226,7 +231,10 @@ class ReactAgent(BaseAgent):
                 + " Call this to give your final answer.",
                 output_type.model_json_schema(),
             )
-        self.graph = compile_agent(self._build(), saver, name, self, edge_notes={AGAIN: AGAIN_NOTE})
+        self.store = store
+        self.graph = compile_agent(
+            self._build(), saver, name, self, store=store, edge_notes={AGAIN: AGAIN_NOTE}
+        )
 
     # -- building the graph ----------------------------------------------------------------
 

@@ -6,6 +6,7 @@ Examples::
     graphagent chat graphagent.demo:agent --thread demo-user-42 -m "Weather in Oslo?"
     graphagent threads list
     graphagent threads history demo-user-42 --limit 5
+    graphagent store search memories/ada --query tea --db memory.sqlite
     graphagent mcp serve graphagent.demo:agent --http 127.0.0.1:8000
 
 ``module:object`` names a module (or a ``.py`` file) and an attribute in it: a compiled
@@ -27,6 +28,7 @@ from graphagent.cli._common import CliError, Parser, Run, load_object
 from graphagent.cli._draw import add_draw_command
 from graphagent.cli._errors import one_line
 from graphagent.cli._mcp import add_mcp_command
+from graphagent.cli._store import add_store_command
 from graphagent.cli._threads import add_threads_command
 
 __all__ = ["CliError", "load_object", "main"]
@@ -62,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     add_chat_command(sub)
     add_threads_command(sub)
     add_mcp_command(sub)
+    add_store_command(sub)
     return parser
 
 

@@ -11,7 +11,15 @@ from graphagent.errors import GraphValidationError
 from graphagent.graph._annotations import command_destinations, literal_destinations
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, RESERVED, START
-from graphagent.graph._nodes import Branch, Join, NodeSpec, accepts_config, is_async_callable
+from graphagent.graph._nodes import (
+    Branch,
+    Join,
+    NodeSpec,
+    accepts_config,
+    is_async_callable,
+    wants_store,
+    with_store,
+)
 from graphagent.graph._plan import Plan, StoredCheck
 from graphagent.graph._state import parse_schema
 from graphagent.graph._validate import validate
@@ -105,11 +113,14 @@ class StateGraph:
         if not callable(fn):
             self._problems.append(f"node {name!r}: {fn!r} is not callable; pass a function")
             return self
+        if wants_store(fn):
+            fn = with_store(fn)
+            afn = with_store(afn) if afn is not None and wants_store(afn) else afn
         self.nodes[name] = NodeSpec(
             name,
             fn,
             is_async=is_async_callable(fn),
-            takes_config=accepts_config(fn),
+            takes_config=accepts_config(fn) or wants_store(fn),
             kind=kind or "node",
             metadata=metadata,
             afn=afn,
@@ -179,6 +190,7 @@ class StateGraph:
         agent: Any = None,
         stored_check: StoredCheck | None = None,
         edge_notes: Mapping[str, str] | None = None,
+        store: Any = None,
     ) -> CompiledGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledGraph`.
 
@@ -191,6 +203,9 @@ class StateGraph:
                 saver: the graph never checkpoints a thread of its own (run inside a
                 parent graph it still pauses and resumes with the parent's thread).
                 ``True`` (a subgraph keeping its own state across calls) is refused.
+            store: long-term memory shared across threads (``MemoryStore()``,
+                ``RedisStore.from_url(...)``): a node parameter named ``store`` receives
+                it, and ``config.store`` holds it (subgraphs use their parent's).
             agent: the agent whose graph this is: traces name its runs after it
                 (``invoke_agent``). Agents pass themselves; leave it out otherwise.
             stored_check: called with a stored thread's values before a run continues
@@ -216,6 +231,7 @@ class StateGraph:
             stored_check=stored_check,
             agent=agent,
             edge_notes=MappingProxyType(dict(edge_notes or {})),
+            store=store,
         )
         return CompiledGraph(plan)
 

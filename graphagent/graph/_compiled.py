@@ -110,6 +110,11 @@ class CompiledGraph:
         return self.plan.interrupt_after
 
     @property
+    def store(self) -> Any:
+        """The long-term memory store runs get in ``config.store`` (``None``: none)."""
+        return self.plan.store
+
+    @property
     def edge_notes(self) -> Mapping[str, str]:
         """What conditional edges' labels mean, by label: drawings print them as a key
         (an agent explains its ``again`` edge). Given to ``compile(edge_notes=...)``."""
@@ -144,7 +149,12 @@ class CompiledGraph:
         return (yield from run_program(self.plan, input, config, modes))
 
     def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:
-        return ensure_config(config, thread_id=thread_id)
+        cfg = ensure_config(config, thread_id=thread_id)
+        store = self.plan.store
+        if store is not None and cfg.store is None:
+            # a store the caller (or a parent graph) passed wins over the compiled one
+            cfg = cfg.model_copy(update={"store": store})
+        return cfg
 
     # -- public run API --------------------------------------------------------------
 

@@ -37,6 +37,7 @@ class Plan:
         stored_check: refuses stored threads this graph cannot continue, or ``None``.
         agent: the agent whose graph this is (traces name it), or ``None``.
         edge_notes: what conditional edges' labels mean, by label (drawings print a key).
+        store: the long-term memory store runs get in ``config.store``, or ``None``.
     """
 
     name: str
@@ -48,6 +49,7 @@ class Plan:
     stored_check: StoredCheck | None = None
     agent: Any = None
     edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    store: Any = None
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
         """Refuse a stored thread this graph cannot continue, naming what to do.

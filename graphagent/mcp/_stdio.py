@@ -102,7 +102,8 @@ async def _serve(server: Server[Any, Any], calls: Calls) -> str:
                 calls.cut_short = calls.running
                 group.cancel_scope.cancel()
 
-            if threading.current_thread() is threading.main_thread():
+            # signal handlers need the main thread, and a loop that takes them (not Windows)
+            if threading.current_thread() is threading.main_thread() and os.name == "posix":
                 group.start_soon(_on_sigint, stop)
             stdin = cast(Any, _Lines(lambda: stop("eof")))
             async with stdio_server(stdin=stdin, stdout=protocol_out) as (read, write):

@@ -185,13 +185,16 @@ class FakeEmbeddings:
     def _one(self, text: str) -> Vector:
         vector = [0.0] * self.dims
         lowered = text.lower()
+        # whole words weigh most, a word's first four letters next ("drink"/"drinks"),
+        # letter trigrams least: similar wording scores high, shared letters a little
         for word in _WORDS.findall(lowered):
-            slot, sign = self._slot("w:" + word)
-            vector[slot] += 2.0 * sign
+            for feature, weight in (("w:" + word, 3.0), ("s:" + word[:4], 2.0)):
+                slot, sign = self._slot(feature)
+                vector[slot] += weight * sign
             padded = f" {word} "
             for i in range(len(padded) - 2):
                 slot, sign = self._slot("t:" + padded[i : i + 3])
-                vector[slot] += sign
+                vector[slot] += 0.5 * sign
         norm = math.sqrt(sum(x * x for x in vector))
         return [x / norm for x in vector] if norm else vector
 

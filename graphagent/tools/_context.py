@@ -62,6 +62,11 @@ class ToolContext:
         self._updates: list[dict[str, Any]] = []
 
     @property
+    def store(self) -> Any:
+        """``config.store``: the run's long-term memory store (``None`` without one)."""
+        return self.config.store
+
+    @property
     def metadata(self) -> Mapping[str, Any]:
         """``config.metadata``: user data such as the user id or tenant."""
         return self.config.metadata
