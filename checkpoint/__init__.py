@@ -7,6 +7,7 @@ with it alone.
 from __future__ import annotations
 
 from checkpoint import serde
+from checkpoint._cache import ReadCache
 from checkpoint.base import (
     Change,
     Checkpoint,
@@ -70,6 +71,7 @@ __all__ = [
     "PostgresSaver",
     "PostgresStore",
     "PutOp",
+    "ReadCache",
     "RedisSaver",
     "RedisStore",
     "SearchItem",

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from typing_extensions import Self
 
+from checkpoint._cache import ReadCache
 from checkpoint.base import (
     Checkpoint,
     CheckpointHistory,
@@ -95,6 +96,8 @@ Locks = tuple[
 class Logic(Protocol):
     """What a saver's logic offers: each saver method as a program."""
 
+    cache: ReadCache  # the decoded list items of recently read threads
+
     def put_mode(self, expected_head: str | None) -> bool | None:
         """The transaction a put on ``expected_head`` runs in (see :class:`Call`)."""
 
@@ -157,6 +160,16 @@ class _Calls(CheckpointSaver, Generic[L]):
     logic: L
     _small_read: ClassVar[bool | None] = None
     _lock_write: ClassVar[bool | None] = None
+
+    @property
+    def read_cache(self) -> ReadCache:
+        """The decoded list items of recently read threads, so a turn decodes only what
+        was written since the last (see :class:`~checkpoint.ReadCache`)."""
+        return self.logic.cache
+
+    @read_cache.setter
+    def read_cache(self, cache: ReadCache) -> None:
+        self.logic.cache = cache
 
     def _put_call(
         self, thread_id: str, writes: Sequence[CheckpointWrite], expected_head: str | None

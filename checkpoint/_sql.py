@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from checkpoint import _layout as layout
+from checkpoint._cache import ReadPlan
 from checkpoint._history import History, needed_fields
 from checkpoint._program import Program
 from checkpoint._sqlput import SqlPut
@@ -32,6 +33,7 @@ from checkpoint.base import DELETE_KEPT, Checkpoint, PendingWrite, new_checkpoin
 __all__ = ["SqlLogic"]
 
 _CHUNK = 500  # parameters per IN (...) list: below every SQLite build's limit
+_AFTER_SEP = bytes([ord(layout.SEP) + 1])  # the byte after '|': ends a field-prefix range
 
 
 class SqlLogic(SqlPut):
@@ -162,21 +164,50 @@ class SqlLogic(SqlPut):
     def _load(
         self, thread_id: str, records: builtins.list[layout.Record]
     ) -> Program[builtins.list[Checkpoint]]:
-        """Rebuild each record's state, reading every field they need once."""
-        if not records:
-            return []
+        """Rebuild each record's state, reading only what the read cache lacks (on a warm
+        thread: the items written since its last read), in one batch per record."""
         tid = encode_text(thread_id)
         yield from self._check_claims(tid, records)
-        wanted = [layout.read_fields(r) for r in records]
-        names = sorted({f for fields in wanted for f in fields})
-        only = records[0].id if len(records) == 1 else None
-        blobs, pending = yield from self._read(tid, names, only)
         out = []
-        for record, fields in zip(records, wanted, strict=True):
-            values = layout.rebuild(record, [blobs.get(f) for f in fields], self.serde.loads)
-            writes = layout.group_writes(pending.get(record.id, {}), self.serde.loads)
-            out.append(layout.to_checkpoint(thread_id, record, values, writes))
+        for record in records:
+            plan = self.cache.plan(thread_id, record)
+            singles = plan.singles
+            batch = [
+                self._data(tid, singles[i : i + _CHUNK]) for i in range(0, len(singles), _CHUNK)
+            ]
+            for key, branch, start, end in plan.spans:
+                batch.extend(self._span(tid, key, branch, start, end))
+            batch.append(
+                self.stmt(
+                    "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
+                    "WHERE thread_id = ? AND checkpoint_id = ?",
+                    tid,
+                    record.id,
+                )
+            )
+            *found, writes = yield tuple(batch)
+            values = plan.build(_in_plan_order(plan, found))
+            pending = {decode_text(task): bytes(value) for _, task, value in writes}
+            writes_of = layout.group_writes(pending, self.serde.loads)
+            out.append(layout.to_checkpoint(thread_id, record, values, writes_of))
         return out
+
+    def _span(self, tid: bytes, key: str, branch: str, start: int, end: int) -> list[Stmt]:
+        """Statements reading items ``start..end`` of a log branch: a few by name, many
+        by one range of the branch's fields (an index scan, not one look-up each)."""
+        stem = layout.log_stem(key, branch)
+        if end - start <= _CHUNK:
+            return [self._data(tid, [f"{stem}{i}" for i in range(start, end)])]
+        low = encode_text(stem)
+        return [
+            self.stmt(
+                "SELECT field, value FROM {t}graphagent_data "
+                "WHERE thread_id = ? AND field >= ? AND field < ?",
+                tid,
+                low,
+                low[:-1] + _AFTER_SEP,
+            )
+        ]
 
     def threads(self) -> Program[builtins.list[str]]:
         """Every thread id stored (and not expired)."""
@@ -233,6 +264,7 @@ class SqlLogic(SqlPut):
         # list() first: another thread of a pooled saver may be adding records meanwhile
         for key in [k for k in list(self._records) if k[0] == thread_id]:
             self._records.pop(key, None)
+        self.cache.forget(thread_id)
         tid = encode_text(thread_id)
         yield self.stmt(
             "INSERT INTO {t}graphagent_deleted (thread_id, stamp, deleted_at) "
@@ -263,3 +295,25 @@ class SqlLogic(SqlPut):
         for (tid,) in rows:
             yield from self._delete(bytes(tid))
         return len(rows)
+
+
+def _in_plan_order(plan: ReadPlan, found: Sequence[Sequence[Any]]) -> list[bytes | None]:
+    """The bytes of ``plan.fields``, in its order, from the rows the batch of
+    :meth:`SqlLogic._load` read (``None``: not stored)."""
+    rows = iter(found)
+    singles = {
+        decode_text(f): bytes(v) for _ in range(0, len(plan.singles), _CHUNK) for f, v in next(rows)
+    }
+    blobs: list[bytes | None] = [singles.get(f) for f in plan.singles]
+    for key, branch, start, end in plan.spans:
+        part: list[bytes | None] = [None] * (end - start)
+        cut = len(encode_text(layout.log_stem(key, branch)))
+        for field, value in next(rows):
+            digits = bytes(field)[cut:]
+            # only an item's own name: a stranger field under the prefix is not one
+            if digits.isdigit() and (digits[:1] != b"0" or digits == b"0"):
+                index = int(digits) - start
+                if 0 <= index < end - start:
+                    part[index] = bytes(value)
+        blobs.extend(part)
+    return blobs

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from checkpoint import _layout as layout
+from checkpoint._cache import ReadCache
 from checkpoint._program import Locks, Program
 from checkpoint._sqlschema import LATEST, MIGRATIONS, Dialect, Stmt, encode_text, result_kind
 from checkpoint.errors import CheckpointError, CheckpointNotFoundError
@@ -47,6 +48,7 @@ class SqlBase:
         self.serde = serde or default_serde
         self._sql: dict[str, str] = {}
         self._records: layout.BoundedCache[tuple[str, str], layout.Record] = layout.BoundedCache()
+        self.cache = ReadCache(self.serde)
         self._next_purge = 0.0
 
     def purge_due(self) -> bool:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from checkpoint import _layout as layout
+from checkpoint._cache import ReadCache
 from checkpoint._history import History, needed_fields
 from checkpoint.base import (
     DELETE_KEPT,
@@ -55,6 +56,10 @@ class MemorySaver(CheckpointSaver):
         serde: the codec (default: the process-wide one).
         keep_last: keep only this many newest checkpoints per thread (``None``: all).
 
+    Attributes:
+        read_cache: the decoded list items of recently read threads, so a turn decodes
+            only what was written since the last (see :class:`~checkpoint.ReadCache`).
+
     Example:
         >>> from checkpoint import MemorySaver
         >>> saver = MemorySaver()
@@ -76,6 +81,7 @@ class MemorySaver(CheckpointSaver):
         self.keep_last = keep_last
         self.lock_policy = LockPolicy.optional(lock_timeout, lock_lease)
         self._threads: dict[str, _Thread] = {}
+        self.read_cache = ReadCache(self.serde)
         # thread -> the id its delete minted, oldest first (see refuse_if_deleted)
         self._deleted: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -216,8 +222,8 @@ class MemorySaver(CheckpointSaver):
     def _load(self, thread_id: str, t: _Thread, checkpoint_id: str) -> Checkpoint:
         record = self._record(thread_id, t, checkpoint_id)
         layout.check_claim(record, len(t.data))
-        blobs = [t.data.get(f) for f in layout.read_fields(record)]
-        values = layout.rebuild(record, blobs, self.serde.loads)
+        plan = self.read_cache.plan(thread_id, record)
+        values = plan.build([t.data.get(f) for f in plan.fields])
         pending = layout.group_writes(t.writes.get(checkpoint_id, {}), self.serde.loads)
         return layout.to_checkpoint(thread_id, record, values, pending)
 
@@ -241,6 +247,7 @@ class MemorySaver(CheckpointSaver):
         """Forget the thread (see :meth:`CheckpointSaver.delete_thread`)."""
         with self._lock:
             self._threads.pop(thread_id, None)
+            self.read_cache.forget(thread_id)
             deleted = self._deleted
             deleted.pop(thread_id, None)
             deleted[thread_id] = new_checkpoint_id()

@@ -34,7 +34,7 @@ import datetime as _dt
 import enum
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
@@ -91,6 +91,10 @@ _FAST_FRAMES = 4
 # scalars: no nested frame (a timedelta is stored as one, so it counts as a container)
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None), _dt.datetime, _dt.date, uuid.UUID})
 _SEQUENCES = (list, tuple, set, frozenset)
+# immutable once decoded (a datetime, date and UUID are too)
+_SHARED_ATOMS = frozenset(
+    {str, int, float, bool, bytes, type(None), _dt.datetime, _dt.date, _dt.timedelta, uuid.UUID}
+)
 _new_ext = tuple.__new__
 # msgpack's ext headers by payload size: fixext 1/2/4/8/16, else ext 8/16/32
 _FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
@@ -106,6 +110,7 @@ class _Entry(NamedTuple):
     shallow: bool = False
     encode: _Encode | None = None
     decode: _Decode | None = None
+    shareable: Callable[[Any], bool] | None = None
 
 
 def _ext(code: int, data: bytes) -> bytes:
@@ -165,6 +170,7 @@ class Serde(_load.Loading):
         self._shallow: set[type] = set()
         self._encoders: dict[type, tuple[str, _Encode]] = {}
         self._decoders: dict[str, _Decode] = {}
+        self._shareable: dict[type, Callable[[Any], bool]] = {}
         # made once: the fast path's encoders by frames left, the decoders by depth
         self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
         self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
@@ -209,6 +215,9 @@ class Serde(_load.Loading):
             for cls, entry in merged.items()
             if entry.decode is not None and types.get(entry.name) is cls
         }
+        self._shareable = {
+            cls: entry.shareable for cls, entry in merged.items() if entry.shareable is not None
+        }
         self._seen = seen
 
     def register(
@@ -219,6 +228,7 @@ class Serde(_load.Loading):
         shallow: bool = False,
         encode: _Encode | None = None,
         decode: _Decode | None = None,
+        shareable: Callable[[Any], bool] | None = None,
     ) -> T:
         """Let instances of ``cls`` (pydantic model, enum or dataclass) be stored and loaded.
 
@@ -240,6 +250,10 @@ class Serde(_load.Loading):
                 (anything it raises makes loading fail with ``SerializationError``).
                 Loading still reads values stored as a model, enum or dataclass under
                 the same name, so a class can gain a codec without breaking old data.
+            shareable: whether a decoded instance can change in no way (its fields and
+                what they hold are immutable), so savers may hand the same decoded object
+                to every read of a thread instead of decoding it again (see
+                :meth:`shareable`). Without it, instances are decoded for each read.
 
         Raises:
             SerializationError: ``cls`` is not a supported kind, the name is taken, or
@@ -266,7 +280,7 @@ class Serde(_load.Loading):
                 f"the serde name {key!r} is already registered for {_qualname(taken)}; "
                 "pass name= to register under another name"
             )
-        self._own[cls] = _Entry(key, shallow, encode, decode)
+        self._own[cls] = _Entry(key, shallow, encode, decode, shareable)
         _registrations[0] += 1
         return cls
 
@@ -274,6 +288,46 @@ class Serde(_load.Loading):
         """Whether ``cls`` can be stored (registered here or in a base)."""
         self._current()
         return cls in self._names
+
+    def shareable(self, value: Any) -> bool:
+        """Whether a decoded ``value`` can change in no way, so that readers may share it:
+        text, numbers, bytes, ``None``, a registered type whose ``shareable`` says so, and
+        tuples and frozensets of those.
+
+        Example:
+            >>> from checkpoint.serde import Serde
+            >>> Serde().shareable(("a", 1)), Serde().shareable(["a"])
+            (True, False)
+        """
+        cls = type(value)
+        if cls in _SHARED_ATOMS:
+            return True
+        if self._seen != _registrations[0]:
+            self._current()
+        check = self._shareable.get(cls)
+        if check is not None:
+            return check(value)
+        if cls is tuple or cls is frozenset:
+            return all(self.shareable(item) for item in value)
+        return False
+
+    def unshareable(self, values: Sequence[Any]) -> list[int]:
+        """The positions of ``values`` that are not :meth:`shareable` (one pass)."""
+        if self._seen != _registrations[0]:
+            self._current()
+        checks, atoms = self._shareable, _SHARED_ATOMS
+        out = []
+        for i, value in enumerate(values):
+            cls = type(value)
+            if cls in atoms:
+                continue
+            check = checks.get(cls)
+            if check is not None:
+                if not check(value):
+                    out.append(i)
+            elif not self.shareable(value):
+                out.append(i)
+        return out
 
     def dumps(self, value: Any) -> bytes:
         """Encode ``value``.

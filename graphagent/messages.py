@@ -16,11 +16,12 @@ Example:
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from graphagent._internal.ids import new_message_id
 
 __all__ = [
     "AnyMessage",
@@ -36,12 +37,6 @@ __all__ = [
 ]
 
 
-def _new_id() -> str:
-    # 128 random bits from the module-level generator, which Python re-seeds in a
-    # forked child; uuid4() costs a syscall per message.
-    return random.getrandbits(128).to_bytes(16, "big").hex()  # as f"{n:032x}", faster
-
-
 class Message(BaseModel):
     """Base of all messages: ``content`` text, an ``id`` and free-form ``metadata``."""
 
@@ -49,7 +44,7 @@ class Message(BaseModel):
     role: ClassVar[str] = "message"
 
     content: str = ""
-    id: str = Field(default_factory=_new_id)
+    id: str = Field(default_factory=new_message_id)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(self, content: str = "", /, **data: Any) -> None:
@@ -279,19 +274,216 @@ def _encode_call(call: Any) -> list[Any]:
     return [d["id"], d["name"], d["arguments"]]
 
 
-def _decoder(cls: type[BaseModel]) -> Any:
-    names = _STORED_FIELDS[cls]
+class _ReadOnlyDict(dict):  # type: ignore[type-arg]
+    """The metadata of a message read from a checkpoint: read-only, as the message is.
 
-    def decode(stored: list[Any]) -> Any:
-        if type(stored) is not list or len(stored) != len(names):
-            raise ValueError(f"expected {len(names)} stored fields, got {stored!r:.80}")
+    Savers hand the same decoded messages to every read of a thread (see
+    ``checkpoint.ReadCache``), so what one caller could change in place, every later
+    read would see. ``dict(m.metadata)`` is a copy to change; copies, ``deepcopy`` and
+    pickles of it are plain dicts.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "the metadata of a message read from a checkpoint is read-only (messages are "
+            "immutable and shared between reads): make a changed copy, e.g. "
+            "message.model_copy(update={'metadata': {**message.metadata, 'key': value}})"
+        )
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+    __ior__ = _refuse
+
+    def __reduce__(self) -> Any:
+        return (dict, (dict(self),))
+
+
+class _ReadOnlyList(list):  # type: ignore[type-arg]
+    """A list inside read-only message metadata (see :class:`_ReadOnlyDict`)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        return _ReadOnlyDict._refuse(self)  # type: ignore[arg-type]
+
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = _refuse
+    sort = reverse = __iadd__ = __imul__ = _refuse
+
+    def __reduce__(self) -> Any:
+        return (list, (list(self),))
+
+
+_EMPTY = _ReadOnlyDict()
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
+_CANNOT = object()  # _freeze's answer for a value it cannot make read-only
+
+
+def _freeze(value: Any) -> Any:
+    """``value`` (decoded metadata) with its dicts and lists read-only; ``_CANNOT`` when it
+    holds something else that could change (then the message keeps a plain dict)."""
+    cls = type(value)
+    if cls is dict:
+        out = None
+        for key, item in value.items():
+            if type(item) in _PLAIN:
+                continue
+            frozen = _freeze(item)
+            if frozen is _CANNOT:
+                return _CANNOT
+            if out is None:
+                out = dict(value)
+            out[key] = frozen
+        return _ReadOnlyDict(value if out is None else out)
+    if cls is list or cls is tuple:
+        items = list(value)
+        for i, item in enumerate(items):
+            if type(item) in _PLAIN:
+                continue
+            frozen = _freeze(item)
+            if frozen is _CANNOT:
+                return _CANNOT
+            items[i] = frozen
+        return _ReadOnlyList(items) if cls is list else tuple(items)
+    if cls in _PLAIN or (cls is frozenset and all(type(v) in _PLAIN for v in value)):
+        return value
+    return _CANNOT
+
+
+def _metadata(stored: Any) -> Any:
+    """Stored metadata made read-only, or ``None`` when it is not a map of text keys (the
+    validated path then decides: it refuses it)."""
+    if type(stored) is not dict:
+        return None
+    if not stored:
+        return _EMPTY
+    flat = True
+    for key, value in stored.items():
+        if type(key) is not str:
+            return None
+        if flat and type(value) not in _PLAIN:
+            flat = False
+    if flat:
+        return _ReadOnlyDict(stored)
+    frozen = _freeze(stored)
+    return stored if frozen is _CANNOT else frozen
+
+
+def _shareable(message: Any) -> bool:
+    """Whether a decoded message can change in no way (its metadata is read-only), so
+    readers may share it."""
+    return type(message.__dict__["metadata"]) is _ReadOnlyDict
+
+
+def _always(value: Any) -> bool:
+    return True
+
+
+_new = object.__new__
+_put = object.__setattr__
+# BaseModel's slots, set through their descriptors (object.__setattr__ looks each one up)
+_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def _built(cls: type[BaseModel], fields: dict[str, Any]) -> Any:
+    """An instance of ``cls`` holding ``fields``, already checked: what ``model_construct``
+    does, without its per-field alias look-ups. The instances of a class share one set of
+    fields set: pydantic changes it only on a model that is not frozen, and ``model_copy``
+    copies it first."""
+    message = _new(cls)
+    _put(message, "__dict__", fields)
+    _fields_set(message, _ALL_SET[cls])
+    _extra(message, None)
+    _private(message, None)
+    return message
+
+
+def _calls(stored: Any) -> tuple[ToolCall, ...] | None:
+    """Stored tool calls as ``ToolCall`` objects, or ``None`` when any is not three texts."""
+    if type(stored) is not list:
+        return None
+    calls = []
+    for call in stored:
+        if type(call) is not list or len(call) != 3:
+            return None
+        cid, name, arguments = call
+        if type(cid) is not str or type(name) is not str or type(arguments) is not str:
+            return None
+        calls.append(_built(ToolCall, {"id": cid, "name": name, "arguments": arguments}))
+    return tuple(calls)
+
+
+def _decoder(cls: type[BaseModel]) -> Any:
+    """The stored-list decoder of ``cls``. What this library stored (texts where texts go,
+    metadata a map of text keys, tool calls of three texts) is built directly, several
+    times faster than validating it; anything else goes through pydantic's validation,
+    which coerces or refuses it as before."""
+    names = _STORED_FIELDS[cls]
+    size = len(names)
+
+    def validated(stored: list[Any]) -> Any:
         fields = dict(zip(names, stored, strict=True))
         if cls is AssistantMessage:
             fields["tool_calls"] = [dict(zip(_CALL_FIELDS, c, strict=True)) for c in stored[3]]
         return cls(**fields)  # validated as by model_validate, without its keyword handling
 
-    return decode
+    fields_set = _ALL_SET[cls]
 
+    def simple(stored: list[Any]) -> Any:
+        # content, id and metadata only (a user, system or remove message): the commonest
+        # stored value, so built inline
+        if type(stored) is list and len(stored) == 3:
+            content, mid, meta = stored
+            if type(content) is str and type(mid) is str:
+                metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
+                if metadata is not None:
+                    message = _new(cls)
+                    _put(message, "__dict__", {"content": content, "id": mid, "metadata": metadata})
+                    _fields_set(message, fields_set)
+                    _extra(message, None)
+                    _private(message, None)
+                    return message
+        return decode(stored)
+
+    def decode(stored: list[Any]) -> Any:
+        if type(stored) is not list or len(stored) != size:
+            raise ValueError(f"expected {size} stored fields, got {stored!r:.80}")
+        if cls is ToolCall:
+            if all(type(v) is str for v in stored):
+                return _built(cls, dict(zip(names, stored, strict=True)))
+            return validated(stored)
+        content, mid, meta = stored[0], stored[1], stored[2]
+        if type(content) is not str or type(mid) is not str:
+            return validated(stored)
+        metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
+        if metadata is None:
+            return validated(stored)
+        if size == 3:
+            return _built(cls, {"content": content, "id": mid, "metadata": metadata})
+        if cls is AssistantMessage:
+            calls = () if stored[3] == [] else _calls(stored[3])
+            if calls is None:
+                return validated(stored)
+            fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": calls}
+            return _built(cls, fields)
+        call_id, name = stored[3], stored[4]
+        if type(call_id) is not str or type(name) is not str:
+            return validated(stored)
+        fields = {
+            "content": content,
+            "id": mid,
+            "metadata": metadata,
+            "tool_call_id": call_id,
+            "name": name,
+        }
+        return _built(cls, fields)
+
+    return simple if names == ("content", "id", "metadata") else decode
+
+
+_ALL_SET: dict[type[BaseModel], set[str]] = {cls: set(cls.model_fields) for cls in _STORED_FIELDS}
 
 _ENCODERS: dict[type[BaseModel], Callable[[Any], list[Any]]] = {
     SystemMessage: _encode_simple,
@@ -313,7 +505,11 @@ def _register_with_serde() -> None:
     for cls, encode in _ENCODERS.items():
         if not base_serde.is_registered(cls):
             base_serde.register(
-                cls, name=f"graphagent.{cls.__name__}", encode=encode, decode=_decoder(cls)
+                cls,
+                name=f"graphagent.{cls.__name__}",
+                encode=encode,
+                decode=_decoder(cls),
+                shareable=_always if cls is ToolCall else _shareable,
             )
 
 

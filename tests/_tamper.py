@@ -28,7 +28,10 @@ def _redis_key(saver: RedisSaver, thread: str, kind: str) -> str:
 
 
 def forget(saver: CheckpointSaver) -> None:
-    """Drop the saver's cache of decoded records, so the next read decodes stored bytes."""
+    """Drop the saver's caches of decoded records and items, so the next read decodes
+    stored bytes (as a reader that never read the thread does: a cache holds what was
+    stored once, which the layout never changes in place)."""
+    saver.read_cache.clear()  # type: ignore[attr-defined]
     if isinstance(saver, MemorySaver):
         pass  # it keeps its records as built: what is tampered with is read as given
     elif isinstance(saver, RedisSaver):
@@ -103,6 +106,7 @@ def set_data(saver: CheckpointSaver, thread: str, field: str, blob: bytes) -> No
             encode_text(thread),
             encode_text(field),
         )
+    forget(saver)
 
 
 def set_writes(saver: CheckpointSaver, thread: str, cid: str, task: str, blob: bytes) -> None:

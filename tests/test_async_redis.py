@@ -30,6 +30,7 @@ from checkpoint import (
     CheckpointWrite,
     MemorySaver,
     PendingWrite,
+    ReadCache,
     new_checkpoint_id,
 )
 from checkpoint import _layout as layout
@@ -422,7 +423,9 @@ def test_the_read_script_is_told_the_fields_read_fields_names() -> None:
     fork = put(root, {"log": ("append", [7, 8]), "n": ("set", 3)}, False)
     empty = put(None, {"log": ("reset", [])}, True)
     for record in (root, head, fork, empty):
-        spec = programs_module.fields_spec(record)
+        plan = ReadCache(default_serde).plan("t", record)  # nothing held: every field
+        assert plan.fields == layout.read_fields(record)
+        spec = programs_module.plan_spec(record, plan)
         assert spec[0] == record.id
         n = spec[1]
         fields = list(spec[2 : 2 + n])

@@ -19,7 +19,8 @@ import pytest
 from checkpoint.redis import RedisSaver
 from graphagent import demo
 from graphagent.agent import ReactAgent
-from graphagent.cli import _parser, main
+from graphagent.cli import main
+from graphagent.cli._main import _parser
 from graphagent.errors import ModelConfigError
 from graphagent.models import init_chat_model
 
@@ -202,6 +203,20 @@ def test_the_shipped_target_draws_and_chats(fresh: Path) -> None:
     assert code == 0 and "weather_assistant> The weather in Oslo is light snow, -2 C." in text
     assert "the agent's own saver, the SQLite file .graphagent/demo.sqlite" in text
     assert run("threads", "list")[1] == "w\n"
+
+
+def test_chat_without_a_thread_starts_a_named_one_that_continues(fresh: Path) -> None:
+    """No --thread: a new thread, its id and how to continue it in the first line; that
+    id continues the conversation; two such chats get two threads."""
+    code, text = run("chat", "graphagent.demo:agent", "-m", "Weather in Tokyo?")
+    header = text.splitlines()[0]
+    assert code == 0 and header.startswith("chatting with 'weather_assistant' on thread 'chat-")
+    thread = header.split("'")[3]
+    assert header.endswith(f"(new: --thread {thread} continues it)")
+    code, text = run("chat", "graphagent.demo:agent", "--thread", thread, "-m", "Before?")
+    assert code == 0 and "Weather in Tokyo?" in text and "new:" not in text
+    assert run("chat", "graphagent.demo:agent", "-m", "hi")[0] == 0
+    assert len(run("threads", "list")[1].splitlines()) == 2
 
 
 def test_the_demo_agent_is_built_on_first_use_only(tmp_path: Path) -> None:

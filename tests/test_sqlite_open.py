@@ -204,3 +204,19 @@ def test_sqlite_reader_reads_a_store_of_an_older_schema_and_says_how_to_migrate(
             saver.delete_thread("t")
         assert saver.head("t") == head
     assert _tables_and_journal(path) == before
+
+
+def test_graphagent_threads_on_another_applications_sqlite_file_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`graphagent threads list --db app.db` (another application's database) exits 2 with
+    one line naming it "not a graphagent store", and adds no table nor switches it to WAL."""
+    from graphagent.cli import main
+
+    path = tmp_path / "app.db"
+    _app_db(path)
+    before = _tables_and_journal(path)
+    assert main(["threads", "list", "--db", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "not a graphagent store" in err and err.count("\n") == 1, err
+    assert _tables_and_journal(path) == before

@@ -17,6 +17,7 @@ from redis.exceptions import NoPermissionError, NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from checkpoint import _layout as layout
+from checkpoint._cache import ReadCache, ReadPlan
 from checkpoint._history import History, needed_fields
 from checkpoint._program import Locks, Program
 from checkpoint.base import (
@@ -173,17 +174,14 @@ def _name(raw: bytes | str) -> str:
         raise layout.damaged(None, f"a stored name is not text ({exc})") from exc
 
 
-def fields_spec(record: layout.Record) -> list[Any]:
-    """``record``'s id, then the data fields :func:`layout.read_fields` names, for the read
-    script: their number and the single fields, then each log range as a (prefix, first,
-    last) triple, so a read names a 1,000-item history in three arguments."""
-    singles = [_b(layout.val_field(version)) for version in dict.fromkeys(record.vals.values())]
-    spec: list[Any] = [record.id, len(singles), *singles]
-    for key, ranges in record.logs.items():
-        for branch, start, end in ranges:
-            if end > start:
-                # a log item's field is this prefix followed by its index
-                spec += (_b(layout.log_stem(key, branch)), start, end)
+def plan_spec(record: layout.Record, plan: ReadPlan) -> list[Any]:
+    """``record``'s id, then the data fields ``plan`` reads, for the read script: their
+    number and the single fields, then each log range as a (prefix, first, last) triple,
+    so a read names a 1,000-item history in three arguments."""
+    spec: list[Any] = [record.id, len(plan.singles), *map(_b, plan.singles)]
+    for key, branch, start, end in plan.spans:
+        # a log item's field is this prefix followed by its index
+        spec += (_b(layout.log_stem(key, branch)), start, end)
     return spec
 
 
@@ -216,6 +214,7 @@ class RedisLogic:
         # read take one round trip (a wrong guess costs a second one, never a wrong state)
         self._heads: layout.BoundedCache[str, str] = layout.BoundedCache()
         self._keys: layout.BoundedCache[str, Keys] = layout.BoundedCache()
+        self.cache = ReadCache(self.serde)
 
     def keys(self, thread_id: str) -> Keys:
         """The thread's keys."""
@@ -372,6 +371,7 @@ class RedisLogic:
     def delete(self, thread_id: str) -> Program[None]:
         """Remove every key of the thread (not a run's lock on it)."""
         self._heads.pop(thread_id, None)
+        self.cache.forget(thread_id)
         k = self.keys(thread_id)
         marker = Command("set", (k.gone, new_checkpoint_id()), {"px": int(DELETE_KEPT * 1000)})
         yield Pipeline([Command("delete", tuple(k.every)), marker], transaction=True)
@@ -384,9 +384,11 @@ class RedisLogic:
         # guess the record: the named checkpoint's, or the last head this saver saw (not
         # one naming more fields than a step could simply try: those are counted first)
         guess = self._records.get((thread_id, checkpoint_id or self._heads.get(thread_id, "")))
-        if guess is not None and layout.claimed(guess) > layout.FREE_CLAIM:
-            guess = None
-        spec = fields_spec(guess) if guess is not None else ("",)
+        # only the guess's fields the read cache lacks (on a warm thread: the last turn's)
+        plan = self.cache.plan(thread_id, guess) if guess is not None else None
+        if plan is not None and plan.count > layout.FREE_CLAIM:
+            guess = plan = None
+        spec = plan_spec(guess, plan) if guess is not None and plan is not None else ("",)
         found = yield from run_script(
             scripts.READ, self.keys(thread_id).read, [_b(checkpoint_id or ""), *spec]
         )
@@ -401,7 +403,7 @@ class RedisLogic:
             self.serde.loads,
         )
         if len(found) == 4:  # the guess was right: its values came along
-            assert guess is not None
+            assert guess is not None and plan is not None
             record, blobs = guess, found[3]
         else:
             if found[1] is None:
@@ -410,12 +412,13 @@ class RedisLogic:
                 (thread_id, cid), layout.decode_record(bytes(found[1]), self.serde.loads, cid)
             )
             yield from self._check_claims(thread_id, [record])
-            fields = layout.read_fields(record)
+            plan = self.cache.plan(thread_id, record)
+            fields = plan.fields
             data = self.keys(thread_id).data
             blobs = (yield Command("hmget", (data, [_b(f) for f in fields]))) if fields else []
         if checkpoint_id is None:
             self._heads.keep(thread_id, cid)
-        values = layout.rebuild(record, blobs, self.serde.loads)
+        values = plan.build(blobs)
         return layout.to_checkpoint(thread_id, record, values, pending)
 
     def _check_claims(self, thread_id: str, records: Sequence[layout.Record]) -> Program[None]:

@@ -19,12 +19,12 @@ from graphagent.graph import (
     Command,
     CompiledGraph,
     Drawing,
+    MergeStrategy,
     ReplaceStrategy,
     StateGraph,
     StateHistory,
     StateSnapshot,
 )
-from graphagent.graph._strategies import MergeStrategy
 from graphagent.messages import AssistantMessage, Message, coerce_message
 
 __all__ = ["AGENT_SCHEMA", "BaseAgent", "compile_agent", "last_answer"]

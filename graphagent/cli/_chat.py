@@ -14,10 +14,11 @@ import copy
 import json
 import shlex
 import sys
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from graphagent.agent._answers import ANSWER_HELP, approval_requests, parse_answer
+from graphagent._internal.answers import ANSWER_HELP, approval_requests, parse_answer
 from graphagent.cli._common import CliError, load_object
 from graphagent.cli._stores import (
     add_store_flags,
@@ -28,7 +29,7 @@ from graphagent.cli._stores import (
 )
 from graphagent.errors import GraphAgentError, ModelConfigError
 from graphagent.graph import Command, CompiledGraph, Interrupt
-from graphagent.observability._progress import status_line
+from graphagent.observability import status_line
 
 __all__ = ["PAUSED", "Chat", "add_chat_command", "describe", "parse_answer"]
 
@@ -215,6 +216,9 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
         getattr(agent, "graph", None), CompiledGraph
     ):
         raise CliError(f"{args.target!r} is a {type(agent).__name__}, not an agent; chat needs one")
+    new = args.thread is None
+    if new:  # a thread of its own, named so that a later chat can continue it
+        args.thread = f"chat-{uuid.uuid4().hex[:8]}"
     stored = stored_saver(args, create=True)
     kept = ""  # the line that says where the thread is kept, when no flag said it
     if stored is None and agent.graph.saver is None:
@@ -234,8 +238,11 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
         agent = copy.copy(agent)
         agent.graph = agent.graph.with_saver(stored)
     messages: list[str] | None = list(args.message) if args.message else None
-    stop = "" if messages else " (Ctrl-D to stop)"  # -m sends its messages and exits
-    print(f"chatting with {agent.name!r} on thread {args.thread!r}{stop}", file=out)
+    notes = [f"new: --thread {args.thread} continues it"] if new else []
+    if not messages:  # -m sends its messages and exits
+        notes.append("Ctrl-D to stop")
+    about = f" ({'; '.join(notes)})" if notes else ""
+    print(f"chatting with {agent.name!r} on thread {args.thread!r}{about}", file=out)
     if kept:
         print(kept, file=out)
     return Chat(agent, args.thread, out, read, again=_chat_again(args)).run(messages)
@@ -267,7 +274,9 @@ def add_chat_command(sub: Any) -> None:
         "-m 'Weather in Oslo?'",
     )
     chat.add_argument("target", help="module:object (an agent, or a factory)")
-    chat.add_argument("--thread", "-t", required=True, help="thread id to start or resume")
+    chat.add_argument(
+        "--thread", "-t", help="thread id to start or resume (default: a new one, named)"
+    )
     chat.add_argument(
         "--message", "-m", action="append", help="send this (repeatable), print, exit"
     )

@@ -14,7 +14,6 @@ from graphagent.models._types import (
     AssistantChunk,
     ChatOptions,
     ToolSpec,
-    as_options,
     chunks_of,
     messages_list,
     tool_specs,
@@ -53,7 +52,7 @@ class _Double:
     def _record(
         self, messages: Sequence[Message], tools: Iterable[Any], options: OptionsLike, stream: bool
     ) -> AssistantMessage:
-        call = ModelCall(messages_list(messages), tool_specs(tools), as_options(options))
+        call = ModelCall(messages_list(messages), tool_specs(tools), ChatOptions.of(options))
         if self.keep_calls:
             self.calls.append(call)
         watch = observe.chat(
