@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import checkpoint
 import graphagent
 
 

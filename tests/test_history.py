@@ -566,7 +566,7 @@ def test_timeline_changed_keys_from_records_match_the_values(saver: CheckpointSa
     whose values differ from the parent's, as comparing the built states does (a key set
     again to an equal value is unchanged; a reset to another list of equal length is not)."""
     from graphagent.graph._snapshot import changed_keys
-    from graphagent.graph.draw.html import changed
+    from graphagent.graph.draw._html import changed
 
     head = _forked_thread(saver)[-1]
     head = _put(saver, head, head, n=("set", 3), cfg=("set", {"k": 2}))  # equal values

@@ -26,6 +26,8 @@ LAYERS: dict[str, int] = {
     "graphagent._executor": 2,
     "graphagent.observability": 2,
     "graphagent.messages": 3,
+    # what sibling packages share (ids, tool-call and result helpers), beside messages
+    "graphagent._internal": 3,
     "graphagent.graph": 4,
     "graphagent.models": 5,
     "graphagent.tools": 6,
@@ -33,12 +35,13 @@ LAYERS: dict[str, int] = {
     "graphagent.mcp": 8,
     "graphagent.a2a": 8,
     "graphagent.server": 8,
-    # what users run, and the root's re-exports
+    # what users run, and the root's re-exports (the root module itself only: a new
+    # module under graphagent/ is not placed by it)
     "graphagent.cli": 9,
     "graphagent.demo": 9,
     "graphagent.__main__": 9,
-    "graphagent": 9,
 }
+ROOTS = {"graphagent": 9}
 
 # Inside graphagent.graph (DESIGN.md, "the shape every engine takes"): what compile()
 # freezes, the core that yields effects, the driver that performs them, the wing that
@@ -111,6 +114,8 @@ def import_graph() -> nx.DiGraph[str]:
 
 
 def _layer(name: str, layers: dict[str, int]) -> int | None:
+    if layers is LAYERS and name in ROOTS:
+        return ROOTS[name]
     best: tuple[int, int] | None = None
     for prefix, rank in layers.items():
         inside = name == prefix or name.startswith(prefix + ".")

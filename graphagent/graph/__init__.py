@@ -16,7 +16,7 @@ from graphagent.graph._strategies import (
     MergeStrategy,
     ReplaceStrategy,
 )
-from graphagent.graph.draw.formats import Drawing
+from graphagent.graph.draw._formats import Drawing
 
 __all__ = [
     "END",

@@ -32,8 +32,8 @@ from graphagent.graph._plan import Plan
 from graphagent.graph._run import run_program, update_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._state import OverAllState, Schema
-from graphagent.graph.draw.formats import Drawing, draw, svg_bundle
-from graphagent.graph.draw.overlay import run_overlay
+from graphagent.graph.draw._formats import Drawing, draw, svg_bundle
+from graphagent.graph.draw._overlay import run_overlay
 
 __all__ = ["CompiledGraph"]
 

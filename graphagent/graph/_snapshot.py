@@ -9,7 +9,7 @@ from typing import Any
 from checkpoint.base import Checkpoint, CheckpointHistory
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt
-from graphagent.graph.draw.html import history_html, snapshot_html
+from graphagent.graph.draw._html import history_html, snapshot_html
 
 __all__ = [
     "StateHistory",

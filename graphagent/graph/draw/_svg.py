@@ -12,7 +12,7 @@ from itertools import pairwise
 import networkx as nx
 
 from graphagent.graph._plan import Plan
-from graphagent.graph.draw.common import (
+from graphagent.graph.draw._common import (
     ANY,
     ANY_NOTE,
     STYLE,
@@ -22,8 +22,8 @@ from graphagent.graph.draw.common import (
     subgraphs,
     tool_names,
 )
-from graphagent.graph.draw.layout import Layout, Vertex, layered_layout
-from graphagent.graph.draw.overlay import RunOverlay
+from graphagent.graph.draw._layout import Layout, Vertex, layered_layout
+from graphagent.graph.draw._overlay import RunOverlay
 
 __all__ = ["render_svg"]
 

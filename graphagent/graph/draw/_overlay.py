@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from graphagent.graph._constants import END, START
-from graphagent.graph.draw.common import Shown
+from graphagent.graph.draw._common import Shown
 
 __all__ = ["RunOverlay", "run_overlay"]
 

@@ -1,6 +1,6 @@
 """HTML views of a thread for Jupyter: the state card, the approval card, the timeline.
 
-The snapshots are handed in (:class:`~graphagent.graph.draw.common.Shown`), with what
+The snapshots are handed in (:class:`~graphagent.graph.draw._common.Shown`), with what
 only their listing knows (the keys each changed, message counts); this module does not
 import them. Private keys (``__...``) are never shown; long values are cut with "…" and
 expand in place.
@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from graphagent.graph._command import Interrupt
-from graphagent.graph.draw.common import Shown
-from graphagent.graph.draw.formats import svg_img
+from graphagent.graph.draw._common import Shown
+from graphagent.graph.draw._formats import svg_img
 
 __all__ = ["changed", "conversation", "history_html", "resume_code", "snapshot_html", "written_by"]
 
@@ -36,19 +36,19 @@ _CODE = (
 esc = html.escape
 
 
-def public(values: Mapping[str, Any]) -> dict[str, Any]:
+def _public(values: Mapping[str, Any]) -> dict[str, Any]:
     """The keys a user sees: those not starting with ``__``."""
     return {k: v for k, v in values.items() if not str(k).startswith("__")}
 
 
-def when(moment: _dt.datetime | None) -> str:
+def _when(moment: _dt.datetime | None) -> str:
     """A checkpoint's time with its date, in UTC (``2026-11-23 09:12:03 UTC``)."""
     if moment is None:
         return ""
     return moment.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def expandable(text: str, *, pre: bool = False, limit: int = _SHORT) -> str:
+def _expandable(text: str, *, pre: bool = False, limit: int = _SHORT) -> str:
     """``text`` as HTML; past ``limit`` characters it ends in "…" and expands on a click."""
     style = ' style="white-space:pre-wrap;overflow-wrap:anywhere"'
     if len(text) <= limit:
@@ -126,7 +126,7 @@ def _approval(snap: Shown) -> str:
         if isinstance(requests, list):
             rows = "".join(
                 f"<tr><td {_TD}><b>{esc(str(r.get('name', '')))}</b></td>"
-                f"<td {_TD}><code>{expandable(_value_text(r.get('arguments')))}</code></td>"
+                f"<td {_TD}><code>{_expandable(_value_text(r.get('arguments')))}</code></td>"
                 f"<td {_TD}>{esc(str(r.get('description', '')))}</td></tr>"
                 for r in requests
                 if isinstance(r, Mapping)
@@ -136,14 +136,14 @@ def _approval(snap: Shown) -> str:
                 f"<th {_TH}>why it needs approval</th></tr>{rows}</table>"
             )
         elif isinstance(asked, str):
-            parts.append(f'<div style="font-weight:600">{expandable(asked)}</div>')
+            parts.append(f'<div style="font-weight:600">{_expandable(asked)}</div>')
         elif isinstance(asked, Mapping) and isinstance(asked.get("question"), str):
             rest = {k: v for k, v in asked.items() if k != "question"}
-            parts.append(f'<div style="font-weight:600">{expandable(asked["question"])}</div>')
+            parts.append(f'<div style="font-weight:600">{_expandable(asked["question"])}</div>')
             if rest:
-                parts.append(f"<code>{expandable(_value_text(rest), pre=True)}</code>")
+                parts.append(f"<code>{_expandable(_value_text(rest), pre=True)}</code>")
         else:
-            parts.append(f"<code>{expandable(_value_text(asked), pre=True)}</code>")
+            parts.append(f"<code>{_expandable(_value_text(asked), pre=True)}</code>")
     parts.append(
         f'<div style="margin-top:8px">resume it with <code>invoke</code>, <code>call</code> '
         f"or <code>stream</code> on thread <code>{esc(repr(thread))}</code>, "
@@ -200,10 +200,10 @@ def written_by(snap: Shown) -> str:
 def _messages(snap: Shown) -> str:
     rows: list[str] = []
     for role, text, calls in conversation(snap):
-        extra = "".join(f'<div style="color:#6a1b9a">&rarr; {expandable(c)}</div>' for c in calls)
+        extra = "".join(f'<div style="color:#6a1b9a">&rarr; {_expandable(c)}</div>' for c in calls)
         rows.append(
             f'<tr><td {_TD}><b style="color:#555">{esc(role)}</b></td>'
-            f"<td {_TD}>{expandable(text) if text else ''}{extra}</td></tr>"
+            f"<td {_TD}>{_expandable(text) if text else ''}{extra}</td></tr>"
         )
     return f"<table {_TABLE}>{''.join(rows)}</table>" if rows else ""
 
@@ -222,7 +222,7 @@ def snapshot_html(snap: Shown, drawing: str | None = None) -> str:
         f"<b>thread <code>{esc(repr(thread))}</code> &middot; step {snap.step}</b>"
         f" &middot; written by <code>{esc(written_by(snap))}</code>"
         f" &middot; next: <code>{esc(nxt)}</code>"
-        f'<div style="color:#666;font-size:12px">{esc(when(snap.created_at))} &middot; '
+        f'<div style="color:#666;font-size:12px">{esc(_when(snap.created_at))} &middot; '
         f"checkpoint <code>{esc(str(snap.checkpoint_id))}</code></div>"
     )
     parts = [f"<div {_BOX}>{head}"]
@@ -233,8 +233,8 @@ def snapshot_html(snap: Shown, drawing: str | None = None) -> str:
     parts.append(_messages(snap))
     others = "".join(
         f"<tr><td {_TD}><code>{esc(str(k))}</code></td>"
-        f"<td {_TD}><code>{expandable(_value_text(v))}</code></td></tr>"
-        for k, v in public(snap.values).items()
+        f"<td {_TD}><code>{_expandable(_value_text(v))}</code></td></tr>"
+        for k, v in _public(snap.values).items()
         if k != "messages"
     )
     if others:
@@ -257,10 +257,10 @@ def changed(snap: Shown, parent: Shown | None, known: list[str] | None = None) -
     """
     if known is not None:
         return [key for key in known if not str(key).startswith("__")]
-    new = public(snap.values)
+    new = _public(snap.values)
     if parent is None:
         return list(new)
-    old = public(parent.values)
+    old = _public(parent.values)
     out = []
     for key in dict.fromkeys([*new, *old]):
         a, b = new.get(key, _MISSING), old.get(key, _MISSING)
@@ -312,7 +312,7 @@ def history_html(
         if counts is not None:
             cells.append(str(counts[index]))
         cells += [
-            f'<span style="color:#666">{esc(when(snap.created_at))}</span>',
+            f'<span style="color:#666">{esc(_when(snap.created_at))}</span>',
             f"<code>{esc(str(snap.checkpoint_id))}</code>",
         ]
         rows.append("<tr>" + "".join(f"<td {_TD}>{c}</td>" for c in cells) + "</tr>")

@@ -1,7 +1,7 @@
 """Drawing a compiled graph as SVG, Mermaid, DOT or ASCII, with no network.
 
 Subgraph nodes are drawn as nested blocks holding their own nodes; the SVG layout lives in
-:mod:`graphagent.graph.draw.svg` and :mod:`graphagent.graph.draw.layout`. Mermaid and DOT name
+:mod:`graphagent.graph.draw._svg` and :mod:`graphagent.graph.draw._layout`. Mermaid and DOT name
 nodes by generated ids (never a node's own name, which may be a keyword of the language or
 collide with another once cleaned); names appear only as labels.
 """
@@ -16,7 +16,7 @@ from typing import Any
 from graphagent.errors import UserError
 from graphagent.graph._constants import END, START
 from graphagent.graph._plan import Plan
-from graphagent.graph.draw.common import (
+from graphagent.graph.draw._common import (
     ANY,
     ANY_NOTE,
     STYLE,
@@ -26,9 +26,9 @@ from graphagent.graph.draw.common import (
     subgraphs,
     tool_names,
 )
-from graphagent.graph.draw.layout import layers
-from graphagent.graph.draw.overlay import RunOverlay
-from graphagent.graph.draw.svg import render_svg
+from graphagent.graph.draw._layout import layers
+from graphagent.graph.draw._overlay import RunOverlay
+from graphagent.graph.draw._svg import render_svg
 
 __all__ = ["FORMATS", "Drawing", "draw", "layers", "svg_bundle", "svg_img"]
 
