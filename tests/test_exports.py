@@ -150,16 +150,6 @@ def test_the_reference_lists_exactly_the_exports() -> None:
     assert missing == []
 
 
-def test_checkpoint_never_imports_graphagent() -> None:
-    """The checkpoint package stands alone."""
-    import pathlib
-
-    root = pathlib.Path(checkpoint.__file__).parent
-    for path in root.rglob("*.py"):
-        text = path.read_text()
-        assert "import graphagent" not in text and "from graphagent" not in text, path
-
-
 def test_version() -> None:
     """The package has a version."""
     assert graphagent.__version__

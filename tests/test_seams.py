@@ -89,15 +89,21 @@ def reaches() -> list[str]:
 # another branch is rewriting meanwhile may be gone: the list is cut when they land.)
 KNOWN = {
     # the observer hooks the engine, the models and the tools report to
-    "graphagent.graph._compiled -> graphagent.observability._hooks",
     "graphagent.graph._drive -> graphagent.observability._hooks",
     "graphagent.models._base -> graphagent.observability._hooks",
     "graphagent.models._testing -> graphagent.observability._hooks",
     "graphagent.tools._manager -> graphagent.observability._hooks",
     # the command line's views of the graph engine's snapshots and drawings
-    "graphagent.cli._draw -> graphagent.graph._draw",
+    "graphagent.cli._draw -> graphagent.graph.draw._formats",
     "graphagent.cli._threads -> graphagent.graph._constants",
     "graphagent.cli._threads -> graphagent.graph._snapshot",
+    "graphagent.cli._threads -> graphagent.graph.draw._html",
+    # the graph engine's face and snapshots hand plans and snapshots to its draw wing
+    # (graph/draw/ has no face of its own yet: its modules stay private to the engine)
+    "graphagent.graph -> graphagent.graph.draw._formats",
+    "graphagent.graph._compiled -> graphagent.graph.draw._formats",
+    "graphagent.graph._compiled -> graphagent.graph.draw._overlay",
+    "graphagent.graph._snapshot -> graphagent.graph.draw._html",
 }
 
 
