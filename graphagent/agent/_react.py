@@ -231,8 +231,9 @@ class ReactAgent(BaseAgent):
                 output_type.model_json_schema(),
             )
         self.store = store
-        self.graph = compile_agent(self._build(), saver, name, store)
-        self.graph.edge_notes[AGAIN] = AGAIN_NOTE
+        self.graph = compile_agent(
+            self._build(), saver, name, self, store=store, edge_notes={AGAIN: AGAIN_NOTE}
+        )
 
     # -- building the graph ----------------------------------------------------------------
 

@@ -236,8 +236,7 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
     if stored is not None:
         # a copy: the user's agent object keeps its own saver
         agent = copy.copy(agent)
-        agent.graph = copy.copy(agent.graph)
-        agent.graph.saver = stored
+        agent.graph = agent.graph.with_saver(stored)
     messages: list[str] | None = list(args.message) if args.message else None
     notes = [f"new: --thread {args.thread} continues it"] if new else []
     if not messages:  # -m sends its messages and exits

@@ -63,8 +63,7 @@ class AgentTool:
         if agent.graph.saver is None:
             # a copy: the caller's agent object keeps running without a saver
             agent = copy.copy(agent)
-            agent.graph = copy.copy(agent.graph)
-            agent.graph.saver = MemorySaver()
+            agent.graph = agent.graph.with_saver(MemorySaver())
         self.agent = agent
         self.threads = ThreadNamespace("mcp", server)
         self.name = safe_name(f"ask_{agent.name}")

@@ -103,7 +103,6 @@ class FunctionToolCallback:
         self.is_async = is_async_callable(fn)
         self.result_converter = result_converter or default_result_converter
         self._input_schema = dict(input_schema) if input_schema is not None else None
-        self._input_type = input_type
         self._return_direct = return_direct
         if _schema is not None:
             self.schema = _schema
