@@ -86,7 +86,7 @@ def test_a_public_module_exports_what_it_defines(name: str) -> None:
 
 # Helpers still to move out of a public module (to graphagent._internal), once the graph
 # engine's restructure that imports them has landed.
-PENDING = {"graphagent.errors": ["mirror_error", "saver_errors"]}
+PENDING: dict[str, list[str]] = {}
 
 
 def test_every_package_and_module_is_checked() -> None:
@@ -122,6 +122,15 @@ def test_the_order_is_ruffs() -> None:
     ]
 
 
+def _in_a_silent_wing(name: str) -> bool:
+    """Inside a package whose face exports nothing (``graphagent.graph.draw``: reached
+    through ``CompiledGraph.draw`` and the Jupyter views, not imported by users)."""
+    parts = name.split(".")
+    return any(
+        importlib.import_module(".".join(parts[:i])).__all__ == [] for i in range(2, len(parts))
+    )
+
+
 def test_the_reference_lists_exactly_the_exports() -> None:
     """docs/reference.md has a section per package, and every name a public module
     exports is listed under some section as that same object."""
@@ -144,6 +153,7 @@ def test_the_reference_lists_exactly_the_exports() -> None:
     missing = [
         f"{m}.{n}"
         for m in PUBLIC
+        if not _in_a_silent_wing(m)
         for n in importlib.import_module(m).__all__
         if id(getattr(importlib.import_module(m), n)) not in listed
     ]

@@ -28,6 +28,8 @@ LAYERS: dict[str, int] = {
     "graphagent.messages": 3,
     # what sibling packages share (ids, tool-call and result helpers), beside messages
     "graphagent._internal": 3,
+    # the observer hooks everything reports to, below observability that reads them
+    "graphagent._internal.observe": 1,
     "graphagent.graph": 4,
     "graphagent.models": 5,
     "graphagent.tools": 6,

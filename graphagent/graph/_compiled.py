@@ -22,8 +22,9 @@ from typing import Any
 import networkx as nx
 
 from checkpoint.base import Change, CheckpointSaver
+from graphagent._internal.mirror import saver_errors
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
-from graphagent.errors import UserError, saver_errors
+from graphagent.errors import UserError
 from graphagent.graph._command import current_task
 from graphagent.graph._constants import is_private, public
 from graphagent.graph._drive import RESULT, adrive, awatched, drive, result_of, watched

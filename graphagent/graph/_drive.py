@@ -23,8 +23,10 @@ from typing import Any, Protocol
 from checkpoint.base import CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.errors import CheckpointError
 from graphagent._executor import in_thread, run_each
+from graphagent._internal import observe
+from graphagent._internal.mirror import mirror_error
 from graphagent.config import RunnableConfig
-from graphagent.errors import GraphBubbleUp, GraphInterrupt, UserError, mirror_error
+from graphagent.errors import GraphBubbleUp, GraphInterrupt, UserError
 from graphagent.graph._command import current_task
 from graphagent.graph._effects import (
     Done,
@@ -45,7 +47,6 @@ from graphagent.graph._effects import (
 )
 from graphagent.graph._plan import Plan
 from graphagent.graph._state import OverAllState
-from graphagent.observability import _hooks as observe
 
 __all__ = ["RESULT", "SAVER_CALLS", "Event", "adrive", "awatched", "drive", "result_of", "watched"]
 

@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from graphagent._internal import observe
 from graphagent._internal.ids import new_message_id
 from graphagent.errors import ModelResponseError
 from graphagent.messages import AssistantMessage, Message
@@ -20,7 +21,6 @@ from graphagent.models._types import (
     messages_list,
     tool_specs,
 )
-from graphagent.observability import _hooks as observe
 
 __all__ = ["ChatModel", "HTTPChatModel", "OptionsLike", "StreamParser"]
 

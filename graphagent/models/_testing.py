@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from dataclasses import dataclass
 from typing import Any
 
+from graphagent._internal import observe
 from graphagent.errors import ModelResponseError
 from graphagent.messages import AssistantMessage, Message
 from graphagent.models._base import OptionsLike
@@ -18,7 +19,6 @@ from graphagent.models._types import (
     messages_list,
     tool_specs,
 )
-from graphagent.observability import _hooks as observe
 
 __all__ = ["FakeChatModel", "FunctionChatModel", "ModelCall"]
 

@@ -17,8 +17,8 @@ text are recorded in neither logs nor spans unless :func:`capture_content` turns
 
 from __future__ import annotations
 
+from graphagent._internal.observe import capture_content, content_captured
 from graphagent.observability import _logs  # noqa: F401  (registers the DEBUG loggers)
-from graphagent.observability._hooks import capture_content, content_captured
 from graphagent.observability._instrument import instrument, instrumented, uninstrument
 from graphagent.observability._progress import progress, status_line
 from graphagent.observability._redact import exception_summary

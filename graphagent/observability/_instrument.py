@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphagent._internal.observe import Observer, add_observer, capture_content, remove_observer
 from graphagent.errors import UserError
-from graphagent.observability._hooks import Observer, add_observer, capture_content, remove_observer
 
 __all__ = ["instrument", "instrumented", "uninstrument"]
 

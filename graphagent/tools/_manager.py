@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from graphagent._executor import call_with_timeout, run_all
+from graphagent._internal import observe
 from graphagent._internal.calls import arguments_of, clip_name, unique_call_ids
 from graphagent._internal.results import as_text
 from graphagent.config import ConfigLike
 from graphagent.errors import GraphBubbleUp, ToolArgumentsError, ToolExecutionError, UserError
 from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
-from graphagent.observability import _hooks as observe
 from graphagent.tools._context import ToolContext
 from graphagent.tools._definition import (
     ToolCallback,
