@@ -15,7 +15,7 @@ from graphagent.agent._interceptors import (
     ToolInterceptor,
     ToolRequest,
 )
-from graphagent.agent._react import pending_tool_calls
+from graphagent.agent._react_tools import pending_tool_calls
 from graphagent.agent._record import AgentRecord, answer_tool_calls
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphBubbleUp, LimitExceededError, ModelError, UserError

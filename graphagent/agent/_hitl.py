@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from graphagent.agent._hooks import ModelHook
-from graphagent.agent._react import pending_tool_calls
+from graphagent.agent._react_tools import pending_tool_calls
 from graphagent.agent._record import answer_tool_calls
 from graphagent.config import RunnableConfig
 from graphagent.errors import UserError

@@ -8,7 +8,6 @@ START -> [before_agent] -> [before_model] -> model -> [after_model]
 
 from __future__ import annotations
 
-import functools
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -17,7 +16,6 @@ from pydantic import BaseModel, ValidationError
 
 from checkpoint.base import CheckpointSaver
 from graphagent._internal.calls import unique_call_ids
-from graphagent._internal.results import as_text
 from graphagent._internal.validation import readable
 from graphagent.agent._base import AGENT_SCHEMA, BaseAgent, compile_agent
 from graphagent.agent._hooks import Hook
@@ -25,12 +23,10 @@ from graphagent.agent._interceptors import (
     ModelInterceptor,
     ModelRequest,
     ToolInterceptor,
-    ToolRequest,
     achain_model,
-    achain_tool,
     chain_model,
-    chain_tool,
 )
+from graphagent.agent._react_tools import TOOLS, ToolsStep, messages_of, pending_tool_calls
 from graphagent.agent._record import AGENT_KEY, AgentRecord
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
@@ -39,12 +35,11 @@ from graphagent.errors import (
     ToolDefinitionError,
     UserError,
 )
-from graphagent.graph import END, MISSING, START, Command, OverAllState, StateGraph
+from graphagent.graph import END, START, Command, OverAllState, StateGraph
 from graphagent.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
-    ToolCall,
     ToolResponseMessage,
     UserMessage,
 )
@@ -54,18 +49,14 @@ from graphagent.tools import (
     ToolCallbackProvider,
     ToolCallbackResolver,
     ToolCallingManager,
-    ToolContext,
     ToolDefinition,
     ToolExecutionExceptionProcessor,
-    ToolExecutionResult,
-    acall_tool,
-    call_tool,
     collect_tools,
 )
 
 __all__ = ["ReactAgent", "pending_tool_calls"]
 
-MODEL, TOOLS = "model", "tools"
+MODEL = "model"
 # the ways out of the model and tools nodes, named for the edges they label in drawings
 ANSWER, AGAIN, TOOL_CALLS = "answer", "again", "tool calls"
 RETURN_DIRECT, RESULTS = "return direct", "results"
@@ -76,36 +67,12 @@ AGAIN_NOTE = (
 )
 
 
-def pending_tool_calls(
-    messages: Sequence[Message],
-) -> tuple[AssistantMessage | None, list[ToolCall]]:
-    """The last assistant message and those of its tool calls that have no answer yet."""
-    for i in range(len(messages) - 1, -1, -1):
-        message = messages[i]
-        if isinstance(message, AssistantMessage):
-            if i == len(messages) - 1:  # the model just answered: nothing is answered yet
-                return message, list(message.tool_calls)
-            answered = {
-                m.tool_call_id for m in messages[i + 1 :] if isinstance(m, ToolResponseMessage)
-            }
-            return message, [c for c in message.tool_calls if c.id not in answered]
-    return None, []
-
-
-def _messages(state: Mapping[str, Any]) -> Sequence[Message]:
-    """``state.get("messages", [])`` in one call (a Mapping's get is two Python calls)."""
-    try:
-        return state["messages"]  # type: ignore[no-any-return]
-    except KeyError:
-        return []
-
-
 class _Template(string.Formatter):
     def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
         return kwargs.get(key, "{" + str(key) + "}")
 
 
-class ReactAgent(BaseAgent):
+class ReactAgent(ToolsStep, BaseAgent):
     """A model that answers by calling tools in a loop (ReAct), built as a state graph.
 
     Args:
@@ -323,7 +290,7 @@ class ReactAgent(BaseAgent):
     def _route_after_model(state: OverAllState, has_tools: bool) -> str:
         if AgentRecord.of(state).run_finished:
             return ANSWER
-        messages = _messages(state)
+        messages = messages_of(state)
         _, pending = pending_tool_calls(messages)
         if pending and has_tools:
             return TOOL_CALLS
@@ -374,7 +341,7 @@ class ReactAgent(BaseAgent):
                 f"finishing (max_iterations={self.max_iterations}); raise max_iterations, or "
                 "add a hook that ends the run (e.g. ModelCallLimitHook)"
             )
-        history = _messages(state)
+        history = messages_of(state)
         messages: list[Message] = (
             [self._system, *history] if self._system is not None else list(history)
         )
@@ -521,200 +488,6 @@ class ReactAgent(BaseAgent):
                 f"{self.output_type.__name__} after a retry: {problem}"
             )
         return {"messages": [response, *feedback]}, {"structured_retries": retries + 1}
-
-    def _tools_now(self, config: RunnableConfig) -> dict[str, ToolCallback]:
-        # providers are asked again on every model call (as Spring AI does), so tools a
-        # provider gained or lost since the agent was built (MCP tools/list_changed) count
-        toolset = self.toolset
-        if self._providers:
-            toolset = collect_tools(tools=self._fixed_tools, providers=self._providers)
-        added = config.configurable.get("tools")
-        names = config.configurable.get("tool_names")
-        if not added and names is None:
-            return toolset
-        return self._per_request(toolset, added or (), names)
-
-    def _resolve(self, name: str) -> ToolCallback | None:
-        """The resolver's tool for ``name`` (a resolver object, or a plain function)."""
-        resolver = self.resolver
-        assert resolver is not None
-        if isinstance(resolver, ToolCallbackResolver):
-            return resolver.resolve(name)
-        found: ToolCallback | None = resolver(name)
-        return found
-
-    def _executable(self, config: RunnableConfig, calls: list[ToolCall]) -> dict[str, ToolCallback]:
-        """The tools the tools step may run: those offered, plus what the resolver knows
-        of the called names (as Spring AI Alibaba's tool node does), unless this run
-        narrowed the tools to ``tool_names``."""
-        tools = self._tools_now(config)
-        if self.resolver is None or config.configurable.get("tool_names") is not None:
-            return tools
-        found = {}
-        for call in calls:
-            if call.name not in tools:
-                resolved = self._resolve(call.name)
-                if resolved is not None:
-                    found[call.name] = resolved
-        return {**tools, **found} if found else tools
-
-    def _per_request(
-        self, toolset: dict[str, ToolCallback], added: Iterable[Any], names: Iterable[str] | None
-    ) -> dict[str, ToolCallback]:
-        """The agent's tools plus this run's ``tools``, narrowed to ``tool_names``."""
-        if not self._has_tools:
-            raise UserError(
-                f"agent {self.name!r} was built without tools, so it has no tools step and "
-                "cannot take tools per request; give it tools=[...] (or resolver=...) "
-                "when you build it"
-            )
-        if isinstance(names, str):
-            raise UserError(f"tool_names takes a list of names, got the string {names!r}")
-        merged = collect_tools(tools=[*toolset.values(), *added]) if added else toolset
-        if names is None:
-            return merged
-        narrowed: dict[str, ToolCallback] = {}
-        for name in names:
-            found = merged.get(name)
-            if found is None and self.resolver is not None:
-                found = self._resolve(name)
-            if found is None:
-                raise UserError(
-                    f"tool_names names {name!r}, which agent {self.name!r} does not have; "
-                    f"it has {sorted(merged)}"
-                )
-            narrowed[name] = found
-        return narrowed
-
-    # -- the tools node ----------------------------------------------------------------------
-
-    def _tool_context(self, state: OverAllState, config: RunnableConfig) -> ToolContext:
-        extra = config.configurable.get("tool_context") or {}
-        return ToolContext(state=state, config=config, context={**self.tool_context, **extra})
-
-    def _tool_request(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> ToolRequest:
-        return ToolRequest(call, tool, ctx, ctx.state, ctx.config)
-
-    def _invoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
-        def base(request: ToolRequest) -> ToolResponseMessage:
-            assert request.tool is not None
-            text = as_text(call_tool(request.tool, request.tool_call.arguments, request.context))
-            return ToolResponseMessage(
-                text, tool_call_id=request.tool_call.id, name=request.tool_call.name
-            )
-
-        return chain_tool(self.tool_interceptors, base)(self._tool_request(call, tool, ctx)).content
-
-    async def _ainvoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
-        async def base(request: ToolRequest) -> ToolResponseMessage:
-            assert request.tool is not None
-            text = as_text(
-                await acall_tool(request.tool, request.tool_call.arguments, request.context)
-            )
-            return ToolResponseMessage(
-                text, tool_call_id=request.tool_call.id, name=request.tool_call.name
-            )
-
-        handler = achain_tool(self.tool_interceptors, base)
-        return (await handler(self._tool_request(call, tool, ctx))).content
-
-    def _split(
-        self, state: OverAllState
-    ) -> tuple[AssistantMessage | None, list[ToolCall], list[ToolCall], AgentRecord]:
-        last, pending = pending_tool_calls(_messages(state))
-        record = AgentRecord.of(state)
-        answers = record.answers
-        runnable = [c for c in pending if c.id not in answers] if answers else pending
-        return last, pending, runnable, record
-
-    def _tools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        last, pending, runnable, record = self._split(state)
-        if last is None or not pending:
-            return {}
-        self._emit_answered(config, pending, record.answers)
-        tools = self._executable(config, runnable)
-        invoke = self._invoke_tool if self.tool_interceptors else None
-        on_response = (lambda m: self._emit(config, m, TOOLS)) if config.emit else None
-        # the context is made only if a tool or an interceptor can see it
-        result = self.manager.execute_tool_calls(
-            [],
-            last,
-            tools=tools,
-            context=functools.partial(self._tool_context, state, config),
-            calls=runnable,
-            invoke=invoke,
-            on_response=on_response,
-        )
-        return self._after_tools(record, pending, result)
-
-    async def _atools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
-        last, pending, runnable, record = self._split(state)
-        if last is None or not pending:
-            return {}
-        self._emit_answered(config, pending, record.answers)
-        tools = self._executable(config, runnable)
-        invoke = self._ainvoke_tool if self.tool_interceptors else None
-        on_response = (lambda m: self._emit(config, m, TOOLS)) if config.emit else None
-        result = await self.manager.aexecute_tool_calls(
-            [],
-            last,
-            tools=tools,
-            context=functools.partial(self._tool_context, state, config),
-            calls=runnable,
-            invoke=invoke,
-            on_response=on_response,
-        )
-        return self._after_tools(record, pending, result)
-
-    def _emit_answered(
-        self, config: RunnableConfig, pending: list[ToolCall], answers: Mapping[str, str]
-    ) -> None:
-        """Stream the results of calls answered without running (a human rejected them)."""
-        if config.emit is not None:
-            for c in pending:
-                if c.id in answers:
-                    message = ToolResponseMessage(answers[c.id], tool_call_id=c.id, name=c.name)
-                    self._emit(config, message, TOOLS)
-
-    def _after_tools(
-        self, record: AgentRecord, pending: list[ToolCall], result: ToolExecutionResult
-    ) -> dict[str, Any]:
-        answers = record.answers
-        responses: list[Message]
-        if not answers:  # every pending call ran: its results are in call order
-            responses = list(result.tool_responses)
-        else:
-            executed = {m.tool_call_id: m for m in result.tool_responses}
-            responses = [
-                executed.get(c.id)
-                or ToolResponseMessage(answers.get(c.id, ""), tool_call_id=c.id, name=c.name)
-                for c in pending
-            ]
-        run_counts = dict(record.run_tool_calls)
-        thread_counts = dict(record.tool_calls)
-        for call in pending:
-            if call.id in answers:
-                continue  # pre-answered calls did not run
-            run_counts[call.name] = run_counts.get(call.name, 0) + 1
-            thread_counts[call.name] = thread_counts.get(call.name, 0) + 1
-        fields: dict[str, Any] = {"run_tool_calls": run_counts, "tool_calls": thread_counts}
-        if answers:
-            fields["answers"] = {}  # used up: they answered these calls
-        update: dict[str, Any] = {AGENT_KEY: fields}
-        if result.return_direct and not answers:
-            text = "\n".join(m.content for m in result.tool_responses)
-            responses.append(AssistantMessage(text, metadata={"return_direct": True}))
-            fields["run_finished"] = True
-        # tools' update_state writes, merged in call order through the key strategies
-        for tool_update in result.state_updates:
-            for key, value in tool_update.items():
-                strategy = AGENT_SCHEMA.get(key)
-                if strategy is None or strategy.replaces:
-                    update[key] = value
-                else:
-                    update[key] = strategy.merge(update.get(key, MISSING), value)
-        update["messages"] = responses + list(update.get("messages", []))
-        return update
 
     # -- input --------------------------------------------------------------------------------
 
