@@ -26,8 +26,21 @@ MODULES = {
     "graphagent.observability": "Live progress, logs, and OpenTelemetry traces (extra "
     "`graphagent[otel]`). Guide: [progress, logs and traces](observability.md).",
     "graphagent.errors": "Every error is a `GraphAgentError`; the message says what to do.",
+    "graphagent.config": "The run's config: thread id, metadata, limits.",
+    "graphagent.cli": "The `graphagent` command as a function. Guide: [the command line](cli.md).",
+    "graphagent.demo": "The README's weather agent (`python -m graphagent.demo`; "
+    "`graphagent chat graphagent.demo:agent`).",
     "checkpoint": "Savers and serialisation; imports nothing from graphagent. "
     "Guide: [persistence](persistence.md), [production](production.md).",
+    "checkpoint.base": "What a saver is and what it stores, for writing savers of your own.",
+    "checkpoint.errors": "The savers' errors (graphagent raises their `GraphAgentError` mirrors).",
+    "checkpoint.locks": "One run at a time per thread: the savers' lock policy.",
+    "checkpoint.serde": "The msgpack codec every saver stores values with.",
+    "checkpoint.sqlite": "`SqliteSaver` and its async twin.",
+    "checkpoint.postgres": "`PostgresSaver` and its async twin (extra `graphagent[postgres]`).",
+    "checkpoint.redis": "`RedisSaver` and its async twin (extra `graphagent[redis]`).",
+    "checkpoint.memory": "`MemorySaver`: threads in this process's memory.",
+    "checkpoint.store": "Long-term memory shared across threads. Guide: [memory](memory.md).",
 }
 PAGE = Path(__file__).with_name("reference.md")
 PICTURE = Path(__file__).parent / "img" / "weather_assistant.svg"

@@ -6,7 +6,7 @@ The names users need most are re-exported here; each lives in its own module
 
 from __future__ import annotations
 
-import logging
+import logging as _logging
 
 from graphagent.agent import ReactAgent
 from graphagent.config import RunnableConfig
@@ -62,4 +62,4 @@ __all__ = [
 __version__ = "0.1.0"
 
 # a library logs, the application decides where logs go: silent until logging is configured
-logging.getLogger("graphagent").addHandler(logging.NullHandler())
+_logging.getLogger("graphagent").addHandler(_logging.NullHandler())

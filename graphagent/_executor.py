@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_WORKERS", "call_with_timeout", "in_thread", "run_all"]
+__all__ = ["DEFAULT_WORKERS", "call_with_timeout", "in_thread", "run_all", "run_each"]
 
 T = TypeVar("T")
 
@@ -48,6 +48,33 @@ def _pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
     return pool
 
 
+def _submit(
+    calls: Sequence[Callable[[], T]], max_workers: int | None
+) -> list[concurrent.futures.Future[T]]:
+    pool = _pool(max_workers or DEFAULT_WORKERS)
+    return [pool.submit(contextvars.copy_context().run, call) for call in calls]
+
+
+def _fill(
+    calls: Sequence[Callable[[], T]],
+    futures: list[concurrent.futures.Future[T]],
+    results: list[Any],
+) -> None:
+    """Put each call's result in ``results``: this thread runs every call no worker has
+    started yet, then waits for the others."""
+    for index, (call, future) in enumerate(zip(calls, futures, strict=True)):
+        if future.cancel():  # no worker took it yet: this thread runs it
+            results[index] = contextvars.copy_context().run(call)
+    for index, future in enumerate(futures):
+        if results[index] is _PENDING:
+            results[index] = future.result()
+
+
+def _wait_running(futures: list[concurrent.futures.Future[Any]]) -> None:
+    # a cancelled call never runs, and waiting for it would wait for a free worker
+    concurrent.futures.wait([f for f in futures if not f.cancel()])
+
+
 def run_all(calls: Sequence[Callable[[], T]], max_workers: int | None = None) -> list[T]:
     """Run ``calls`` concurrently and return their results in order.
 
@@ -55,22 +82,45 @@ def run_all(calls: Sequence[Callable[[], T]], max_workers: int | None = None) ->
     """
     if not calls:
         return []
-    pool = _pool(max_workers or DEFAULT_WORKERS)
-    futures = [pool.submit(contextvars.copy_context().run, call) for call in calls]
+    futures = _submit(calls, max_workers)
+    results: list[Any] = [_PENDING] * len(calls)
     try:
-        results: list[Any] = [_PENDING] * len(calls)
-        for index, (call, future) in enumerate(zip(calls, futures, strict=True)):
-            if future.cancel():  # no worker took it yet: this thread runs it
-                results[index] = contextvars.copy_context().run(call)
-        for index, future in enumerate(futures):
-            if results[index] is _PENDING:
-                results[index] = future.result()
+        _fill(calls, futures, results)
         return results
     finally:
-        # on an error, wait for the calls already running (a cancelled one never runs,
-        # and waiting for it would wait for a free worker)
-        running = [f for f in futures if not f.cancel()]
-        concurrent.futures.wait(running)
+        _wait_running(futures)  # on an error, the calls already running end first
+
+
+def run_each(
+    calls: Sequence[Callable[[], T]], max_workers: int | None = None
+) -> tuple[list[T | None], BaseException | None]:
+    """:func:`run_all` for calls that never raise an ``Exception``, keeping what finished
+    when the run is stopped.
+
+    A stop (``KeyboardInterrupt`` in this thread, a call raising it or another
+    ``BaseException`` that is not an ``Exception``) waits for the calls already running,
+    then returns the results with ``None`` for each call that did not finish, and the
+    stop (``None`` when there was none) for the caller to re-raise.
+    """
+    if not calls:
+        return [], None
+    futures = _submit(calls, max_workers)
+    results: list[Any] = [_PENDING] * len(calls)
+    try:
+        _fill(calls, futures, results)
+        return results, None
+    except BaseException as stop:
+        if isinstance(stop, Exception):
+            raise
+        _wait_running(futures)
+        for index, future in enumerate(futures):
+            if results[index] is _PENDING:
+                finished = future.done() and not future.cancelled()
+                ok = finished and future.exception() is None
+                results[index] = future.result() if ok else None
+        return results, stop
+    finally:
+        _wait_running(futures)
 
 
 async def in_thread(call: Callable[[], T]) -> T:

@@ -40,6 +40,22 @@ from graphagent.messages import (
 from graphagent.models import ChatModel, FunctionChatModel, OpenAIChatModel, init_chat_model
 from graphagent.tools import ToolContext, tool
 
+# ``agent`` (what ``graphagent chat graphagent.demo:agent`` loads) is built on first use by
+# the module's __getattr__, so it is not listed: a star import would open the demo's store
+__all__ = [
+    "DEFAULT_DB",
+    "FORECASTS",
+    "REDIS_PREFIX",
+    "THREAD",
+    "build",
+    "get_weather",
+    "main",
+    "make_model",
+    "make_saver",
+    "scripted",
+    "store",
+]
+
 THREAD = "demo-user-42"
 DEFAULT_DB = ".graphagent/demo.sqlite"
 REDIS_PREFIX = "graphagent"

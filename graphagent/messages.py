@@ -16,11 +16,12 @@ Example:
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from graphagent._internal.ids import new_message_id
 
 __all__ = [
     "AnyMessage",
@@ -36,12 +37,6 @@ __all__ = [
 ]
 
 
-def _new_id() -> str:
-    # 128 random bits from the module-level generator, which Python re-seeds in a
-    # forked child; uuid4() costs a syscall per message.
-    return random.getrandbits(128).to_bytes(16, "big").hex()  # as f"{n:032x}", faster
-
-
 class Message(BaseModel):
     """Base of all messages: ``content`` text, an ``id`` and free-form ``metadata``."""
 
@@ -49,7 +44,7 @@ class Message(BaseModel):
     role: ClassVar[str] = "message"
 
     content: str = ""
-    id: str = Field(default_factory=_new_id)
+    id: str = Field(default_factory=new_message_id)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(self, content: str = "", /, **data: Any) -> None:

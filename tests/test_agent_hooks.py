@@ -515,12 +515,14 @@ def test_tool_interceptors_see_each_calls_context() -> None:
 
 def test_a_replaced_tool_manager_is_used_through_its_public_method() -> None:
     """An agent whose manager is a subclass overriding execute_tool_calls goes through
-    that override, with the call's context, and its results reach the model."""
+    that override (the public method, no back door), with the documented context
+    function that makes the call's context, and its results reach the model."""
     seen: list[Any] = []
 
     class Counting(ToolCallingManager):
         def execute_tool_calls(self, messages: Any, assistant_message: Any, **kw: Any) -> Any:
-            seen.append((kw["calls"][0].id, kw["context"].history[-1].id))
+            made = kw["context"]()  # context= is a function that makes the ToolContext
+            seen.append((kw["calls"][0].id, made.history[-1].id))
             return super().execute_tool_calls(messages, assistant_message, **kw)
 
     model = FakeChatModel([calls(("1", "search", '{"query": "x"}')), "done"])

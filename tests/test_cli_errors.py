@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from graphagent.cli import CliError, main
+from graphagent.cli import main
+from graphagent.cli._common import CliError
 from graphagent.cli._errors import one_line
 from graphagent.errors import ModelConfigError
 

@@ -19,7 +19,8 @@ import pytest
 from checkpoint.redis import RedisSaver
 from graphagent import demo
 from graphagent.agent import ReactAgent
-from graphagent.cli import _parser, main
+from graphagent.cli import main
+from graphagent.cli._main import _parser
 from graphagent.errors import ModelConfigError
 from graphagent.models import init_chat_model
 

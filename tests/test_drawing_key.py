@@ -63,7 +63,5 @@ def test_notes_for_labels_not_drawn_are_left_out() -> None:
     """A note whose label no edge carries adds no key line."""
     g = StateGraph().add_node("a", lambda s: {})
     g.add_edge(START, "a").add_edge("a", END)
-    app = g.compile()
-    app.edge_notes["again"] = "never drawn here"
+    app = g.compile(edge_notes={"again": "never drawn here"})
     assert _texts(app.draw("svg"), "key") == []
-    app.edge_notes.clear()

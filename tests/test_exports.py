@@ -1,8 +1,13 @@
-"""Public names, the demo, and snapshots in Jupyter."""
+"""Public names: every package's ``__all__`` is exactly what its face offers, in ruff's
+RUF022 order; the public modules' ``__all__`` name what they define; the demo; Jupyter."""
 
 from __future__ import annotations
+import __future__
 
 import importlib
+import pkgutil
+import re
+import types
 from typing import Any
 
 import pytest
@@ -10,37 +15,149 @@ import pytest
 import checkpoint
 import graphagent
 
-MODULES = [
-    "graphagent",
-    "graphagent.graph",
-    "graphagent.errors",
-    "graphagent.messages",
-    "graphagent.mcp",
-    "graphagent.observability",
-    "checkpoint",
-]
+
+def _public_modules() -> list[str]:
+    """Every importable module of both packages whose path has no private part."""
+    found = []
+    for root in (graphagent, checkpoint):
+        found.append(root.__name__)
+        for info in pkgutil.walk_packages(root.__path__, root.__name__ + "."):
+            if not any(part.startswith("_") for part in info.name.split(".")):
+                found.append(info.name)
+    return found
+
+
+PUBLIC = _public_modules()
+PACKAGES = [m for m in PUBLIC if hasattr(importlib.import_module(m), "__path__")]
+MODULES = [m for m in PUBLIC if m not in PACKAGES]
+
+
+def ruff_order(name: str) -> tuple[int, list[Any]]:
+    """RUF022's isort-style order: CONSTANTS, then Classes, then the rest, each natural."""
+    group = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
+    return group, [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
+def offered(module: types.ModuleType) -> list[str]:
+    """The public names a package's face holds: all but ``from __future__ import
+    annotations`` and the submodules the import system sets (one the face exports on
+    purpose, as ``checkpoint.serde``, is in its ``__all__``)."""
+    prefix = module.__name__ + "."
+    exported = set(module.__all__)
+    return sorted(
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and not (
+            isinstance(value, types.ModuleType)
+            and value.__name__.startswith(prefix)
+            and name not in exported
+        )
+        and not isinstance(value, __future__._Feature)
+    )
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_a_package_exports_exactly_what_its_face_holds(name: str) -> None:
+    """A package's face holds its ``__all__`` and nothing else public (httpx's
+    test_exported_members): no helper rides along, no export is missing."""
+    module = importlib.import_module(name)
+    assert module.__all__ == sorted(module.__all__, key=ruff_order)
+    assert offered(module) == sorted(module.__all__)
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_all_is_sorted_and_complete(name: str) -> None:
-    """Each package's __all__ is sorted, and names every public item it defines."""
+def test_a_public_module_exports_what_it_defines(name: str) -> None:
+    """A public module's ``__all__`` is in order, names only what it has, and names every
+    public class and function it defines (helpers are private: ``_name``)."""
     module = importlib.import_module(name)
     exported = list(module.__all__)
-    assert exported == sorted(exported, key=lambda s: (not s.isupper(), s)) or exported == sorted(
-        exported
+    assert exported == sorted(exported, key=ruff_order)
+    assert [n for n in exported if not hasattr(module, n)] == []
+    defined = [
+        n
+        for n, v in vars(module).items()
+        if not n.startswith("_")
+        and isinstance(v, (type, types.FunctionType))
+        and v.__module__ == name
+    ]
+    assert [n for n in defined if n not in exported] == PENDING.get(name, [])
+
+
+# Helpers still to move out of a public module (to graphagent._internal), once the graph
+# engine's restructure that imports them has landed.
+PENDING: dict[str, list[str]] = {}
+
+
+def test_every_package_and_module_is_checked() -> None:
+    """The lists above reach every public package (the root, the CLI, MCP, observability,
+    the savers' subpackages, the store) and module, skipping none."""
+    for name in (
+        "graphagent",
+        "graphagent.cli",
+        "graphagent.mcp",
+        "graphagent.observability",
+        "checkpoint",
+        "checkpoint.store",
+        "checkpoint.postgres",
+        "checkpoint.redis",
+    ):
+        assert name in PACKAGES
+    assert "graphagent.messages" in MODULES and "checkpoint.serde" in MODULES
+
+
+def test_the_order_is_ruffs() -> None:
+    """The order test_a_package... checks is the one ruff's RUF022 writes."""
+    names = ["tool", "ToolCall", "END", "A10", "A2", "T", "a_b", "aB", "MAX_1"]
+    assert sorted(names, key=ruff_order) == [
+        "A2",
+        "A10",
+        "END",
+        "MAX_1",
+        "T",
+        "ToolCall",
+        "aB",
+        "a_b",
+        "tool",
+    ]
+
+
+def _in_a_silent_wing(name: str) -> bool:
+    """Inside a package whose face exports nothing (``graphagent.graph.draw``: reached
+    through ``CompiledGraph.draw`` and the Jupyter views, not imported by users)."""
+    parts = name.split(".")
+    return any(
+        importlib.import_module(".".join(parts[:i])).__all__ == [] for i in range(2, len(parts))
     )
-    for item in exported:
-        assert hasattr(module, item), item
 
 
-def test_checkpoint_never_imports_graphagent() -> None:
-    """The checkpoint package stands alone."""
-    import pathlib
+def test_the_reference_lists_exactly_the_exports() -> None:
+    """docs/reference.md has a section per package, and every name a public module
+    exports is listed under some section as that same object."""
+    import importlib.util
+    from pathlib import Path
 
-    root = pathlib.Path(checkpoint.__file__).parent
-    for path in root.rglob("*.py"):
-        text = path.read_text()
-        assert "import graphagent" not in text and "from graphagent" not in text, path
+    spec = importlib.util.spec_from_file_location(
+        "generate", Path(__file__).parent.parent / "docs" / "generate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    faces = [p for p in PACKAGES if importlib.import_module(p).__all__]  # draw/ exports none
+    assert [p for p in faces if p not in gen.MODULES] == []
+    listed = {
+        id(getattr(importlib.import_module(m), n))
+        for m in gen.MODULES
+        for n in importlib.import_module(m).__all__
+    }
+    missing = [
+        f"{m}.{n}"
+        for m in PUBLIC
+        if not _in_a_silent_wing(m)
+        for n in importlib.import_module(m).__all__
+        if id(getattr(importlib.import_module(m), n)) not in listed
+    ]
+    assert missing == []
 
 
 def test_version() -> None:

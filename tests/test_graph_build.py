@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from pydantic import BaseModel
 
-from graphagent.errors import GraphValidationError
+from graphagent.errors import GraphValidationError, UserError
 from graphagent.graph import END, START, AppendStrategy, StateGraph
 
 
@@ -133,3 +133,79 @@ def test_networkx_view_is_a_copy() -> None:
     assert view.edges["a", "b"]["label"] == "go"
     view.remove_node("a")
     assert "a" in app.graph
+
+
+def test_the_compiled_graph_cannot_be_changed_afterwards() -> None:
+    """Nothing can be written into a compiled graph: its saver, breakpoints and identity are
+    the plan compile() froze; with_saver() makes another graph and leaves this one as it is."""
+    from checkpoint import MemorySaver
+
+    app = StateGraph().add_node("a", noop).add_edge(START, "a").add_edge("a", END).compile()
+    for name, value in [("saver", MemorySaver()), ("agent", object()), ("name", "x")]:
+        with pytest.raises(AttributeError):
+            setattr(app, name, value)
+    with pytest.raises(AttributeError):
+        app.plan.saver = MemorySaver()  # type: ignore[misc]
+    kept = app.with_saver(MemorySaver())
+    assert app.saver is None and kept.saver is not None
+    assert kept.plan.topology is app.plan.topology
+    with pytest.raises(UserError, match="needs a saver"):
+        app.get_state({"thread_id": "t"})
+
+
+def test_stored_check_refuses_a_thread_on_every_way_in() -> None:
+    """compile(stored_check=...) runs on the stored values before invoke, a resume and
+    update_state continue a thread, and its message names the thread."""
+    from checkpoint import MemorySaver
+    from graphagent.errors import SerializationError
+
+    seen: list[dict[str, Any]] = []
+
+    def check(values: Any) -> str | None:
+        seen.append(dict(values))
+        return "stored by an old build" if values.get("old") else None
+
+    g = StateGraph().add_node("a", lambda s: {"n": s.get("n", 0) + 1})
+    app = g.add_edge(START, "a").add_edge("a", END).compile(MemorySaver(), stored_check=check)
+    app.invoke({"n": 0}, {"thread_id": "t"})
+    assert seen == []  # a new thread has nothing stored to check
+    app.invoke({"n": 0}, {"thread_id": "t"})
+    assert seen == [{"n": 1}]
+    app.update_state({"thread_id": "t"}, {"old": True})
+    for attempt in (
+        lambda: app.invoke({"n": 0}, {"thread_id": "t"}),
+        lambda: app.invoke(None, {"thread_id": "t"}),
+        lambda: app.update_state({"thread_id": "t"}, {"old": False}),
+        lambda: list(app.stream({"n": 0}, {"thread_id": "t"})),
+    ):
+        with pytest.raises(SerializationError, match="thread 't': stored by an old build"):
+            attempt()
+    assert app.get_state({"thread_id": "t"}).values["old"] is True
+
+
+async def test_stored_check_refuses_under_ainvoke_too() -> None:
+    """The async drivers run the same check."""
+    from checkpoint import MemorySaver
+    from graphagent.errors import SerializationError
+
+    g = StateGraph().add_node("a", lambda s: {"n": 1}).add_edge(START, "a").add_edge("a", END)
+    app = g.compile(MemorySaver(), stored_check=lambda v: "no" if v.get("n") else None)
+    await app.ainvoke({}, {"thread_id": "t"})
+    with pytest.raises(SerializationError, match="thread 't': no"):
+        await app.ainvoke({}, {"thread_id": "t"})
+    with pytest.raises(SerializationError, match="thread 't': no"):
+        await app.aupdate_state({"thread_id": "t"}, {"n": 2})
+
+
+def test_an_agent_compiles_its_identity_in() -> None:
+    """An agent hands itself to compile(): its graph's plan names it (traces read it from
+    there), and copying the agent with another saver keeps that identity."""
+    from checkpoint import MemorySaver
+    from graphagent.agent import ReactAgent
+    from graphagent.models import FakeChatModel
+
+    agent = ReactAgent(name="helper", model=FakeChatModel(["hi"]))
+    assert agent.graph.plan.agent is agent
+    assert agent.graph.plan.stored_check is not None
+    other = agent.graph.with_saver(MemorySaver())
+    assert other.plan.agent is agent and agent.graph.saver is None

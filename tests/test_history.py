@@ -566,7 +566,7 @@ def test_timeline_changed_keys_from_records_match_the_values(saver: CheckpointSa
     whose values differ from the parent's, as comparing the built states does (a key set
     again to an equal value is unchanged; a reset to another list of equal length is not)."""
     from graphagent.graph._snapshot import changed_keys
-    from graphagent.graph._views import _changed
+    from graphagent.graph.draw._html import changed
 
     head = _forked_thread(saver)[-1]
     head = _put(saver, head, head, n=("set", 3), cfg=("set", {"k": 2}))  # equal values
@@ -577,7 +577,7 @@ def test_timeline_changed_keys_from_records_match_the_values(saver: CheckpointSa
     for snap in history:
         parent = by_id.get(snap.parent_id)
         fast = changed_keys(snap, parent)
-        slow = _changed(copy.copy(snap), None if parent is None else copy.copy(parent))
+        slow = changed(copy.copy(snap), None if parent is None else copy.copy(parent))
         assert fast == slow, snap.checkpoint_id
     assert changed_keys(history[0], history[1]) == ["other"]
     assert changed_keys(history[1], history[2]) == []

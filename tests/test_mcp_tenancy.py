@@ -23,7 +23,7 @@ from starlette.authentication import AuthCredentials, AuthenticationBackend, Sim
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection
 
-from graphagent.agent._tenancy import ThreadNamespace
+from graphagent._internal.tenancy import ThreadNamespace
 from graphagent.errors import ThreadAccessError
 from graphagent.mcp import http_app
 

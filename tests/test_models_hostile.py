@@ -26,8 +26,8 @@ from graphagent.models import (
     ChunkAccumulator,
     OpenAIChatModel,
     init_chat_model,
-    retry_delay,
 )
+from graphagent.models._http import retry_delay
 from graphagent.tools import ToolDefinition
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llamacpp"

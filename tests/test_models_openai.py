@@ -19,7 +19,8 @@ from graphagent.messages import (
     ToolResponseMessage,
     UserMessage,
 )
-from graphagent.models import ChunkAccumulator, OpenAIChatModel, iter_events
+from graphagent.models import ChunkAccumulator, OpenAIChatModel
+from graphagent.models._sse import iter_events
 from graphagent.tools import ToolDefinition
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llamacpp"

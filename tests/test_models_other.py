@@ -23,9 +23,9 @@ from graphagent.models import (
     FunctionChatModel,
     OpenAIChatModel,
     init_chat_model,
-    iter_events,
-    retry_delay,
 )
+from graphagent.models._http import retry_delay
+from graphagent.models._sse import iter_events
 from graphagent.tools import ToolDefinition
 
 WEATHER = ToolDefinition("get_weather", "Weather", {"type": "object", "properties": {}})

@@ -12,12 +12,12 @@ import nbformat
 from nbclient import NotebookClient
 
 from checkpoint import MemorySaver
+from graphagent._internal.observe import observing
 from graphagent.agent import HumanInTheLoopHook, ReactAgent
 from graphagent.errors import ModelHTTPError
 from graphagent.messages import AssistantMessage, ToolCall
 from graphagent.models import FakeChatModel, FunctionChatModel
 from graphagent.observability import progress
-from graphagent.observability._hooks import observing
 from graphagent.observability._progress import Tracker
 from graphagent.tools import tool
 

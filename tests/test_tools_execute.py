@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from graphagent.errors import ToolExecutionError
+from graphagent.errors import ToolExecutionError, UserError
 from graphagent.messages import AssistantMessage, ToolCall, ToolResponseMessage, UserMessage
 from graphagent.tools import (
     DefaultToolExecutionExceptionProcessor,
@@ -316,3 +316,50 @@ def test_a_context_reaches_every_tool_that_can_see_one() -> None:
         "ToolResponseMessage",
         "ToolResponseMessage",
     ]
+
+
+def test_a_context_function_is_called_only_when_something_can_see_the_context() -> None:
+    """``context=`` takes a function that makes the ToolContext: tools that take no context
+    never cause it to be called; a tool that takes one gets what it made, for its call."""
+    made: list[int] = []
+
+    def make() -> ToolContext:
+        made.append(1)
+        return ToolContext(state={"k": len(made)})
+
+    manager = ToolCallingManager()
+    msg = ask(("a", "add", '{"a": 1, "b": 2}'))
+    assert (
+        manager.execute_tool_calls([], msg, tools=[add], context=make).tool_responses[0].content
+        == "3"
+    )
+    assert made == []
+
+    @tool
+    def reads(ctx: ToolContext) -> str:
+        """Reads its context."""
+        return f"{ctx.tool_call_id}:{ctx.state['k']}"
+
+    both = ask(("a", "add", '{"a": 1, "b": 2}'), ("b", "reads", ""))
+    result = manager.execute_tool_calls([], both, tools=[add, reads], context=make)
+    assert [m.content for m in result.tool_responses] == ["3", "b:1"]
+    assert made == [1]
+
+
+async def test_a_context_function_works_async_and_a_wrong_context_is_named() -> None:
+    """aexecute_tool_calls takes the same context function; anything that is neither a
+    ToolContext nor a function is refused with a message naming what was given."""
+
+    @tool
+    async def reads(ctx: ToolContext) -> str:
+        """Reads its context."""
+        return str(ctx.state["k"])
+
+    manager = ToolCallingManager()
+    msg = ask(("b", "reads", ""))
+    result = await manager.aexecute_tool_calls(
+        [], msg, tools=[reads], context=lambda: ToolContext(state={"k": "lazy"})
+    )
+    assert result.tool_responses[0].content == "lazy"
+    with pytest.raises(UserError, match=r"context takes a ToolContext or a function.*got dict"):
+        manager.execute_tool_calls([], msg, tools=[reads], context={"k": 1})  # type: ignore[arg-type]

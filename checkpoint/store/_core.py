@@ -17,18 +17,18 @@ from typing import Any
 from checkpoint.errors import CheckpointError
 
 __all__ = [
+    "Condition",
     "InvalidNamespaceError",
     "StoreError",
-    "Condition",
     "check_key",
     "check_namespace",
     "check_prefix",
     "compile_filter",
     "decode_field",
-    "encode_field",
-    "encode_namespace",
     "decode_namespace",
     "dumps",
+    "encode_field",
+    "encode_namespace",
     "namespace_matches",
     "own_value",
     "text_matches",

@@ -15,7 +15,7 @@ from operator import mul
 from typing import Any
 
 from checkpoint.store import _core as core
-from checkpoint.store.base import BaseStore, Candidate, Item, Put, Search, SearchItem
+from checkpoint.store.base import BaseStore, Candidate, Item, SearchItem, _Put, _Search
 
 __all__ = ["SqlStore", "pack", "unpack"]
 
@@ -63,7 +63,7 @@ class SqlStore(BaseStore):
 
     # ------------------------------------------------------------ shared SQL
 
-    def _where(self, search: Search, now: float, alias: str = "") -> tuple[str, list[Any]]:
+    def _where(self, search: _Search, now: float, alias: str = "") -> tuple[str, list[Any]]:
         a = alias
         P = self.P
         parts = [f"({a}expires_at IS NULL OR {a}expires_at > {P})"]
@@ -102,7 +102,7 @@ class SqlStore(BaseStore):
             f"WHERE {where} {page}"
         )
 
-    def _page(self, search: Search, now: float) -> list[SearchItem]:
+    def _page(self, search: _Search, now: float) -> list[SearchItem]:
         """Newest first. With a prefix or a filter, look among the newest rows first (those
         updated at or after the W-th newest, read backwards along the ``(updated_at, ns,
         key)`` index): the page is exact as soon as that window holds
@@ -126,7 +126,7 @@ class SqlStore(BaseStore):
         )
         return [self._item(SearchItem, row) for row in rows]
 
-    def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
+    def _candidates(self, search: _Search, now: float, vectors: bool) -> Iterable[Candidate]:
         where, params = self._where(search, now)
         rows = self._rows(
             f"SELECT ns, key, value, created_at, updated_at, ttl_minutes FROM {self.table} "
@@ -135,7 +135,7 @@ class SqlStore(BaseStore):
         )
         return [(self._item(SearchItem, row), ()) for row in rows]
 
-    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+    def _ranked(self, search: _Search, now: float) -> list[SearchItem]:
         """Exact scan: score every candidate's vectors here, then read the page's values."""
         query = search.query
         assert query is not None
@@ -228,5 +228,5 @@ class SqlStore(BaseStore):
         )
 
     @staticmethod
-    def _expiry(op: Put, now: float) -> float | None:
+    def _expiry(op: _Put, now: float) -> float | None:
         return now + op.ttl * 60.0 if op.ttl else None

@@ -22,11 +22,11 @@ from checkpoint.store import _core as core
 from checkpoint.store._embed import Index, make_index
 
 __all__ = [
+    "NOT_PROVIDED",
     "BaseStore",
     "GetOp",
     "Item",
     "ListNamespacesOp",
-    "NOT_PROVIDED",
     "Op",
     "PutOp",
     "SearchItem",
@@ -43,7 +43,7 @@ NOT_PROVIDED: Any = _NotProvided()
 """Marks a ``ttl`` left out (the store's default applies); ``ttl=None`` means never expire."""
 
 
-def wall() -> float:
+def _wall() -> float:
     """Now, in epoch seconds (one place to read the clock, so tests can move it)."""
     return time.time()
 
@@ -210,7 +210,7 @@ class ListNamespacesOp(NamedTuple):
 Op = Union[GetOp, PutOp, SearchOp, ListNamespacesOp]  # noqa: UP007 (a runtime alias on 3.10)
 
 
-class Put(NamedTuple):
+class _Put(NamedTuple):
     """A checked put: ``value`` owned, ``vectors`` as ``(field, unit vector)`` pairs."""
 
     namespace: tuple[str, ...]
@@ -220,7 +220,7 @@ class Put(NamedTuple):
     ttl: float | None
 
 
-class Search(NamedTuple):
+class _Search(NamedTuple):
     """A checked search."""
 
     prefix: tuple[str, ...]
@@ -232,7 +232,7 @@ class Search(NamedTuple):
     refresh: bool
 
 
-class Listing(NamedTuple):
+class _Listing(NamedTuple):
     """A checked namespace listing."""
 
     prefix: tuple[str, ...] | None
@@ -258,7 +258,7 @@ def _minutes(value: Any, what: str) -> float | None:
         value = value.total_seconds() / 60.0
     elif isinstance(value, datetime):
         # the moment it expires (a naive datetime is local time, as LangGraph reads it)
-        value = (value.timestamp() - wall()) / 60.0
+        value = (value.timestamp() - _wall()) / 60.0
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise core.StoreError(
             f"{what} is in minutes and must be a number > 0 (or None); got {value!r}"
@@ -275,7 +275,7 @@ def _not_none(value: Any) -> Any:
     return value
 
 
-def rank(
+def _rank(
     candidates: Iterable[Candidate], query: Sequence[float], limit: int, offset: int
 ) -> list[SearchItem]:
     """The page of ``candidates`` by cosine score (best first), unscored ones after."""
@@ -335,20 +335,20 @@ class BaseStore:
     def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
         raise NotImplementedError
 
-    def _put(self, op: Put, now: float) -> bool:
+    def _put(self, op: _Put, now: float) -> bool:
         raise NotImplementedError
 
-    def _page(self, search: Search, now: float) -> list[SearchItem]:
+    def _page(self, search: _Search, now: float) -> list[SearchItem]:
         """Live items under the prefix passing the filter, newest-updated first, one page."""
         raise NotImplementedError
 
-    def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
+    def _candidates(self, search: _Search, now: float, vectors: bool) -> Iterable[Candidate]:
         """Every live item under the prefix passing the filter (with its vectors if asked)."""
         raise NotImplementedError
 
-    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+    def _ranked(self, search: _Search, now: float) -> list[SearchItem]:
         assert search.query is not None
-        return rank(self._candidates(search, now, True), search.query, search.limit, search.offset)
+        return _rank(self._candidates(search, now, True), search.query, search.limit, search.offset)
 
     def _refresh(self, items: Sequence[Item], now: float) -> None:
         """Restart the TTL of ``items`` that have one (a search with refresh)."""
@@ -371,7 +371,7 @@ class BaseStore:
     def _now(self) -> float:
         # never backwards within a store, so "newest first" follows the order of puts
         with self._clock:
-            now = max(wall(), self._last_now + 1e-6)
+            now = max(_wall(), self._last_now + 1e-6)
             self._last_now = now
             return now
 
@@ -388,22 +388,22 @@ class BaseStore:
             prefix = None if op.prefix is None else core.check_namespace(op.prefix, "prefix")
             suffix = None if op.suffix is None else core.check_namespace(op.suffix, "suffix")
             depth = None if op.max_depth is None else _count(op.max_depth, "max_depth", 1)
-            return Listing(
+            return _Listing(
                 prefix, suffix, depth, _count(op.limit, "limit", 0), _count(op.offset, "offset", 0)
             ), []
         raise core.StoreError(
             f"unknown store op {op!r}: use GetOp, PutOp, SearchOp or ListNamespacesOp"
         )
 
-    def _check_put(self, op: PutOp) -> tuple[Put, list[str]]:
+    def _check_put(self, op: PutOp) -> tuple[_Put, list[str]]:
         namespace = core.check_namespace(op.namespace)
         key = core.check_key(op.key)
         if op.value is None:
-            return Put(namespace, key, None, [], None), []
+            return _Put(namespace, key, None, [], None), []
         value = core.own_value(op.value)
         ttl = self.default_ttl if op.ttl is NOT_PROVIDED else _minutes(op.ttl, "ttl")
         if op.index is None and self.index is None:
-            return Put(namespace, key, value, [], ttl), []  # the common case, nothing to embed
+            return _Put(namespace, key, value, [], ttl), []  # the common case, nothing to embed
         fields: Sequence[str] = ()
         if op.index is False:
             fields = ()
@@ -420,9 +420,9 @@ class BaseStore:
                 )
             fields = tuple(op.index)
         pairs = core.field_texts(value, fields) if fields else []
-        return Put(namespace, key, value, [(f, []) for f, _ in pairs], ttl), [t for _, t in pairs]
+        return _Put(namespace, key, value, [(f, []) for f, _ in pairs], ttl), [t for _, t in pairs]
 
-    def _check_search(self, op: SearchOp) -> tuple[Search, list[str]]:
+    def _check_search(self, op: SearchOp) -> tuple[_Search, list[str]]:
         prefix = core.check_prefix(op.namespace_prefix)
         conditions = core.compile_filter(op.filter)
         limit = _count(op.limit, "limit", 0)
@@ -432,14 +432,14 @@ class BaseStore:
         if query is not None and not isinstance(query, str):
             raise core.StoreError(f"query must be a string; got {type(query).__name__}")
         if not query:
-            return Search(prefix, conditions, limit, offset, None, None, refresh), []
+            return _Search(prefix, conditions, limit, offset, None, None, refresh), []
         if self.index is None:
-            return Search(prefix, conditions, limit, offset, query.casefold(), None, refresh), []
-        return Search(prefix, conditions, limit, offset, None, [], refresh), [query]
+            return _Search(prefix, conditions, limit, offset, query.casefold(), None, refresh), []
+        return _Search(prefix, conditions, limit, offset, None, [], refresh), [query]
 
     @staticmethod
     def _embedded(checked: Any, vectors: list[list[float]]) -> Any:
-        if isinstance(checked, Put):
+        if isinstance(checked, _Put):
             fields = [field for field, _ in checked.vectors]
             return checked._replace(vectors=list(zip(fields, vectors, strict=True)))
         return checked._replace(query=vectors[0])
@@ -451,7 +451,7 @@ class BaseStore:
             if texts:
                 assert self.index is not None
                 checked = self._embedded(
-                    checked, self.index.embed(texts, query=isinstance(checked, Search))
+                    checked, self.index.embed(texts, query=isinstance(checked, _Search))
                 )
             out.append(checked)
         return out
@@ -462,7 +462,7 @@ class BaseStore:
             checked, texts = self._check(op)
             if texts:
                 assert self.index is not None
-                vectors = await self.index.aembed(texts, query=isinstance(checked, Search))
+                vectors = await self.index.aembed(texts, query=isinstance(checked, _Search))
                 checked = self._embedded(checked, vectors)
             out.append(checked)
         return out
@@ -479,13 +479,13 @@ class BaseStore:
     def _one(self, op: Any, now: float) -> Any:
         if isinstance(op, GetOp):
             return self._get(op.namespace, op.key, now, bool(op.refresh_ttl))
-        if isinstance(op, Put):
+        if isinstance(op, _Put):
             return self._put(op, now)
-        if isinstance(op, Search):
+        if isinstance(op, _Search):
             return self._search(op, now)
         return self._list(op, now)
 
-    def _search(self, search: Search, now: float) -> list[SearchItem]:
+    def _search(self, search: _Search, now: float) -> list[SearchItem]:
         if search.limit == 0:
             return []
         if search.query is not None:
@@ -507,7 +507,7 @@ class BaseStore:
                 self._refresh(expiring, now)
         return found
 
-    def _list(self, op: Listing, now: float) -> list[tuple[str, ...]]:
+    def _list(self, op: _Listing, now: float) -> list[tuple[str, ...]]:
         seen = set()
         for namespace in self._namespaces(now):
             if core.namespace_matches(namespace, op.prefix, op.suffix):
@@ -520,13 +520,13 @@ class BaseStore:
         """Run ``ops`` in order; results line up with them (a put's is ``None``)."""
         prepared = self._prepare(ops)
         results = self._run(prepared)
-        return [None if isinstance(p, Put) else r for p, r in zip(prepared, results, strict=True)]
+        return [None if isinstance(p, _Put) else r for p, r in zip(prepared, results, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Any]:
         """Async :meth:`batch`."""
         prepared = await self._aprepare(ops)
         results = await self._arun(prepared)
-        return [None if isinstance(p, Put) else r for p, r in zip(prepared, results, strict=True)]
+        return [None if isinstance(p, _Put) else r for p, r in zip(prepared, results, strict=True)]
 
     def get(
         self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None

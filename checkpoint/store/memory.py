@@ -22,10 +22,10 @@ from checkpoint.store.base import (
     BaseStore,
     Candidate,
     Item,
-    Put,
     PutOp,
-    Search,
     SearchItem,
+    _Put,
+    _Search,
 )
 
 __all__ = ["InMemoryStore", "MemoryStore"]
@@ -87,7 +87,7 @@ class MemoryStore(BaseStore):
 
     def _now(self) -> float:
         # always called under self._lock, so the base class's clock lock is not needed
-        now = max(_base.wall(), self._last_now + 1e-6)
+        now = max(_base._wall(), self._last_now + 1e-6)
         self._last_now = now
         return now
 
@@ -176,7 +176,7 @@ class MemoryStore(BaseStore):
             updated_at=rec.updated,
         )
 
-    def _put(self, op: Put, now: float) -> bool:
+    def _put(self, op: _Put, now: float) -> bool:
         self._sweep(now, 16)
         items = self._data.get(op.namespace)
         old = items.pop(op.key, None) if items else None
@@ -206,7 +206,7 @@ class MemoryStore(BaseStore):
             return [ns for ns in self._data if ns[0] == first]
         return [ns for ns in self._data if ns[:n] == prefix]
 
-    def _newest(self, search: Search, now: float) -> Iterator[tuple[tuple[str, ...], str, _Rec]]:
+    def _newest(self, search: _Search, now: float) -> Iterator[tuple[tuple[str, ...], str, _Rec]]:
         spaces = self._spaces(search.prefix)
         match = core.predicate(search.conditions)
 
@@ -257,7 +257,7 @@ class MemoryStore(BaseStore):
         found._ttl = rec.ttl is not None
         return found
 
-    def _page(self, search: Search, now: float) -> list[SearchItem]:
+    def _page(self, search: _Search, now: float) -> list[SearchItem]:
         out = []
         skip, want = search.offset, search.limit
         for namespace, key, rec in self._newest(search, now):
@@ -269,11 +269,11 @@ class MemoryStore(BaseStore):
                 break
         return out
 
-    def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
+    def _candidates(self, search: _Search, now: float, vectors: bool) -> Iterable[Candidate]:
         for namespace, key, rec in self._newest(search, now):
             yield self._found(namespace, key, rec), rec.vectors
 
-    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+    def _ranked(self, search: _Search, now: float) -> list[SearchItem]:
         # score in one comprehension, then copy only the page's values
         query = search.query
         assert query is not None

@@ -23,7 +23,7 @@ from typing_extensions import Self
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store._sqlstore import SqlStore, pack
-from checkpoint.store.base import Item, Put
+from checkpoint.store.base import Item, _Put
 
 if TYPE_CHECKING:
     import psycopg
@@ -217,7 +217,7 @@ class PostgresStore(SqlStore):
         item: Item = self._item(Item, rows[0])
         return item
 
-    def _put(self, op: Put, now: float) -> bool:
+    def _put(self, op: _Put, now: float) -> bool:
         self._sweep(now)
         ns, k = core.encode_namespace(op.namespace), core.escape_key(op.key)
         t, v = self.table, self.vectors

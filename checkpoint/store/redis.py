@@ -22,7 +22,7 @@ from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store import _redis_lua as lua
 from checkpoint.store._sqlstore import pack, unpack
-from checkpoint.store.base import BaseStore, Candidate, Item, Put, Search, SearchItem
+from checkpoint.store.base import BaseStore, Candidate, Item, SearchItem, _Put, _Search
 
 __all__ = ["RedisStore"]
 
@@ -117,7 +117,7 @@ class RedisStore(BaseStore):
             updated_at=float(updated),
         )
 
-    def _put(self, op: Put, now: float) -> bool:
+    def _put(self, op: _Put, now: float) -> bool:
         field = core.encode_field(op.namespace, op.key)
         code = core.encode_namespace(op.namespace)
         if op.value is None:
@@ -130,7 +130,7 @@ class RedisStore(BaseStore):
         )
 
     @staticmethod
-    def _conditions(search: Search) -> str:
+    def _conditions(search: _Search) -> str:
         if not search.conditions:
             return ""
         return json.dumps([[list(c.path), c.op, c.operand, c.kind] for c in search.conditions])
@@ -146,7 +146,7 @@ class RedisStore(BaseStore):
             updated_at=float(updated),
         )
 
-    def _page(self, search: Search, now: float) -> list[SearchItem]:
+    def _page(self, search: _Search, now: float) -> list[SearchItem]:
         flat = self._call(
             "PAGE",
             core.encode_namespace(search.prefix),
@@ -161,7 +161,7 @@ class RedisStore(BaseStore):
             item._ttl = False
         return found
 
-    def _candidates(self, search: Search, now: float, vectors: bool) -> Iterable[Candidate]:
+    def _candidates(self, search: _Search, now: float, vectors: bool) -> Iterable[Candidate]:
         flat = self._call(
             "CANDIDATES",
             core.encode_namespace(search.prefix),

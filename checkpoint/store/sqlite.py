@@ -21,7 +21,7 @@ from typing_extensions import Self
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store._sqlstore import SqlStore, pack
-from checkpoint.store.base import Item, Put, Search, SearchItem
+from checkpoint.store.base import Item, SearchItem, _Put, _Search
 
 __all__ = ["SqliteStore"]
 
@@ -157,7 +157,7 @@ class SqliteStore(SqlStore):
         return self._transaction(True)
 
     def _run(self, prepared: Sequence[Any]) -> list[Any]:
-        if len(prepared) == 1 and not isinstance(prepared[0], Put):
+        if len(prepared) == 1 and not isinstance(prepared[0], _Put):
             # one read is one statement (a TTL refresh a second one, atomic on its own):
             # no transaction to begin and commit
             with self._lock:
@@ -205,7 +205,7 @@ class SqliteStore(SqlStore):
         item: Item = self._item(Item, rows[0])
         return item
 
-    def _put(self, op: Put, now: float) -> bool:
+    def _put(self, op: _Put, now: float) -> bool:
         self._sweep(now)
         ns, k = core.encode_namespace(op.namespace), core.escape_key(op.key)
         old = self._rows(f"SELECT expires_at FROM {self.table} WHERE ns = ? AND key = ?", [ns, k])
@@ -230,7 +230,7 @@ class SqliteStore(SqlStore):
             )
         return existed
 
-    def _ranked(self, search: Search, now: float) -> list[SearchItem]:
+    def _ranked(self, search: _Search, now: float) -> list[SearchItem]:
         if not self.vec:
             return super()._ranked(search, now)
         assert search.query is not None

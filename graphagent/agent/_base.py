@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,12 @@ from graphagent.graph import (
     Command,
     CompiledGraph,
     Drawing,
+    MergeStrategy,
     ReplaceStrategy,
     StateGraph,
     StateHistory,
     StateSnapshot,
 )
-from graphagent.graph._strategies import MergeStrategy
 from graphagent.messages import AssistantMessage, Message, coerce_message
 
 __all__ = ["AGENT_SCHEMA", "BaseAgent", "compile_agent", "last_answer"]
@@ -38,12 +39,26 @@ AGENT_SCHEMA: dict[str, Any] = {
 
 
 def compile_agent(
-    graph: StateGraph, saver: CheckpointSaver | None, name: str, store: Any = None
+    graph: StateGraph,
+    saver: CheckpointSaver | None,
+    name: str,
+    agent: BaseAgent,
+    *,
+    store: Any = None,
+    edge_notes: Mapping[str, str] | None = None,
 ) -> CompiledGraph:
-    """Compile an agent's graph; it refuses threads saved with the old state layout."""
-    compiled = graph.compile(saver=saver, name=name, store=store)
-    compiled.stored_layout_problem = legacy_layout
-    return compiled
+    """Compile ``agent``'s graph: its runs are the agent's runs (traces say
+    ``invoke_agent``), they get ``store`` as ``config.store``, it refuses threads saved
+    with the old state layout, and its drawings explain the edge labels ``edge_notes``
+    names."""
+    return graph.compile(
+        saver=saver,
+        name=name,
+        store=store,
+        agent=agent,
+        stored_check=legacy_layout,
+        edge_notes=edge_notes,
+    )
 
 
 def last_answer(values: Mapping[str, Any]) -> AssistantMessage:
@@ -57,22 +72,15 @@ def last_answer(values: Mapping[str, Any]) -> AssistantMessage:
 class BaseAgent:
     """An agent: a compiled graph with a conversational front.
 
-    Subclasses set ``self.graph`` (a :class:`CompiledGraph`) and ``self.name``.
+    Subclasses set ``self.graph`` (from :func:`compile_agent`) and ``self.name``.
+
+    Attributes:
+        graph: the agent's compiled graph: draw it, inspect its threads.
     """
 
     name: str
     description: str
-    _graph: CompiledGraph
-
-    @property
-    def graph(self) -> CompiledGraph:
-        """The agent's compiled graph: draw it, inspect its threads."""
-        return self._graph
-
-    @graph.setter
-    def graph(self, graph: CompiledGraph) -> None:
-        graph.agent = self  # its runs are this agent's runs (traces say invoke_agent)
-        self._graph = graph
+    graph: CompiledGraph
 
     # -- input -------------------------------------------------------------------------
 
@@ -259,11 +267,13 @@ class BaseAgent:
         mode: str | Sequence[str] = "updates",
         tools: Sequence[Any] | None = None,
         tool_names: Sequence[str] | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
         cfg = self._run_config(config, thread_id, tools, tool_names)
-        async for event in self.graph.astream(self.prepare_input(input), cfg, mode=mode):
-            yield event
+        events = self.graph.astream(self.prepare_input(input), cfg, mode=mode)
+        async with contextlib.aclosing(events):  # closing this stream stops the run now
+            async for event in events:
+                yield event
 
     # -- threads -----------------------------------------------------------------------------
 

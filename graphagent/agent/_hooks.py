@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from graphagent._internal.callables import accepts_config
 from graphagent.config import RunnableConfig
 from graphagent.graph import OverAllState
 
@@ -86,7 +87,7 @@ class _FunctionHook(Hook):
         self._point = point
         self.fn = fn
         self.can_jump_to = jumps
-        self._takes_config = _takes_config(fn)
+        self._takes_config = accepts_config(fn)
 
     def points(self) -> list[str]:
         return [self._point]
@@ -101,12 +102,6 @@ class _FunctionHook(Hook):
 
     def __repr__(self) -> str:
         return f"<{self._point} hook {self._name!r}>"
-
-
-def _takes_config(fn: Callable[..., Any]) -> bool:
-    from graphagent.graph._nodes import accepts_config
-
-    return accepts_config(fn)
 
 
 def _decorator(point: str) -> Callable[..., Any]:

@@ -224,7 +224,7 @@ class SequentialAgent(BaseAgent):
             g.add_edge(previous, agent.name)
             previous = agent.name
         g.add_edge(previous, END)
-        self.graph = compile_agent(g, saver, name)
+        self.graph = compile_agent(g, saver, name, self)
 
 
 def _join(results: Mapping[str, AssistantMessage]) -> str:
@@ -278,7 +278,7 @@ class ParallelAgent(BaseAgent):
 
         g.add_node("merge", merge_node, kind="node")
         g.add_edge([a.name for a in agents], "merge").add_edge("merge", END)
-        self.graph = compile_agent(g, saver, name)
+        self.graph = compile_agent(g, saver, name, self)
 
 
 class LlmRoutingAgent(BaseAgent):
@@ -337,7 +337,7 @@ class LlmRoutingAgent(BaseAgent):
             fn, afn = _agent_node(agent)
             g.add_node(agent.name, fn, kind="agent", afn=afn)
             g.add_edge(agent.name, END)
-        self.graph = compile_agent(g, saver, name)
+        self.graph = compile_agent(g, saver, name, self)
 
 
 def _picked(text: str, names: Sequence[str]) -> list[str]:
@@ -395,7 +395,7 @@ class LoopAgent(BaseAgent):
         g.add_node(agent.name, fn, kind="agent", afn=afn)
         g.add_edge(START, agent.name)
         g.add_conditional_edges(agent.name, again, [agent.name, END])
-        self.graph = compile_agent(g, saver, name)
+        self.graph = compile_agent(g, saver, name, self)
 
     def prepare_input(self, input: Any) -> Any:
         """New input starts the round count again."""

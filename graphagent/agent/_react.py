@@ -16,6 +16,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from checkpoint.base import CheckpointSaver
+from graphagent._internal.calls import unique_call_ids
+from graphagent._internal.results import as_text
+from graphagent._internal.validation import readable
 from graphagent.agent._base import AGENT_SCHEMA, BaseAgent, compile_agent
 from graphagent.agent._hooks import Hook
 from graphagent.agent._interceptors import (
@@ -36,8 +39,7 @@ from graphagent.errors import (
     ToolDefinitionError,
     UserError,
 )
-from graphagent.graph import END, START, Command, OverAllState, StateGraph
-from graphagent.graph._strategies import MISSING
+from graphagent.graph import END, MISSING, START, Command, OverAllState, StateGraph
 from graphagent.messages import (
     AssistantMessage,
     Message,
@@ -47,7 +49,6 @@ from graphagent.messages import (
     UserMessage,
 )
 from graphagent.models import ChatModel, ChatOptions, ChunkAccumulator
-from graphagent.models._types import as_options
 from graphagent.tools import (
     ToolCallback,
     ToolCallbackProvider,
@@ -56,13 +57,11 @@ from graphagent.tools import (
     ToolContext,
     ToolDefinition,
     ToolExecutionExceptionProcessor,
+    ToolExecutionResult,
+    acall_tool,
+    call_tool,
     collect_tools,
 )
-from graphagent.tools._calls import unique_call_ids
-from graphagent.tools._convert import as_text
-from graphagent.tools._definition import acall_tool, call_tool
-from graphagent.tools._function import readable
-from graphagent.tools._resolve import resolve_with
 
 __all__ = ["ReactAgent", "pending_tool_calls"]
 
@@ -192,7 +191,7 @@ class ReactAgent(BaseAgent):
         self.max_iterations = max_iterations
         self.output_type = output_type
         self.tool_context = dict(tool_context or {})
-        self.options = as_options(options)
+        self.options = ChatOptions.of(options)
         self.hooks = list(hooks)
         self.model_interceptors = [i for i in interceptors if isinstance(i, ModelInterceptor)]
         self.tool_interceptors = [i for i in interceptors if isinstance(i, ToolInterceptor)]
@@ -232,8 +231,9 @@ class ReactAgent(BaseAgent):
                 output_type.model_json_schema(),
             )
         self.store = store
-        self.graph = compile_agent(self._build(), saver, name, store)
-        self.graph.edge_notes[AGAIN] = AGAIN_NOTE
+        self.graph = compile_agent(
+            self._build(), saver, name, self, store=store, edge_notes={AGAIN: AGAIN_NOTE}
+        )
 
     # -- building the graph ----------------------------------------------------------------
 
@@ -534,6 +534,15 @@ class ReactAgent(BaseAgent):
             return toolset
         return self._per_request(toolset, added or (), names)
 
+    def _resolve(self, name: str) -> ToolCallback | None:
+        """The resolver's tool for ``name`` (a resolver object, or a plain function)."""
+        resolver = self.resolver
+        assert resolver is not None
+        if isinstance(resolver, ToolCallbackResolver):
+            return resolver.resolve(name)
+        found: ToolCallback | None = resolver(name)
+        return found
+
     def _executable(self, config: RunnableConfig, calls: list[ToolCall]) -> dict[str, ToolCallback]:
         """The tools the tools step may run: those offered, plus what the resolver knows
         of the called names (as Spring AI Alibaba's tool node does), unless this run
@@ -544,7 +553,7 @@ class ReactAgent(BaseAgent):
         found = {}
         for call in calls:
             if call.name not in tools:
-                resolved = resolve_with(self.resolver, call.name)
+                resolved = self._resolve(call.name)
                 if resolved is not None:
                     found[call.name] = resolved
         return {**tools, **found} if found else tools
@@ -568,7 +577,7 @@ class ReactAgent(BaseAgent):
         for name in names:
             found = merged.get(name)
             if found is None and self.resolver is not None:
-                found = resolve_with(self.resolver, name)
+                found = self._resolve(name)
             if found is None:
                 raise UserError(
                     f"tool_names names {name!r}, which agent {self.name!r} does not have; "
@@ -626,20 +635,16 @@ class ReactAgent(BaseAgent):
         tools = self._executable(config, runnable)
         invoke = self._invoke_tool if self.tool_interceptors else None
         on_response = (lambda m: self._emit(config, m, TOOLS)) if config.emit else None
-        manager = self.manager
-        if type(manager) is not ToolCallingManager:  # a replaced manager: its public method
-            result: Any = manager.execute_tool_calls(
-                [],
-                last,
-                tools=tools,
-                context=self._tool_context(state, config),
-                calls=runnable,
-                invoke=invoke,
-                on_response=on_response,
-            )
-        else:  # the context is made only if a tool or an interceptor can see it
-            make_context = functools.partial(self._tool_context, state, config)
-            result = manager._execute(last, tools, make_context, runnable, invoke, on_response)
+        # the context is made only if a tool or an interceptor can see it
+        result = self.manager.execute_tool_calls(
+            [],
+            last,
+            tools=tools,
+            context=functools.partial(self._tool_context, state, config),
+            calls=runnable,
+            invoke=invoke,
+            on_response=on_response,
+        )
         return self._after_tools(record, pending, result)
 
     async def _atools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
@@ -650,22 +655,15 @@ class ReactAgent(BaseAgent):
         tools = self._executable(config, runnable)
         invoke = self._ainvoke_tool if self.tool_interceptors else None
         on_response = (lambda m: self._emit(config, m, TOOLS)) if config.emit else None
-        manager = self.manager
-        if type(manager) is not ToolCallingManager:  # a replaced manager: its public method
-            result: Any = await manager.aexecute_tool_calls(
-                [],
-                last,
-                tools=tools,
-                context=self._tool_context(state, config),
-                calls=runnable,
-                invoke=invoke,
-                on_response=on_response,
-            )
-        else:  # the context is made only if a tool or an interceptor can see it
-            make_context = functools.partial(self._tool_context, state, config)
-            result = await manager._aexecute(
-                last, tools, make_context, runnable, invoke, on_response
-            )
+        result = await self.manager.aexecute_tool_calls(
+            [],
+            last,
+            tools=tools,
+            context=functools.partial(self._tool_context, state, config),
+            calls=runnable,
+            invoke=invoke,
+            on_response=on_response,
+        )
         return self._after_tools(record, pending, result)
 
     def _emit_answered(
@@ -679,7 +677,7 @@ class ReactAgent(BaseAgent):
                     self._emit(config, message, TOOLS)
 
     def _after_tools(
-        self, record: AgentRecord, pending: list[ToolCall], result: Any
+        self, record: AgentRecord, pending: list[ToolCall], result: ToolExecutionResult
     ) -> dict[str, Any]:
         answers = record.answers
         responses: list[Message]

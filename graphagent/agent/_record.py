@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkpoint import serde
-from graphagent.graph._strategies import Change, KeyStrategy
+from graphagent.graph import Change, KeyStrategy
 
 __all__ = [
     "AGENT_KEY",

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from graphagent.agent._answers import ANSWER_HELP, approval_requests, parse_answer
+from graphagent._internal.answers import ANSWER_HELP, approval_requests, parse_answer
 from graphagent.cli._common import CliError, load_object
 from graphagent.cli._stores import (
     add_store_flags,
@@ -29,7 +29,7 @@ from graphagent.cli._stores import (
 )
 from graphagent.errors import GraphAgentError, ModelConfigError
 from graphagent.graph import Command, CompiledGraph, Interrupt
-from graphagent.observability._progress import status_line
+from graphagent.observability import status_line
 
 __all__ = ["PAUSED", "Chat", "add_chat_command", "describe", "parse_answer"]
 
@@ -236,8 +236,7 @@ def _chat(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> 
     if stored is not None:
         # a copy: the user's agent object keeps its own saver
         agent = copy.copy(agent)
-        agent.graph = copy.copy(agent.graph)
-        agent.graph.saver = stored
+        agent.graph = agent.graph.with_saver(stored)
     messages: list[str] | None = list(args.message) if args.message else None
     notes = [f"new: --thread {args.thread} continues it"] if new else []
     if not messages:  # -m sends its messages and exits

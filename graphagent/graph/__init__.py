@@ -7,7 +7,6 @@ from graphagent.graph._builder import StateGraph
 from graphagent.graph._command import Command, Interrupt, interrupt
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START
-from graphagent.graph._draw import Drawing
 from graphagent.graph._snapshot import StateHistory, StateSnapshot
 from graphagent.graph._state import OverAllState
 from graphagent.graph._strategies import (
@@ -17,6 +16,7 @@ from graphagent.graph._strategies import (
     MergeStrategy,
     ReplaceStrategy,
 )
+from graphagent.graph.draw._formats import Drawing
 
 __all__ = [
     "END",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import Any
 
 from checkpoint.base import CheckpointSaver
 from graphagent.errors import GraphValidationError
 from graphagent.graph._annotations import command_destinations, literal_destinations
+from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, RESERVED, START
 from graphagent.graph._nodes import (
     Branch,
@@ -18,10 +20,9 @@ from graphagent.graph._nodes import (
     wants_store,
     with_store,
 )
+from graphagent.graph._plan import Plan, StoredCheck
 from graphagent.graph._state import parse_schema
-
-if TYPE_CHECKING:
-    from graphagent.graph._compiled import CompiledGraph
+from graphagent.graph._validate import validate
 
 __all__ = ["StateGraph"]
 
@@ -95,8 +96,6 @@ class StateGraph:
                 f"node {name!r}: added twice; node names must be unique, rename one"
             )
             return self
-        from graphagent.graph._compiled import CompiledGraph
-
         declared = destinations or (command_destinations(fn) if callable(fn) else ())
         self.commands.extend((name, d) for d in declared)
         if isinstance(fn, CompiledGraph):
@@ -106,8 +105,9 @@ class StateGraph:
                 is_async=False,
                 takes_config=True,
                 kind="subgraph",
-                subgraph=fn,
-                metadata={**(metadata or {}), "parent_schema": self.schema},
+                subgraph=fn.plan,
+                metadata=metadata,
+                afn=fn.as_async_node_function(self.schema),
             )
             return self
         if not callable(fn):
@@ -187,6 +187,9 @@ class StateGraph:
         interrupt_after: Sequence[str] | str = (),
         name: str = "graph",
         checkpointer: CheckpointSaver | bool | None = None,
+        agent: Any = None,
+        stored_check: StoredCheck | None = None,
+        edge_notes: Mapping[str, str] | None = None,
         store: Any = None,
     ) -> CompiledGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledGraph`.
@@ -203,26 +206,34 @@ class StateGraph:
             store: long-term memory shared across threads (``MemoryStore()``,
                 ``RedisStore.from_url(...)``): a node parameter named ``store`` receives
                 it, and ``config.store`` holds it (subgraphs use their parent's).
+            agent: the agent whose graph this is: traces name its runs after it
+                (``invoke_agent``). Agents pass themselves; leave it out otherwise.
+            stored_check: called with a stored thread's values before a run continues
+                the thread; returns why this graph cannot continue it (the run refuses,
+                with that message) or ``None``. Agents use it to refuse old layouts.
+            edge_notes: what conditional edges' labels mean, by label; drawings print
+                the notes of the labels they show as a key (an agent explains ``again``).
 
         Raises:
             GraphValidationError: every problem found, each naming the node and the fix;
                 a saver that is not a :class:`~checkpoint.CheckpointSaver`.
         """
-        from graphagent.graph._compiled import CompiledGraph
-        from graphagent.graph._validate import validate
-
         topology = validate(self, self._problems, interrupt_before, interrupt_after)
         if saver is not None and checkpointer is not None:
             raise GraphValidationError("pass either saver= or checkpointer=, not both")
-        return CompiledGraph(
-            self,
-            topology,
+        plan = Plan(
+            name=name,
+            schema=self.schema,
+            topology=topology,
             saver=_saver(saver if saver is not None else checkpointer),
             interrupt_before=_names(interrupt_before, self.nodes),
             interrupt_after=_names(interrupt_after, self.nodes),
-            name=name,
+            stored_check=stored_check,
+            agent=agent,
+            edge_notes=MappingProxyType(dict(edge_notes or {})),
             store=store,
         )
+        return CompiledGraph(plan)
 
 
 def _saver(value: Any) -> CheckpointSaver | None:
@@ -246,8 +257,6 @@ def _saver(value: Any) -> CheckpointSaver | None:
 
 def _agent_graph(fn: Any) -> Any:
     """An agent given as a node stands for its graph (``agent.graph``)."""
-    from graphagent.graph._compiled import CompiledGraph
-
     graph = getattr(fn, "graph", None)
     if not callable(fn) and isinstance(graph, CompiledGraph):
         return graph

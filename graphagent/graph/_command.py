@@ -20,6 +20,7 @@ __all__ = [
     "TaskScope",
     "current_task",
     "interrupt",
+    "is_interrupt_id",
     "path_key",
 ]
 
@@ -55,7 +56,9 @@ class Interrupt:
 
     Attributes:
         value: what the node asked (shown to the human).
-        id: stable id, used to resume one of several pending interrupts.
+        id: this ask's id (``"i-"`` and 16 hex digits), unique per ask: a node asking
+            again, in a later step or later in the same run of it, asks with a new id.
+            ``Command(resume={id: answer})`` answers it; an id no longer pending is refused.
         node: the node that asked.
         path: where that node runs: the parent graph's node names down to ``node``
             (``("review", "ask")`` for node ``ask`` of the subgraph node ``review``).
@@ -67,11 +70,13 @@ class Interrupt:
     path: tuple[str, ...] = ()
 
     @staticmethod
-    def make(value: Any, path: tuple[str, ...], index: int) -> Interrupt:
-        """Build an interrupt whose id depends on the task path and its call index only."""
-        key = path_key(path)
-        digest = hashlib.blake2s(f"{key}\x00{index}".encode(), digest_size=8).hexdigest()
-        return Interrupt(value=value, id=digest, node=path[-1], path=path)
+    def make(value: Any, path: tuple[str, ...], index: int, anchor: str | None) -> Interrupt:
+        """Build the interrupt of one ask: its id comes from the checkpoint its step grows
+        from (``anchor``), the task path and the call's index in the task, so the same
+        ask rebuilt on a rerun has the same id, and no other ask of the thread has it."""
+        seed = f"{anchor}\x00{path_key(path)}\x00{index}".encode()
+        digest = hashlib.blake2s(seed, digest_size=8).hexdigest()
+        return Interrupt(value=value, id=f"i-{digest}", node=path[-1], path=path)
 
     @staticmethod
     def load(stored: Sequence[Any]) -> Interrupt:
@@ -85,6 +90,16 @@ class Interrupt:
         return [self.value, self.id, self.node, list(self.path)]
 
 
+def is_interrupt_id(key: object) -> bool:
+    """Whether ``key`` has the form of an interrupt id (``"i-"`` and 16 hex digits)."""
+    return (
+        isinstance(key, str)
+        and len(key) == 18
+        and key[:2] == "i-"
+        and all(c in "0123456789abcdef" for c in key[2:])
+    )
+
+
 def path_key(path: Sequence[str]) -> str:
     """One string for a task path (how answers and suspended runs are keyed)."""
     return "|".join(path)
@@ -96,13 +111,16 @@ class RunContext:
     ``answers`` holds the answers given so far per task path; ``suspended`` the saved
     position of each nested run that paused, per path. A nested compiled graph run
     inside a node finds both here, so its interrupts resume where they asked.
+    ``anchor`` is the checkpoint the top-level run's current step grows from (interrupt
+    ids are made from it).
     """
 
-    __slots__ = ("answers", "lock", "persistent", "suspended", "thread")
+    __slots__ = ("anchor", "answers", "lock", "persistent", "suspended", "thread")
 
     def __init__(self, thread: str | None, persistent: bool) -> None:
         self.thread = thread
         self.persistent = persistent
+        self.anchor: str | None = None
         self.answers: dict[str, list[Any]] = {}
         self.suspended: dict[str, dict[str, Any]] = {}
         # nested runs of parallel nodes share these tables from several threads; writers
@@ -200,4 +218,5 @@ def interrupt(value: Any) -> Any:
     scope.calls += 1
     if index < len(scope.resume):
         return scope.resume[index]
-    raise GraphInterrupt((Interrupt.make(value, scope.path, index),))
+    anchor = scope.ctx.anchor if scope.ctx is not None else None
+    raise GraphInterrupt((Interrupt.make(value, scope.path, index, anchor),))

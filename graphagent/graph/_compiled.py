@@ -1,77 +1,46 @@
-"""``CompiledGraph``: runs a validated graph; the sync and async drivers live here.
+"""``CompiledGraph``: the public face of a compiled graph.
 
-Both drivers interpret the same program (``_loop.run_program``); they differ only
-in how they perform its effects: node calls, saver calls, handing out events.
+It holds the :class:`~graphagent.graph._plan.Plan` that ``compile()`` froze, starts
+programs (``_run``) and hands them to a driver (``_drive``); the thread API reads the saver
+directly. Drawing lives in ``draw/``, which reads the plan.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
-import functools
-import inspect
-import queue
-import threading
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
-    Generator,
     Iterator,
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx
 
-from checkpoint.base import Change, Checkpoint, CheckpointSaver
-from checkpoint.errors import CheckpointError
-from graphagent._executor import in_thread, run_all
+from checkpoint.base import Change, CheckpointSaver
+from graphagent._internal.mirror import saver_errors
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
-from graphagent.errors import (
-    GraphBubbleUp,
-    GraphInterrupt,
-    SerializationError,
-    UserError,
-    mirror_error,
-    saver_errors,
-)
+from graphagent.errors import UserError
 from graphagent.graph._command import current_task
 from graphagent.graph._constants import is_private, public
-from graphagent.graph._effects import (
-    Done,
-    Emit,
-    Execute,
-    Failed,
-    Load,
-    OpenLive,
-    Outcome,
-    Paused,
-    Put,
-    PutWrites,
-    Task,
-)
-from graphagent.graph._loop import update_program
-from graphagent.graph._run import run_program
+from graphagent.graph._drive import RESULT, adrive, awatched, drive, result_of, watched
+from graphagent.graph._effects import OpenLive, Program
+from graphagent.graph._plan import Plan
+from graphagent.graph._run import run_program, update_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
-from graphagent.graph._strategies import ReplaceStrategy
-from graphagent.graph._validate import Topology
-from graphagent.observability import _hooks as observe
+from graphagent.graph._state import OverAllState, Schema
+from graphagent.graph.draw._formats import Drawing, draw, svg_bundle
+from graphagent.graph.draw._overlay import run_overlay
 
-if TYPE_CHECKING:
-    from graphagent.graph._builder import StateGraph
-    from graphagent.graph._draw import Drawing
-    from graphagent.graph._state import OverAllState, Schema
+__all__ = ["CompiledGraph"]
 
-__all__ = ["CompiledGraph", "StreamMode"]
-
-StreamMode = str
 MODES = frozenset({"values", "updates", "custom", "debug", "messages"})
 _LIVE = frozenset({"custom", "messages"})
 _TASK = current_task()
-_DONE = object()
 
 
 def _parse_modes(mode: str | Sequence[str]) -> tuple[frozenset[str], bool]:
@@ -85,141 +54,6 @@ def _parse_modes(mode: str | Sequence[str]) -> tuple[frozenset[str], bool]:
     return frozenset(modes), not isinstance(mode, str)
 
 
-class _Result:
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value: Any = None
-
-
-def _observed(watch: observe.Watch, outcome: Outcome) -> Outcome:
-    """Tell a node's watch how the node ended; returns ``outcome``."""
-    if type(outcome) is Failed:
-        watch.failed(outcome.error)
-    elif type(outcome) is Paused:
-        watch.record(observe.INTERRUPTED)
-    return outcome
-
-
-def _call(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool = True) -> Outcome:
-    """Run one node in this thread; with ``resolve``, an awaitable it returns is run too."""
-    if not observe.ACTIVE:
-        return _call_node(task, state, config, resolve)
-    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
-    with watch:
-        return _observed(watch, _call_node(task, state, config, resolve))
-
-
-def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool) -> Outcome:
-    spec = task.spec
-    token = _TASK.set(task.scope)
-    try:
-        ret = spec.fn(state, config) if spec.takes_config else spec.fn(state)
-        # most nodes return a dict: skip the awaitable check's isinstance walk for them
-        if resolve and ret.__class__ is not dict and inspect.isawaitable(ret):
-            ret = asyncio.run(_awaited(ret))
-        return Done(ret)
-    except GraphInterrupt as signal:
-        return Paused(signal)
-    except RuntimeError as exc:
-        if "running event loop" in str(exc):
-            return Failed(
-                UserError(f"node {spec.name!r} is async; call ainvoke()/astream() from async code")
-            )
-        return Failed(exc)
-    except (Exception, GraphBubbleUp) as exc:
-        return Failed(exc)
-    finally:
-        _TASK.reset(token)
-
-
-async def _awaited(ret: Awaitable[Any]) -> Any:
-    while inspect.isawaitable(ret):
-        ret = await ret
-    return ret
-
-
-async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """Run one node under the event loop; sync nodes run in a worker thread."""
-    if not observe.ACTIVE:
-        return await _acall_node(task, state, config)
-    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
-    with watch:
-        return _observed(watch, await _acall_node(task, state, config))
-
-
-async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    spec = task.spec
-    if spec.subgraph is not None:
-        return await _in_scope(task, spec.subgraph._anode(state, config, spec.metadata))
-    if spec.afn is not None:
-        fn = spec.afn
-    elif spec.is_async:
-        fn = spec.fn
-    else:
-        outcome = await in_thread(functools.partial(_call_node, task, state, config, False))
-        if type(outcome) is Done and inspect.isawaitable(outcome.value):
-            return await _in_scope(task, outcome.value)
-        return outcome
-    # the call and the await of what it returns in one frame, with the node's scope set
-    # throughout (for ``interrupt()``): no coroutine of ours between the node and the loop
-    token = _TASK.set(task.scope)
-    try:
-        ret = fn(state, config) if spec.takes_config else fn(state)
-        while ret.__class__ is not dict and inspect.isawaitable(ret):
-            ret = await ret
-        return Done(ret)
-    except GraphInterrupt as signal:
-        return Paused(signal)
-    except (Exception, GraphBubbleUp) as exc:
-        return Failed(exc)
-    finally:
-        _TASK.reset(token)
-
-
-async def _in_scope(task: Task, ret: Any) -> Outcome:
-    """Await what a node returned, with the node's scope set (for ``interrupt()``)."""
-    token = _TASK.set(task.scope)
-    try:
-        return Done(await _awaited(ret))
-    except GraphInterrupt as signal:
-        return Paused(signal)
-    except (Exception, GraphBubbleUp) as exc:
-        return Failed(exc)
-    finally:
-        _TASK.reset(token)
-
-
-def _observed_run(events: Iterator[Any], watch: observe.Watch) -> Iterator[Any]:
-    """``events``, with the run's watch entered while the run works (not while the caller
-    handles an event), so node spans nest under the run in this and the engine's threads."""
-    with watch:
-        try:
-            while True:
-                with watch.entered():
-                    item = next(events, _DONE)
-                if item is _DONE:
-                    return
-                yield item
-        finally:
-            events.close()  # type: ignore[attr-defined]
-
-
-async def _aobserved_run(events: AsyncIterator[Any], watch: observe.Watch) -> AsyncIterator[Any]:
-    """Async :func:`_observed_run`: entered around each step of ``events`` in this task."""
-    with watch:
-        try:
-            while True:
-                with watch.entered():
-                    try:
-                        item = await events.__anext__()
-                    except StopAsyncIteration:
-                        return
-                yield item
-        finally:
-            await events.aclose()  # type: ignore[attr-defined]
-
-
 def _parent_has(parent: Schema, key: str, state: Mapping[str, Any] | None) -> bool:
     """Whether a parent graph takes ``key`` from a subgraph: a schema naming no keys takes
     all; else the keys it names, and for an open schema also those already in its state."""
@@ -229,19 +63,13 @@ def _parent_has(parent: Schema, key: str, state: Mapping[str, Any] | None) -> bo
     return not parent.closed and state is not None and key in state
 
 
-def _async_sink() -> tuple[asyncio.Queue[Any], Callable[[Any], None]]:
-    """A queue for live events and a ``put`` that works from the loop or any thread."""
-    loop = asyncio.get_running_loop()
-    events: asyncio.Queue[Any] = asyncio.Queue()
-    owner = threading.get_ident()
-
-    def put(item: Any) -> None:
-        if threading.get_ident() == owner:
-            events.put_nowait(item)
-        else:
-            loop.call_soon_threadsafe(events.put_nowait, item)
-
-    return events, put
+async def _aresult_of(events: AsyncIterator[tuple[str, Any]]) -> Any:
+    """Async :func:`~graphagent.graph._drive.result_of`."""
+    result = None
+    async for mode, payload in events:
+        if mode is RESULT:
+            result = payload
+    return result
 
 
 class CompiledGraph:
@@ -250,275 +78,83 @@ class CompiledGraph:
     Made by :meth:`StateGraph.compile`. Every run method has an async twin.
 
     Attributes:
+        plan: what ``compile()`` froze (the graph's shape, schema, breakpoints, saver).
         name: the graph's name.
         saver: where threads are checkpointed (``None``: runs are not saved).
         interrupt_before: nodes the run pauses before.
         interrupt_after: nodes the run pauses after.
     """
 
-    def __init__(
-        self,
-        builder: StateGraph,
-        topology: Topology,
-        *,
-        saver: CheckpointSaver | None,
-        interrupt_before: frozenset[str],
-        interrupt_after: frozenset[str],
-        name: str,
-        store: Any = None,
-    ) -> None:
-        self.schema: Schema = builder.schema
-        self.store = store
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    @property
+    def name(self) -> str:
+        """The graph's name."""
+        return self.plan.name
+
+    @property
+    def saver(self) -> CheckpointSaver | None:
+        """Where threads are checkpointed (``None``: runs are not saved)."""
+        return self.plan.saver
+
+    @property
+    def interrupt_before(self) -> frozenset[str]:
+        """Nodes the run pauses before."""
+        return self.plan.interrupt_before
+
+    @property
+    def interrupt_after(self) -> frozenset[str]:
+        """Nodes the run pauses after."""
+        return self.plan.interrupt_after
+
+    @property
+    def store(self) -> Any:
         """The long-term memory store runs get in ``config.store`` (``None``: none)."""
-        self.topology = topology
-        self.saver = saver
-        self.interrupt_before = interrupt_before
-        self.interrupt_after = interrupt_after
-        self.name = name
-        self.replace = ReplaceStrategy()
-        self.agent: Any = None
-        """The agent whose graph this is (set by the agent; traces name it)."""
-        self.edge_notes: dict[str, str] = {}
+        return self.plan.store
+
+    @property
+    def edge_notes(self) -> Mapping[str, str]:
         """What conditional edges' labels mean, by label: drawings print them as a key
-        (an agent explains its ``again`` edge)."""
-        # why a stored thread cannot continue (a layout this graph no longer reads), or None
-        self.stored_layout_problem: Callable[[Mapping[str, Any]], str | None] | None = None
+        (an agent explains its ``again`` edge). Given to ``compile(edge_notes=...)``."""
+        return self.plan.edge_notes
 
-    def check_stored(self, thread: str | None, saved: Checkpoint) -> None:
-        """Refuse a stored thread this graph cannot continue, naming what to do.
+    @property
+    def schema(self) -> Schema:
+        """The state's keys and how updates merge."""
+        return self.plan.schema
 
-        Raises:
-            SerializationError: ``stored_layout_problem`` found a problem with its values.
+    def with_saver(self, saver: CheckpointSaver | None) -> CompiledGraph:
+        """The same graph, checkpointing its threads into ``saver`` (this one is unchanged).
+
+        Example::
+
+            kept = app.with_saver(SqliteSaver.from_path("threads.sqlite"))
         """
-        check = self.stored_layout_problem
-        if check is not None:
-            problem = check(saved.values)
-            if problem is not None:
-                raise SerializationError(f"thread {thread!r}: {problem}")
-
-    # -- observing runs ----------------------------------------------------------------
-
-    def _watched(self, events: Iterator[Any], config: RunnableConfig, nested: bool) -> Any:
-        if not observe.ACTIVE:
-            return events
-        watch = observe.run(self.name, config.thread_id, nested=nested, agent=self.agent)
-        return events if watch is observe.IDLE else _observed_run(events, watch)
-
-    def _awatched(self, events: AsyncIterator[Any], config: RunnableConfig, nested: bool) -> Any:
-        if not observe.ACTIVE:
-            return events
-        watch = observe.run(self.name, config.thread_id, nested=nested, agent=self.agent)
-        return events if watch is observe.IDLE else _aobserved_run(events, watch)
-
-    # -- the sync driver ------------------------------------------------------------
-
-    def _drive(
-        self, program: Generator[Any, Any, Any], modes: frozenset[str], result: _Result
-    ) -> Iterator[tuple[str, Any]]:
-        saver = self.saver
-        live: queue.SimpleQueue[Any] | None = None
-        send: Any = None
-        # the thread's run lock (when the saver has one) is held from the first load to the end
-        held: contextlib.ExitStack | None = None
-        try:
-            while True:
-                effect = program.send(send)
-                send = None
-                kind = type(effect)
-                if kind is Execute:
-                    if live is not None:
-                        send = yield from self._execute_live(effect, live)
-                    else:
-                        send = self._execute(effect)
-                elif kind is Emit:
-                    yield effect.mode, effect.payload
-                elif kind is Put:
-                    assert saver is not None
-                    if effect.before:
-                        saver.put_many(
-                            effect.thread_id,
-                            (*effect.before, effect.write),
-                            expected_head=effect.expected_head,
-                        )
-                    else:
-                        saver.put(
-                            effect.thread_id, effect.write, expected_head=effect.expected_head
-                        )
-                elif kind is Load:
-                    assert saver is not None
-                    if saver.lock_policy is not None and held is None:
-                        held = contextlib.ExitStack()
-                        held.enter_context(saver.lock(effect.thread_id))
-                    send = self._load(saver, effect)
-                elif kind is PutWrites:
-                    assert saver is not None
-                    saver.put_writes(effect.thread_id, effect.checkpoint_id, effect.writes)
-                elif kind is OpenLive:
-                    live = queue.SimpleQueue()
-                    send = live.put
-        except StopIteration as stop:
-            result.value = stop.value
-        except CheckpointError as exc:
-            # the one saver boundary of a run: checkpoint errors become GraphAgentErrors
-            raise mirror_error(exc) from exc
-        finally:
-            # a consumer that stops early (or an error) still ends the program properly
-            program.close()
-            if held is not None:
-                held.close()
-
-    @staticmethod
-    def _load(saver: CheckpointSaver, effect: Load) -> tuple[Any, str | None]:
-        cp = saver.get(effect.thread_id, effect.checkpoint_id)
-        if effect.checkpoint_id is None or cp is None:
-            return cp, cp.id if cp is not None else None
-        return cp, saver.head(effect.thread_id)
-
-    @staticmethod
-    def _execute(effect: Execute) -> dict[str, Outcome]:
-        tasks, state, config = effect.tasks, effect.state, effect.config
-        if len(tasks) == 1:
-            return {tasks[0].spec.name: _call(tasks[0], state, config)}
-        calls = [functools.partial(_call, t, state, config) for t in tasks]
-        outcomes = run_all(calls)
-        return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True)}
-
-    def _execute_live(
-        self, effect: Execute, events: queue.SimpleQueue[Any]
-    ) -> Generator[tuple[str, Any], None, dict[str, Outcome]]:
-        box: list[dict[str, Outcome]] = []
-
-        def work() -> None:
-            try:
-                box.append(self._execute(effect))
-            finally:
-                events.put(_DONE)
-
-        ctx = contextvars.copy_context()
-        threading.Thread(target=ctx.run, args=(work,), daemon=True).start()
-        while True:
-            item = events.get()
-            if item is _DONE:
-                break
-            yield item
-        return box[0]
-
-    # -- the async driver -----------------------------------------------------------
-
-    async def _adrive(
-        self, program: Generator[Any, Any, Any], modes: frozenset[str], result: _Result
-    ) -> AsyncIterator[tuple[str, Any]]:
-        saver = self.saver
-        live: asyncio.Queue[Any] | None = None
-        send: Any = None
-        held, locked = contextlib.AsyncExitStack(), False
-        try:
-            while True:
-                effect = program.send(send)
-                send = None
-                kind = type(effect)
-                if kind is Execute:
-                    # hand the loop to the other runs once per super-step: a run whose
-                    # steps never suspend (in-memory saver, async nodes) would otherwise
-                    # hold the loop for its whole turn, and a run waiting on a worker
-                    # thread would wait behind every other run's turn (the p99 step)
-                    await asyncio.sleep(0)
-                    if live is None:
-                        send = await self._aexecute(effect)
-                        continue
-                    step = asyncio.ensure_future(self._aexecute(effect))
-                    while True:
-                        getter = asyncio.ensure_future(live.get())
-                        await asyncio.wait({getter, step}, return_when=asyncio.FIRST_COMPLETED)
-                        if getter.done():
-                            yield getter.result()
-                            continue
-                        getter.cancel()
-                        while not live.empty():
-                            yield live.get_nowait()
-                        break
-                    send = step.result()
-                elif kind is Emit:
-                    yield effect.mode, effect.payload
-                elif kind is Put:
-                    assert saver is not None
-                    if effect.before:
-                        await saver.aput_many(
-                            effect.thread_id,
-                            (*effect.before, effect.write),
-                            expected_head=effect.expected_head,
-                        )
-                    else:
-                        await saver.aput(
-                            effect.thread_id, effect.write, expected_head=effect.expected_head
-                        )
-                elif kind is Load:
-                    assert saver is not None
-                    if saver.lock_policy is not None and not locked:
-                        await held.enter_async_context(saver.alock(effect.thread_id))
-                        locked = True
-                    cp = await saver.aget(effect.thread_id, effect.checkpoint_id)
-                    if effect.checkpoint_id is None or cp is None:
-                        send = (cp, cp.id if cp is not None else None)
-                    else:
-                        send = (cp, await saver.ahead(effect.thread_id))
-                elif kind is PutWrites:
-                    assert saver is not None
-                    await saver.aput_writes(effect.thread_id, effect.checkpoint_id, effect.writes)
-                elif kind is OpenLive:
-                    live, send = _async_sink()
-        except StopIteration as stop:
-            result.value = stop.value
-        except CheckpointError as exc:
-            # the one saver boundary of a run: checkpoint errors become GraphAgentErrors
-            raise mirror_error(exc) from exc
-        finally:
-            program.close()
-            await held.aclose()
-
-    @staticmethod
-    async def _aexecute(effect: Execute) -> dict[str, Outcome]:
-        tasks, state, config = effect.tasks, effect.state, effect.config
-        if len(tasks) == 1:
-            task = tasks[0]
-            if not observe.ACTIVE:
-                return {task.spec.name: await _acall_node(task, state, config)}
-            return {task.spec.name: await _acall(task, state, config)}
-        running = {asyncio.ensure_future(_acall(t, state, config)): t.spec.name for t in tasks}
-        outcomes: dict[str, Outcome] = {}
-        pending = set(running)
-        try:
-            while pending:
-                finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for future in finished:
-                    outcomes[running[future]] = future.result()
-                if any(type(outcomes[running[f]]) is Failed for f in finished):
-                    break  # a failure ends the step now: its siblings are cancelled
-        finally:
-            for future in pending:
-                future.cancel()
-            if pending:
-                await asyncio.wait(pending)
-        return outcomes
+        return CompiledGraph(self.plan.with_saver(saver))
 
     # -- programs --------------------------------------------------------------------
 
     def _program(
         self, input: Any, config: RunnableConfig, modes: frozenset[str]
-    ) -> Generator[Any, Any, Any]:
+    ) -> Program[dict[str, Any]]:
+        """The run, with the live channel open first when a mode needs one."""
         if modes & _LIVE:
             put = yield OpenLive()
             update: dict[str, Any] = {"writer": lambda p: put(("custom", p))}
             if "messages" in modes:
                 update["emit"] = lambda mode, p: put((mode, p))
             config = config.model_copy(update=update)
-        return (yield from run_program(self, input, config, modes))
+        return (yield from run_program(self.plan, input, config, modes))
 
     def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:
         cfg = ensure_config(config, thread_id=thread_id)
-        if self.store is not None and cfg.store is None:
+        store = self.plan.store
+        if store is not None and cfg.store is None:
             # a store the caller (or a parent graph) passed wins over the compiled one
-            cfg = cfg.model_copy(update={"store": self.store})
+            cfg = cfg.model_copy(update={"store": store})
         return cfg
 
     # -- public run API --------------------------------------------------------------
@@ -553,11 +189,9 @@ class CompiledGraph:
         cfg = self._config(config, thread_id)
         if self._inside_run(cfg):
             return self.run_nested(input, cfg)[0]
-        result = _Result()
-        events = self._drive(run_program(self, input, cfg, frozenset()), frozenset(), result)
-        for _ in self._watched(events, cfg, False):
-            pass
-        return result.value  # type: ignore[no-any-return]
+        plan = self.plan
+        events = drive(run_program(plan, input, cfg, frozenset()), plan.saver)
+        return result_of(watched(events, plan, cfg.thread_id, False))  # type: ignore[no-any-return]
 
     async def ainvoke(
         self,
@@ -576,11 +210,9 @@ class CompiledGraph:
         cfg = self._config(config, thread_id)
         if self._inside_run(cfg):
             return (await self.arun_nested(input, cfg))[0]
-        result = _Result()
-        events = self._adrive(run_program(self, input, cfg, frozenset()), frozenset(), result)
-        async for _ in self._awatched(events, cfg, False):
-            pass
-        return result.value  # type: ignore[no-any-return]
+        plan = self.plan
+        events = adrive(run_program(plan, input, cfg, frozenset()), plan.saver)
+        return await _aresult_of(awatched(events, plan, cfg.thread_id, False))  # type: ignore[no-any-return]
 
     @staticmethod
     def _inside_run(config: RunnableConfig) -> bool:
@@ -619,11 +251,12 @@ class CompiledGraph:
         """
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
-        result = _Result()
-        events = self._drive(self._program(input, cfg, modes), modes, result)
-        for m, payload in self._watched(events, cfg, False):
-            if m in modes:
-                yield (m, payload) if pairs else payload
+        events = drive(self._program(input, cfg, modes), self.plan.saver)
+        # closed with this stream: a consumer that stops early ends the run here
+        with contextlib.closing(watched(events, self.plan, cfg.thread_id, False)) as run:
+            for m, payload in run:
+                if m in modes:
+                    yield (m, payload) if pairs else payload
 
     async def astream(
         self,
@@ -633,15 +266,17 @@ class CompiledGraph:
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         stream_mode: str | Sequence[str] | None = None,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
-        result = _Result()
-        events = self._adrive(self._program(input, cfg, modes), modes, result)
-        async for m, payload in self._awatched(events, cfg, False):
-            if m in modes:
-                yield (m, payload) if pairs else payload
+        events = adrive(self._program(input, cfg, modes), self.plan.saver)
+        # closed with this stream, not later by the garbage collector: aclose() returns
+        # once the step it stopped is cancelled and what finished is stored
+        async with contextlib.aclosing(awatched(events, self.plan, cfg.thread_id, False)) as run:
+            async for m, payload in run:
+                if m in modes:
+                    yield (m, payload) if pairs else payload
 
     # -- as a node of another graph ----------------------------------------------------
 
@@ -651,22 +286,18 @@ class CompiledGraph:
         """Run inside another graph's node: no checkpoints of its own, interrupts and
         errors pass up. Returns the final values and the changes the run made."""
         net: dict[str, Change] = {}
-        result = _Result()
-        program = run_program(self, input, config, frozenset(), net=net)
-        for _ in self._watched(self._drive(program, frozenset(), result), config, True):
-            pass
-        return result.value, net
+        plan = self.plan
+        events = drive(run_program(plan, input, config, frozenset(), net=net), plan.saver)
+        return result_of(watched(events, plan, config.thread_id, True)), net
 
     async def arun_nested(
         self, input: Mapping[str, Any], config: RunnableConfig
     ) -> tuple[dict[str, Any], dict[str, Change]]:
         """Async :meth:`run_nested`."""
         net: dict[str, Change] = {}
-        result = _Result()
-        program = run_program(self, input, config, frozenset(), net=net)
-        async for _ in self._awatched(self._adrive(program, frozenset(), result), config, True):
-            pass
-        return result.value, net
+        plan = self.plan
+        events = adrive(run_program(plan, input, config, frozenset(), net=net), plan.saver)
+        return await _aresult_of(awatched(events, plan, config.thread_id, True)), net
 
     def as_node_function(
         self, parent: Schema | None = None
@@ -679,12 +310,16 @@ class CompiledGraph:
 
         return run_subgraph
 
-    async def _anode(
-        self, state: OverAllState, config: RunnableConfig, metadata: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        values, net = await self.arun_nested(self._sub_input(state), config)
-        parent = metadata.get("parent_schema") if metadata else None
-        return self.net_update(net, values, parent, state)
+    def as_async_node_function(
+        self, parent: Schema | None = None
+    ) -> Callable[[OverAllState, RunnableConfig], Awaitable[dict[str, Any]]]:
+        """Async :meth:`as_node_function` (what ``ainvoke`` and ``astream`` run)."""
+
+        async def arun_subgraph(state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
+            values, net = await self.arun_nested(self._sub_input(state), config)
+            return self.net_update(net, values, parent, state)
+
+        return arun_subgraph
 
     def _sub_input(self, state: OverAllState) -> dict[str, Any]:
         # the parent's private keys are its own: the subgraph starts without them
@@ -723,9 +358,9 @@ class CompiledGraph:
     # -- threads: state, history, updates -----------------------------------------------
 
     def _need_saver(self, what: str) -> CheckpointSaver:
-        if self.saver is None:
+        if self.plan.saver is None:
             raise UserError(f"{what} needs a saver: compile(saver=MemorySaver()) or RedisSaver")
-        return self.saver
+        return self.plan.saver
 
     def _thread(self, config: ConfigLike, thread_id: str | None, what: str) -> RunnableConfig:
         cfg = self._config(config, thread_id)
@@ -806,12 +441,10 @@ class CompiledGraph:
         Returns:
             a config pointing at the new checkpoint.
         """
-        self._need_saver("update_state")
+        saver = self._need_saver("update_state")
         cfg = self._thread(config, None, "update_state")
-        result = _Result()
-        for _ in self._drive(update_program(self, cfg, values, as_node), frozenset(), result):
-            pass
-        return cfg.model_copy(update={"checkpoint_id": result.value})
+        checkpoint_id = result_of(drive(update_program(self.plan, cfg, values, as_node), saver))
+        return cfg.model_copy(update={"checkpoint_id": checkpoint_id})
 
     async def aupdate_state(
         self,
@@ -820,14 +453,11 @@ class CompiledGraph:
         as_node: str | None = None,
     ) -> RunnableConfig:
         """Async :meth:`update_state`."""
-        self._need_saver("update_state")
+        saver = self._need_saver("update_state")
         cfg = self._thread(config, None, "update_state")
-        result = _Result()
-        async for _ in self._adrive(
-            update_program(self, cfg, values, as_node), frozenset(), result
-        ):
-            pass
-        return cfg.model_copy(update={"checkpoint_id": result.value})
+        program = update_program(self.plan, cfg, values, as_node)
+        checkpoint_id = await _aresult_of(adrive(program, saver))
+        return cfg.model_copy(update={"checkpoint_id": checkpoint_id})
 
     def delete_thread(self, config: ConfigLike = None, *, thread_id: str | None = None) -> None:
         """Forget everything saved for the thread."""
@@ -848,12 +478,12 @@ class CompiledGraph:
     @property
     def graph(self) -> nx.DiGraph[str]:
         """A copy of the topology (node attr ``kind``; edge attrs ``conditional``, ``label``)."""
-        return self.topology.digraph.copy()
+        return self.plan.topology.digraph.copy()
 
     @property
     def nodes(self) -> tuple[str, ...]:
         """The node names, in the order they were added."""
-        return tuple(self.topology.nodes)
+        return tuple(self.plan.topology.nodes)
 
     def draw(
         self,
@@ -869,20 +499,19 @@ class CompiledGraph:
         edges taken more than once, the current and next nodes, and a pause waiting for an
         answer. The result is a ``str`` that Jupyter shows in its format.
         """
-        from graphagent.graph._draw import draw
-        from graphagent.graph._overlay import thread_overlay
-
         if thread_id is None and config is None:
-            return draw(self, fmt)
-        return draw(self, fmt, thread_overlay(self, self._stored(config, thread_id, "draw")[2]))
+            return draw(self.plan, fmt)
+        cfg = self._stored(config, thread_id, "draw")[2]
+        overlay = run_overlay(
+            self.plan.topology.digraph, self.get_state(cfg), self.get_state_history(cfg)
+        )
+        return draw(self.plan, fmt, overlay)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         # SVG only: JupyterLab ranks text/vnd.mermaid above SVG, so offering Mermaid here
         # made every graph render through Mermaid; draw("mermaid") opts in to it
-        from graphagent.graph._draw import draw, svg_bundle
-
-        return svg_bundle(draw(self, "svg"), repr(self))
+        return svg_bundle(draw(self.plan, "svg"), repr(self))
 
     def __repr__(self) -> str:
         saver = type(self.saver).__name__ if self.saver is not None else "no saver"
-        return f"<CompiledGraph {self.name!r}: {len(self.topology.nodes)} nodes, {saver}>"
+        return f"<CompiledGraph {self.name!r}: {len(self.plan.topology.nodes)} nodes, {saver}>"

@@ -1,49 +1,102 @@
-"""Effects the run program asks its driver to perform (the only I/O of a run).
+"""The effects a run asks its driver to perform: its only I/O.
 
-The program (``_run.run_program``) yields one of these and receives what the
-docstring says it returns. Executing nodes returns one typed :data:`Outcome` per node.
+A program (``_run.run_program``, ``_run.update_program``) is a generator that yields
+an :data:`Effect` and is sent back what that effect's docstring says it returns; the
+drivers (``_drive``) perform them. Running a step's nodes returns one typed
+:data:`Outcome` per node.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
+from checkpoint.base import CheckpointWrite, PendingWrite
+from graphagent.config import RunnableConfig
 from graphagent.errors import GraphInterrupt
 from graphagent.graph._command import TaskScope
 from graphagent.graph._nodes import NodeSpec
+from graphagent.graph._state import OverAllState
+
+__all__ = [
+    "Done",
+    "Effect",
+    "Emit",
+    "Execute",
+    "Failed",
+    "Get",
+    "Head",
+    "Lock",
+    "OpenLive",
+    "Outcome",
+    "Paused",
+    "Program",
+    "Put",
+    "PutMany",
+    "PutWrites",
+    "Task",
+]
+
+T = TypeVar("T")
+
+# -- the saver's ----------------------------------------------------------------------
 
 
 @dataclass(slots=True)
-class Load:
-    """Read a thread: returns ``(checkpoint or None, head id or None)``."""
+class Lock:
+    """Hold the thread's run lock (when the saver has one) until the run ends; returns
+    nothing. A run asks for it once, before it first reads the thread."""
+
+    thread_id: str
+
+
+@dataclass(slots=True)
+class Get:
+    """Read a checkpoint (the head when ``checkpoint_id`` is ``None``): returns a
+    :class:`~checkpoint.base.Checkpoint` or ``None``."""
 
     thread_id: str
     checkpoint_id: str | None
 
 
 @dataclass(slots=True)
-class Put:
-    """Store a step's checkpoint; returns nothing.
+class Head:
+    """Read the id of the thread's head checkpoint: returns it, or ``None``."""
 
-    ``before``: checkpoints not stored yet that ``write`` grows from (the run's input),
-    stored with it in one atomic ``put_many``.
-    """
+    thread_id: str
+
+
+@dataclass(slots=True)
+class Put:
+    """Store a step's checkpoint on top of ``expected_head``; returns nothing."""
 
     thread_id: str
     write: CheckpointWrite
     expected_head: str | None
-    before: tuple[CheckpointWrite, ...] = ()
+
+
+@dataclass(slots=True)
+class PutMany:
+    """Store checkpoints, each growing from the one before, in one atomic write; returns
+    nothing. A run stores its held-back input this way with its first step."""
+
+    thread_id: str
+    writes: tuple[CheckpointWrite, ...]
+    expected_head: str | None
 
 
 @dataclass(slots=True)
 class PutWrites:
-    """Store finished work of an unfinished step; returns nothing."""
+    """Store finished work of an unfinished step on checkpoint ``checkpoint_id``;
+    returns nothing."""
 
     thread_id: str
     checkpoint_id: str
     writes: tuple[PendingWrite, ...]
+
+
+# -- the nodes' and the caller's ------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -59,8 +112,8 @@ class Execute:
     """Run a step's tasks on one state snapshot: returns ``dict[node, Outcome]``."""
 
     tasks: tuple[Task, ...]
-    state: Any
-    config: Any
+    state: OverAllState
+    config: RunnableConfig
 
 
 @dataclass(slots=True)
@@ -79,7 +132,13 @@ class OpenLive:
     """
 
 
-Effect = Load | Put | PutWrites | Execute | Emit | OpenLive
+Effect = Lock | Get | Head | Put | PutMany | PutWrites | Execute | Emit | OpenLive
+
+Program = Generator[Effect, Any, T]
+"""A run, an update or any part of them: yields effects, returns a ``T``."""
+
+
+# -- what a node's execution came to ---------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -104,19 +163,3 @@ class Paused:
 
 
 Outcome = Done | Failed | Paused
-
-__all__ = [
-    "Checkpoint",
-    "Done",
-    "Effect",
-    "Emit",
-    "Execute",
-    "Failed",
-    "Load",
-    "OpenLive",
-    "Outcome",
-    "Paused",
-    "Put",
-    "PutWrites",
-    "Task",
-]

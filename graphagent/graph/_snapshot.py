@@ -9,16 +9,15 @@ from typing import Any
 from checkpoint.base import Checkpoint, CheckpointHistory
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt
+from graphagent.graph.draw._html import history_html, snapshot_html
 
 __all__ = [
     "StateHistory",
     "StateSnapshot",
     "changed_keys",
-    "conversation",
     "holds",
     "listed_snapshots",
     "message_count",
-    "written_by",
 ]
 
 
@@ -80,8 +79,6 @@ class StateSnapshot:
         """Jupyter shows where the thread stands, a question waiting for an answer (with
         the exact ``Command(resume=...)`` to send), the conversation, the other public keys,
         and the run drawn over its graph."""
-        from graphagent.graph._views import snapshot_html
-
         drawing = None
         if self._graph is not None and self.exists:
             drawing = self._graph.draw("svg", config=self.config)
@@ -236,29 +233,6 @@ def message_count(snap: StateSnapshot) -> int:
     return snap.message_count() if isinstance(snap, _ListedSnapshot) else _count(snap.values)
 
 
-def conversation(snap: StateSnapshot) -> list[tuple[str, str, list[str]]]:
-    """The snapshot's messages as (role, text, tool calls as ``name(arguments)``) rows.
-
-    A tool result's text starts with the tool's name.
-    """
-    rows: list[tuple[str, str, list[str]]] = []
-    for message in snap.values.get("messages", []) or []:
-        role = str(getattr(message, "role", type(message).__name__))
-        text = str(getattr(message, "content", message))
-        calls = [f"{c.name}({c.arguments})" for c in getattr(message, "tool_calls", ()) or ()]
-        if role == "tool":
-            text = f"{getattr(message, 'name', '')}: {text}"
-        rows.append((role, text, calls))
-    return rows
-
-
-def written_by(snap: StateSnapshot) -> str:
-    """What wrote the checkpoint: its nodes (``"a, b"``), else its source (``"input"``)."""
-    return ", ".join(map(str, snap.metadata.get("nodes", ()))) or str(
-        snap.metadata.get("source", "")
-    )
-
-
 class StateHistory(list[StateSnapshot]):
     """A thread's checkpoints, newest first: a plain list that Jupyter shows as a timeline.
 
@@ -281,6 +255,10 @@ class StateHistory(list[StateSnapshot]):
     def _repr_html_(self) -> str:
         """One row per checkpoint: step, what wrote it, the keys it changed, what runs next,
         the number of messages, the time and the id."""
-        from graphagent.graph._views import history_html
-
-        return history_html(self)
+        by_id = {s.checkpoint_id: s for s in self}
+        # snapshots of one listing know their changes from what is stored: no state built
+        known = [changed_keys(s, by_id.get(s.parent_id)) for s in self]
+        counts = (
+            [message_count(s) for s in self] if any(holds(s, "messages") for s in self) else None
+        )
+        return history_html(self, known, counts)

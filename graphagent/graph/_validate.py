@@ -4,19 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import networkx as nx
 
 from graphagent.errors import GraphValidationError
 from graphagent.graph._constants import END, START
 from graphagent.graph._nodes import Branch, Join, NodeSpec
+from graphagent.graph._state import Schema
 from graphagent.graph._strategies import arity_problem
 
-if TYPE_CHECKING:
-    from graphagent.graph._builder import StateGraph
+__all__ = ["Draft", "Topology", "validate"]
 
-__all__ = ["Topology", "validate"]
+
+class Draft(Protocol):
+    """What validation reads of a graph being built (a ``StateGraph``)."""
+
+    schema: Schema
+    nodes: dict[str, NodeSpec]
+    edges: list[tuple[str, str]]
+    joins: list[Join]
+    branches: list[Branch]
+    commands: list[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,7 @@ def _check_source(name: str, where: str, nodes: dict[str, NodeSpec], problems: l
 
 
 def validate(
-    builder: StateGraph,
+    builder: Draft,
     problems: list[str],
     interrupt_before: Sequence[str] | str,
     interrupt_after: Sequence[str] | str,

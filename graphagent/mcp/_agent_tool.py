@@ -1,7 +1,7 @@
 """An agent as one MCP tool, ``ask_<agent>``: a message in, the answer out, by thread id.
 
 The thread ids a caller sees are the server's to issue and live in a namespace of the
-caller's own (``agent._tenancy``): a caller continues only the threads it started.
+caller's own (``graphagent._internal.tenancy``): a caller continues only the threads it started.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 from mcp import types
 
 from checkpoint import MemorySaver
-from graphagent.agent._answers import ANSWER_HELP, parse_answer
-from graphagent.agent._base import BaseAgent, last_answer
-from graphagent.agent._tenancy import ThreadNamespace
+from graphagent._internal.answers import ANSWER_HELP, parse_answer
+from graphagent._internal.tenancy import ThreadNamespace
+from graphagent.agent import BaseAgent
 from graphagent.graph import Command
 from graphagent.mcp._caller import Call
 from graphagent.mcp._names import safe_name
@@ -63,8 +63,7 @@ class AgentTool:
         if agent.graph.saver is None:
             # a copy: the caller's agent object keeps running without a saver
             agent = copy.copy(agent)
-            agent.graph = copy.copy(agent.graph)
-            agent.graph.saver = MemorySaver()
+            agent.graph = agent.graph.with_saver(MemorySaver())
         self.agent = agent
         self.threads = ThreadNamespace("mcp", server)
         self.name = safe_name(f"ask_{agent.name}")
@@ -98,11 +97,10 @@ class AgentTool:
                 payload = Command(resume=parse_answer(message, before.interrupts[0]))
             except ValueError as exc:
                 return self._unanswered(public, [i.value for i in before.interrupts], exc)
-        state = await self.agent.ainvoke(payload, thread_id=thread)
+        answer = (await self.agent.acall(payload, thread_id=thread)).text
         after = await self.agent.graph.aget_state(self.agent._config(None, thread))
         if after.interrupts:
             return self._waiting(public, [i.value for i in after.interrupts])
-        answer = last_answer(state).text
         data = {"status": "answered", "answer": answer, "thread_id": public}
         text = f"{answer}\n\n(thread_id: {public}; pass it to continue this conversation)"
         return types.CallToolResult(

@@ -1,6 +1,6 @@
 """Who calls a served tool: the principal the transport authenticated, else its session.
 
-The owner key decides which threads a caller reaches (see ``agent._tenancy``). Over
+The owner key decides which threads a caller reaches (see ``graphagent._internal.tenancy``). Over
 streamable HTTP behind authentication (the SDK's bearer auth, or any Starlette
 ``AuthenticationMiddleware`` setting ``request.user``) it is the principal, so a user
 keeps their threads across sessions. Otherwise it is the MCP session: one stdio

@@ -17,16 +17,20 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from graphagent.agent._base import BaseAgent
+from graphagent._internal.results import as_text
+from graphagent.agent import BaseAgent
 from graphagent.errors import ToolDefinitionError, UserError
 from graphagent.mcp._agent_tool import AgentTool
 from graphagent.mcp._caller import Call, caller_of
 from graphagent.mcp._stdio import Calls, run_stdio
-from graphagent.observability._redact import exception_summary
-from graphagent.tools import ToolCallback, ToolCallbackProvider, ToolContext
-from graphagent.tools._convert import as_text
-from graphagent.tools._definition import acall_tool
-from graphagent.tools._resolve import as_tool, is_tool
+from graphagent.observability import exception_summary
+from graphagent.tools import (
+    ToolCallback,
+    ToolCallbackProvider,
+    ToolContext,
+    acall_tool,
+    collect_tools,
+)
 
 __all__ = ["Servable", "build_server", "http_app", "serve"]
 
@@ -71,12 +75,13 @@ def _served(
         if isinstance(item, BaseAgent):
             agent_tool = AgentTool(item, server)
             add(agent_tool.tool, agent_tool.run, f"agent {item.name!r}")
-        elif isinstance(item, ToolCallbackProvider) and not is_tool(item):
+        elif isinstance(item, ToolCallbackProvider) and not isinstance(item, ToolCallback):
             for callback in item.tool_callbacks():
                 add(_as_mcp_tool(callback), _callback_runner(callback), repr(callback))
-        elif is_tool(item) or callable(item):
-            callback = as_tool(item)
-            add(_as_mcp_tool(callback), _callback_runner(callback), repr(callback))
+        elif isinstance(item, ToolCallback) or callable(item) or hasattr(item, "definition"):
+            # collect_tools makes a function a tool and refuses what is not one
+            for callback in collect_tools(tools=[item]).values():
+                add(_as_mcp_tool(callback), _callback_runner(callback), repr(callback))
         else:
             raise UserError(
                 f"cannot serve {item!r} over MCP: pass tools (@tool functions, ToolCallbacks), "

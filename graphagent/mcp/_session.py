@@ -16,7 +16,7 @@ from mcp.shared.session import RequestResponder
 from pydantic import ValidationError
 
 from graphagent.mcp._errors import McpServerError
-from graphagent.observability._redact import exception_summary
+from graphagent.observability import exception_summary
 
 __all__ = ["LiveSession", "Transport"]
 

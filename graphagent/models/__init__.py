@@ -11,10 +11,9 @@ from __future__ import annotations
 from graphagent.models._anthropic import AnthropicChatModel
 from graphagent.models._base import ChatModel, HTTPChatModel
 from graphagent.models._embeddings import FakeEmbeddings, OpenAIEmbeddings, init_embeddings
-from graphagent.models._http import allow_model_requests, retry_delay
+from graphagent.models._http import allow_model_requests
 from graphagent.models._init import PROVIDERS, init_chat_model
 from graphagent.models._openai import OpenAIChatModel
-from graphagent.models._sse import ServerSentEvent, iter_events
 from graphagent.models._testing import FakeChatModel, FunctionChatModel, ModelCall
 from graphagent.models._types import (
     AssistantChunk,
@@ -38,12 +37,9 @@ __all__ = [
     "ModelCall",
     "OpenAIChatModel",
     "OpenAIEmbeddings",
-    "ServerSentEvent",
     "ToolCallDelta",
     "ToolSpec",
     "allow_model_requests",
     "init_chat_model",
     "init_embeddings",
-    "iter_events",
-    "retry_delay",
 ]

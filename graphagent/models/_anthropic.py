@@ -25,7 +25,6 @@ from graphagent.models._types import (
     ChatOptions,
     ToolCallDelta,
     ToolSpec,
-    as_options,
     finish_reason,
 )
 
@@ -201,7 +200,7 @@ class AnthropicChatModel(HTTPChatModel):
             transport=transport,
             async_transport=async_transport,
         )
-        defaults = as_options(options) or ChatOptions()
+        defaults = ChatOptions.of(options) or ChatOptions()
         if defaults.max_tokens is None:
             defaults = defaults.merged(ChatOptions(max_tokens=max_tokens))
         super().__init__(model, http, defaults)

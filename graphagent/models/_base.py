@@ -6,9 +6,10 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from graphagent._internal import observe
+from graphagent._internal.ids import new_message_id
 from graphagent.errors import ModelResponseError
 from graphagent.messages import AssistantMessage, Message
-from graphagent.messages import _new_id as new_message_id
 from graphagent.models._http import ModelHTTP
 from graphagent.models._sse import EventDecoder, ServerSentEvent, iter_events
 from graphagent.models._types import (
@@ -16,12 +17,10 @@ from graphagent.models._types import (
     ChatOptions,
     ChunkAccumulator,
     ToolSpec,
-    as_options,
     chunks_of,
     messages_list,
     tool_specs,
 )
-from graphagent.observability import _hooks as observe
 
 __all__ = ["ChatModel", "HTTPChatModel", "OptionsLike", "StreamParser"]
 
@@ -187,7 +186,7 @@ class HTTPChatModel:
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AssistantMessage:
         """The model's answer (see :class:`ChatModel`)."""
-        tools, merged = list(tools), self.default_options.merged(as_options(options))
+        tools, merged = list(tools), self.default_options.merged(ChatOptions.of(options))
         with self._observe(messages, tools, merged, stream=False) as watch:
             body = self._body(messages, tools, merged, stream=False)
             answer = self._parse(self.http.post_json(self.path, body))
@@ -198,7 +197,7 @@ class HTTPChatModel:
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AssistantMessage:
         """Async :meth:`generate`."""
-        tools, merged = list(tools), self.default_options.merged(as_options(options))
+        tools, merged = list(tools), self.default_options.merged(ChatOptions.of(options))
         with self._observe(messages, tools, merged, stream=False) as watch:
             body = self._body(messages, tools, merged, stream=False)
             answer = self._parse(await self.http.apost_json(self.path, body))
@@ -214,7 +213,7 @@ class HTTPChatModel:
         tools are given) is asked once more without streaming: nothing was received, so
         nothing is repeated, and the answer arrives as chunks all the same.
         """
-        tools, merged = list(tools), self.default_options.merged(as_options(options))
+        tools, merged = list(tools), self.default_options.merged(ChatOptions.of(options))
         with self._observe(messages, tools, merged, stream=True) as watch:
             body = self._body(messages, tools, merged, stream=True)
             feed = _Feed(self)
@@ -238,7 +237,7 @@ class HTTPChatModel:
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AsyncIterator[AssistantChunk]:
         """Async :meth:`stream`."""
-        tools, merged = list(tools), self.default_options.merged(as_options(options))
+        tools, merged = list(tools), self.default_options.merged(ChatOptions.of(options))
         with self._observe(messages, tools, merged, stream=True) as watch:
             body = self._body(messages, tools, merged, stream=True)
             feed = _Feed(self)

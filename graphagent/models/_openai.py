@@ -28,7 +28,6 @@ from graphagent.models._types import (
     ToolCallDelta,
     ToolSpec,
     arguments_text,
-    as_options,
     finish_reason,
 )
 
@@ -219,7 +218,7 @@ class OpenAIChatModel(HTTPChatModel):
             transport=transport,
             async_transport=async_transport,
         )
-        super().__init__(model, http, as_options(options) or ChatOptions())
+        super().__init__(model, http, ChatOptions.of(options) or ChatOptions())
         self.stream_usage = stream_usage
 
     def build_body(

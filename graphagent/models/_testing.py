@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from dataclasses import dataclass
 from typing import Any
 
+from graphagent._internal import observe
 from graphagent.errors import ModelResponseError
 from graphagent.messages import AssistantMessage, Message
 from graphagent.models._base import OptionsLike
@@ -14,12 +15,10 @@ from graphagent.models._types import (
     AssistantChunk,
     ChatOptions,
     ToolSpec,
-    as_options,
     chunks_of,
     messages_list,
     tool_specs,
 )
-from graphagent.observability import _hooks as observe
 
 __all__ = ["FakeChatModel", "FunctionChatModel", "ModelCall"]
 
@@ -53,7 +52,7 @@ class _Double:
     def _record(
         self, messages: Sequence[Message], tools: Iterable[Any], options: OptionsLike, stream: bool
     ) -> AssistantMessage:
-        call = ModelCall(messages_list(messages), tool_specs(tools), as_options(options))
+        call = ModelCall(messages_list(messages), tool_specs(tools), ChatOptions.of(options))
         if self.keep_calls:
             self.calls.append(call)
         watch = observe.chat(

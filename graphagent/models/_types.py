@@ -26,7 +26,6 @@ __all__ = [
     "ChunkAccumulator",
     "ToolCallDelta",
     "ToolSpec",
-    "as_options",
     "tool_specs",
 ]
 
@@ -86,18 +85,22 @@ class ChatOptions(BaseModel):
         data.update(update)
         return ChatOptions(**data, extra=extra)
 
+    @classmethod
+    def of(cls, options: ChatOptions | Mapping[str, Any] | None) -> ChatOptions | None:
+        """Options from a :class:`ChatOptions`, a dict, or ``None`` (which stays ``None``).
+
+        A dict's keys that are not fields go to ``extra``, so
+        ``{"temperature": 0, "enable_thinking": False}`` works as it reads.
+        """
+        if options is None or isinstance(options, ChatOptions):
+            return options
+        known = {k: v for k, v in options.items() if k in _OPTION_FIELDS}
+        extra = {k: v for k, v in options.items() if k not in _OPTION_FIELDS and k != "extra"}
+        extra.update(options.get("extra", {}))
+        return cls(**known, extra=extra)
+
 
 _OPTION_FIELDS = set(ChatOptions.model_fields) - {"extra"}
-
-
-def as_options(options: ChatOptions | Mapping[str, Any] | None) -> ChatOptions | None:
-    """Options from a :class:`ChatOptions` or a dict; unknown dict keys go to ``extra``."""
-    if options is None or isinstance(options, ChatOptions):
-        return options
-    known = {k: v for k, v in options.items() if k in _OPTION_FIELDS}
-    extra = {k: v for k, v in options.items() if k not in _OPTION_FIELDS and k != "extra"}
-    extra.update(options.get("extra", {}))
-    return ChatOptions(**known, extra=extra)
 
 
 class ToolCallDelta(BaseModel):

@@ -12,8 +12,7 @@ import logging
 import time
 from typing import Any
 
-from graphagent.errors import GraphBubbleUp
-from graphagent.observability._hooks import (
+from graphagent._internal.observe import (
     ChatInfo,
     Observer,
     Scope,
@@ -21,6 +20,7 @@ from graphagent.observability._hooks import (
     content_captured,
     register_log,
 )
+from graphagent.errors import GraphBubbleUp
 
 __all__ = ["ChatLog", "ToolLog", "error_name", "usage_of"]
 

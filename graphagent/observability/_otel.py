@@ -17,8 +17,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from graphagent.errors import GraphBubbleUp
-from graphagent.observability._hooks import (
+from graphagent._internal.observe import (
     INTERRUPTED,
     ChatInfo,
     NodeInfo,
@@ -28,6 +27,7 @@ from graphagent.observability._hooks import (
     ToolInfo,
     content_captured,
 )
+from graphagent.errors import GraphBubbleUp
 from graphagent.observability._logs import error_name, usage_of
 from graphagent.observability._redact import exception_attributes
 

@@ -17,8 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from graphagent.errors import GraphBubbleUp
-from graphagent.observability._hooks import (
+from graphagent._internal.observe import (
     INTERRUPTED,
     ChatInfo,
     NodeInfo,
@@ -28,6 +27,7 @@ from graphagent.observability._hooks import (
     ToolInfo,
     observing,
 )
+from graphagent.errors import GraphBubbleUp
 from graphagent.observability._logs import error_name, usage_of
 
 __all__ = ["TerminalLine", "Tracker", "progress", "status_line"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import traceback
 
-from graphagent.observability._hooks import content_captured
+from graphagent._internal.observe import content_captured
 
 __all__ = ["REDACTED", "exception_attributes", "exception_summary", "exception_type"]
 

@@ -8,9 +8,16 @@ and is never shown to the model.
 
 from __future__ import annotations
 
+from graphagent._internal.results import ResultConverter, default_result_converter
 from graphagent.tools._context import ToolContext
-from graphagent.tools._convert import ResultConverter, default_result_converter
-from graphagent.tools._definition import ToolCallback, ToolDefinition, ToolMetadata, ToolParam
+from graphagent.tools._definition import (
+    ToolCallback,
+    ToolDefinition,
+    ToolMetadata,
+    ToolParam,
+    acall_tool,
+    call_tool,
+)
 from graphagent.tools._function import FunctionToolCallback, method_tools, tool
 from graphagent.tools._manager import (
     DefaultToolExecutionExceptionProcessor,
@@ -44,6 +51,8 @@ __all__ = [
     "ToolExecutionResult",
     "ToolMetadata",
     "ToolParam",
+    "acall_tool",
+    "call_tool",
     "collect_tools",
     "default_result_converter",
     "method_tools",

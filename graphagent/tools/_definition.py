@@ -215,7 +215,20 @@ def _with_context(
 
 
 def call_tool(tool: Any, tool_input: str, context: ToolContext | None = None) -> Any:
-    """Run ``tool.call`` with the context when its ``call`` takes one, without it otherwise."""
+    """Run one tool as the manager does: ``tool.call`` with the context when it takes one.
+
+    Args:
+        tool: a :class:`ToolCallback`, or any object with a ``definition`` and ``call``
+            (or only ``acall``, which then runs in an event loop of its own).
+        tool_input: the call's JSON arguments.
+        context: the call's :class:`ToolContext`, given only to a ``call`` that takes one.
+
+    Returns:
+        what the tool returned, as it returned it.
+
+    Raises:
+        UserError: ``tool`` has neither ``call`` nor ``acall``.
+    """
     call, mode = _method(tool, "call")
     if call is None:
         if getattr(tool, "acall", None) is None:
@@ -225,7 +238,17 @@ def call_tool(tool: Any, tool_input: str, context: ToolContext | None = None) ->
 
 
 async def acall_tool(tool: Any, tool_input: str, context: ToolContext | None = None) -> Any:
-    """Async :func:`call_tool`: ``tool.acall``, or ``tool.call`` in a worker thread."""
+    """Async :func:`call_tool`: ``tool.acall``, or ``tool.call`` in a worker thread.
+
+    Args:
+        tool: a :class:`ToolCallback`, or any object with a ``definition`` and ``acall``
+            or ``call``.
+        tool_input: the call's JSON arguments.
+        context: the call's :class:`ToolContext`, given only to a method that takes one.
+
+    Returns:
+        what the tool returned, as it returned it.
+    """
     acall, mode = _method(tool, "acall")
     if acall is None:
         return await asyncio.to_thread(call_tool, tool, tool_input, context)

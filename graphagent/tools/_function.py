@@ -16,10 +16,11 @@ import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from graphagent._executor import in_thread
+from graphagent._internal.callables import is_async_callable
+from graphagent._internal.results import ResultConverter, default_result_converter
+from graphagent._internal.validation import readable
 from graphagent.errors import ToolArgumentsError, ToolDefinitionError, UserError
-from graphagent.graph._nodes import is_async_callable
 from graphagent.tools._context import ToolContext
-from graphagent.tools._convert import ResultConverter, default_result_converter
 from graphagent.tools._definition import ToolDefinition, ToolMetadata
 from graphagent.tools._schema import (
     FunctionSchema,
@@ -50,18 +51,6 @@ def description_from_name(name: str) -> str:
 def _is_method(fn: Callable[..., Any]) -> bool:
     params = list(inspect.signature(fn).parameters)
     return bool(params) and params[0] in ("self", "cls") and "." in fn.__qualname__
-
-
-def readable(exc: ValidationError, whole: str = "arguments") -> str:
-    """pydantic's errors as one line per problem, without echoing the input.
-
-    ``whole`` names the value itself when an error is not about one field.
-    """
-    parts = []
-    for err in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(x) for x in err["loc"]) or whole
-        parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
 
 
 class FunctionToolCallback:
@@ -114,7 +103,6 @@ class FunctionToolCallback:
         self.is_async = is_async_callable(fn)
         self.result_converter = result_converter or default_result_converter
         self._input_schema = dict(input_schema) if input_schema is not None else None
-        self._input_type = input_type
         self._return_direct = return_direct
         if _schema is not None:
             self.schema = _schema

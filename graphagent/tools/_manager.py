@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from graphagent._executor import call_with_timeout, run_all
+from graphagent._internal import observe
+from graphagent._internal.calls import arguments_of, clip_name, unique_call_ids
+from graphagent._internal.results import as_text
 from graphagent.config import ConfigLike
 from graphagent.errors import GraphBubbleUp, ToolArgumentsError, ToolExecutionError, UserError
 from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
-from graphagent.observability import _hooks as observe
-from graphagent.tools._calls import arguments_of, clip_name, unique_call_ids
 from graphagent.tools._context import ToolContext
-from graphagent.tools._convert import as_text
 from graphagent.tools._definition import (
     ToolCallback,
     ToolDefinition,
@@ -288,7 +288,7 @@ class ToolCallingManager:
         state: Mapping[str, Any] | None = None,
         config: ConfigLike = None,
         tool_context: Mapping[str, Any] | None = None,
-        context: ToolContext | None = None,
+        context: ToolContext | Callable[[], ToolContext] | None = None,
         calls: Sequence[ToolCall] | None = None,
         invoke: ToolInvoker | None = None,
         on_response: Callable[[ToolResponseMessage], None] | None = None,
@@ -310,7 +310,10 @@ class ToolCallingManager:
             state: the overall state, for ``ToolContext.state``.
             config: the run's config, for ``ToolContext.config``.
             tool_context: the caller's mapping, for ``ToolContext.context``.
-            context: a ready ``ToolContext`` (instead of state/config/tool_context).
+            context: a ready ``ToolContext`` (instead of state/config/tool_context), or a
+                function of no arguments that makes one. The function is called only when
+                a tool or ``invoke`` can see the context, so a step whose tools take none
+                never builds it (agents pass one).
             calls: run only these calls (default: all of the message's).
             invoke: runs one call instead of ``tool.call(arguments, context)`` (agents
                 put their interceptors here).
@@ -324,7 +327,7 @@ class ToolCallingManager:
         done = self._execute(
             assistant_message,
             tools,
-            (lambda: context) if context is not None else make_context,
+            _context_source(context, make_context),
             calls,
             invoke,
             on_response,
@@ -396,7 +399,7 @@ class ToolCallingManager:
         state: Mapping[str, Any] | None = None,
         config: ConfigLike = None,
         tool_context: Mapping[str, Any] | None = None,
-        context: ToolContext | None = None,
+        context: ToolContext | Callable[[], ToolContext] | None = None,
         calls: Sequence[ToolCall] | None = None,
         invoke: AsyncToolInvoker | None = None,
         on_response: Callable[[ToolResponseMessage], None] | None = None,
@@ -407,7 +410,7 @@ class ToolCallingManager:
         done = await self._aexecute(
             assistant_message,
             tools,
-            (lambda: context) if context is not None else make_context,
+            _context_source(context, make_context),
             calls,
             invoke,
             on_response,
@@ -460,6 +463,21 @@ class ToolCallingManager:
 
 def _unknown() -> Any:
     raise AssertionError("a call to an unknown tool is never run")
+
+
+def _context_source(
+    given: ToolContext | Callable[[], ToolContext] | None, made: Callable[[], ToolContext]
+) -> Callable[[], ToolContext]:
+    """What makes the calls' context: the caller's function, its ready context, or ``made``."""
+    if given is None:
+        return made
+    if isinstance(given, ToolContext):
+        return lambda: given
+    if callable(given):
+        return given
+    raise UserError(
+        f"context takes a ToolContext or a function that makes one, got {type(given).__name__}"
+    )
 
 
 def _context_maker(

@@ -10,7 +10,7 @@ Four passes, each kept simple because agent graphs are small (tens of nodes):
    crossing count), then x positions are pulled towards connected nodes while boxes keep
    their order and gaps.
 
-The output is geometry only; :mod:`graphagent.graph._svg` turns it into SVG.
+The output is geometry only; :mod:`graphagent.graph.draw._svg` turns it into SVG.
 """
 
 from __future__ import annotations

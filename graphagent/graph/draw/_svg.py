@@ -8,11 +8,11 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from graphagent.graph._drawn import (
+from graphagent.graph._plan import Plan
+from graphagent.graph.draw._common import (
     ANY,
     ANY_NOTE,
     STYLE,
@@ -22,11 +22,8 @@ from graphagent.graph._drawn import (
     subgraphs,
     tool_names,
 )
-from graphagent.graph._layered import Layout, Vertex, layered_layout
-from graphagent.graph._overlay import RunOverlay
-
-if TYPE_CHECKING:
-    from graphagent.graph._compiled import CompiledGraph
+from graphagent.graph.draw._layout import Layout, Vertex, layered_layout
+from graphagent.graph.draw._overlay import RunOverlay
 
 __all__ = ["render_svg"]
 
@@ -67,7 +64,7 @@ class _Drawing:
     inner: dict[str, _Drawing] = field(default_factory=dict)
 
 
-def _details(graph: CompiledGraph, node: str) -> list[str]:
+def _details(graph: Plan, node: str) -> list[str]:
     """Small lines under a node's name: the tools a tools node offers."""
     tools = list(tool_names(graph, node))
     if len(tools) > _MAX_TOOLS:
@@ -75,7 +72,7 @@ def _details(graph: CompiledGraph, node: str) -> list[str]:
     return tools
 
 
-def _measure(graph: CompiledGraph) -> _Drawing:
+def _measure(graph: Plan) -> _Drawing:
     g = drawn(graph)
     inner = {name: _measure(sub) for name, sub in subgraphs(graph).items()}
     sizes: dict[str, tuple[float, float]] = {}
@@ -435,7 +432,7 @@ def _arrowhead(tail: tuple[float, float], tip: tuple[float, float], colour: str)
     )
 
 
-def render_svg(graph: CompiledGraph, overlay: RunOverlay | None = None) -> str:
+def render_svg(graph: Plan, overlay: RunOverlay | None = None) -> str:
     """``graph`` as a standalone SVG document (layered, loops drawn upwards, subgraphs nested).
 
     With ``overlay``, the drawing shows one thread's run: the path taken (with counts on
@@ -446,7 +443,7 @@ def render_svg(graph: CompiledGraph, overlay: RunOverlay | None = None) -> str:
         >>> b = StateGraph()
         >>> _ = b.add_node("a", lambda s: {})
         >>> _ = b.add_edge(START, "a").add_edge("a", END)
-        >>> render_svg(b.compile()).startswith("<svg")
+        >>> render_svg(b.compile().plan).startswith("<svg")
         True
     """
     d = _measure(graph)

@@ -9,18 +9,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from graphagent.config import RunnableConfig
 from graphagent.graph._constants import END, START
-from graphagent.graph._snapshot import StateSnapshot
+from graphagent.graph.draw._common import Shown
 
-if TYPE_CHECKING:
-    from graphagent.graph._compiled import CompiledGraph
-
-__all__ = ["RunOverlay", "run_overlay", "thread_overlay"]
+__all__ = ["RunOverlay", "run_overlay"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +47,7 @@ class RunOverlay:
     at_breakpoint: bool = False
 
 
-def _line(head: StateSnapshot, history: Sequence[StateSnapshot]) -> list[StateSnapshot]:
+def _line(head: Shown, history: Sequence[Shown]) -> list[Shown]:
     """The checkpoints from the thread's start to ``head``, oldest first (forks left out)."""
     by_id = {s.checkpoint_id: s for s in history}
     line = [head]
@@ -64,14 +59,14 @@ def _line(head: StateSnapshot, history: Sequence[StateSnapshot]) -> list[StateSn
     return line[::-1]
 
 
-def _ran(snap: StateSnapshot) -> tuple[str, ...]:
+def _ran(snap: Shown) -> tuple[str, ...]:
     """The nodes whose step wrote ``snap``; an input checkpoint counts as ``START``."""
     if snap.metadata.get("source") == "input":
         return (START,)
     return tuple(str(n) for n in snap.metadata.get("nodes", ()) or ())
 
 
-def _finished(snap: StateSnapshot) -> bool:
+def _finished(snap: Shown) -> bool:
     return snap.checkpoint_id is not None and not snap.next and not snap.interrupts
 
 
@@ -87,14 +82,12 @@ def _reach_end(
     nodes[END] += 1
 
 
-def run_overlay(
-    g: nx.DiGraph[str], head: StateSnapshot, history: Sequence[StateSnapshot]
-) -> RunOverlay:
+def run_overlay(g: nx.DiGraph[str], head: Shown, history: Sequence[Shown]) -> RunOverlay:
     """What to highlight on ``g`` for the thread at ``head`` (``history``: its checkpoints)."""
     nodes: Counter[str] = Counter()
     edges: Counter[tuple[str, str]] = Counter()
     before: tuple[str, ...] = ()
-    previous: StateSnapshot | None = None
+    previous: Shown | None = None
     for snap in _line(head, history):
         ran = tuple(n for n in _ran(snap) if n in g)
         if ran == (START,) and previous is not None and _finished(previous):
@@ -124,11 +117,4 @@ def run_overlay(
         upcoming=upcoming,
         finished=finished,
         at_breakpoint=head.at_breakpoint,
-    )
-
-
-def thread_overlay(graph: CompiledGraph, config: RunnableConfig) -> RunOverlay:
-    """The overlay of the thread ``config`` names, at its ``checkpoint_id`` or its latest."""
-    return run_overlay(
-        graph.topology.digraph, graph.get_state(config), graph.get_state_history(config)
     )

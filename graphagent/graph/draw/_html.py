@@ -1,7 +1,9 @@
 """HTML views of a thread for Jupyter: the state card, the approval card, the timeline.
 
-Kept apart from :mod:`graphagent.graph._snapshot` so the data model stays plain. Private
-keys (``__...``) are never shown; long values are cut with "…" and expand in place.
+The snapshots are handed in (:class:`~graphagent.graph.draw._common.Shown`), with what
+only their listing knows (the keys each changed, message counts); this module does not
+import them. Private keys (``__...``) are never shown; long values are cut with "…" and
+expand in place.
 """
 
 from __future__ import annotations
@@ -11,14 +13,13 @@ import html
 import json
 import pprint
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graphagent.graph._command import Interrupt
+from graphagent.graph.draw._common import Shown
+from graphagent.graph.draw._formats import svg_img
 
-if TYPE_CHECKING:
-    from graphagent.graph._snapshot import StateSnapshot
-
-__all__ = ["history_html", "resume_code", "snapshot_html"]
+__all__ = ["changed", "conversation", "history_html", "resume_code", "snapshot_html", "written_by"]
 
 _SHORT = 160  # characters shown before a value is cut and offered to expand
 _BOX = (
@@ -35,19 +36,19 @@ _CODE = (
 esc = html.escape
 
 
-def public(values: Mapping[str, Any]) -> dict[str, Any]:
+def _public(values: Mapping[str, Any]) -> dict[str, Any]:
     """The keys a user sees: those not starting with ``__``."""
     return {k: v for k, v in values.items() if not str(k).startswith("__")}
 
 
-def when(moment: _dt.datetime | None) -> str:
+def _when(moment: _dt.datetime | None) -> str:
     """A checkpoint's time with its date, in UTC (``2026-11-23 09:12:03 UTC``)."""
     if moment is None:
         return ""
     return moment.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def expandable(text: str, *, pre: bool = False, limit: int = _SHORT) -> str:
+def _expandable(text: str, *, pre: bool = False, limit: int = _SHORT) -> str:
     """``text`` as HTML; past ``limit`` characters it ends in "…" and expands on a click."""
     style = ' style="white-space:pre-wrap;overflow-wrap:anywhere"'
     if len(text) <= limit:
@@ -105,7 +106,7 @@ def resume_code(interrupts: Sequence[Interrupt]) -> list[tuple[str, str]]:
     return [("answer each question by its id", f"Command(resume={text})")]
 
 
-def _approval(snap: StateSnapshot) -> str:
+def _approval(snap: Shown) -> str:
     """The card for a paused thread: what is asked, and exactly how to answer."""
     thread = snap.config.thread_id
     parts = [
@@ -125,7 +126,7 @@ def _approval(snap: StateSnapshot) -> str:
         if isinstance(requests, list):
             rows = "".join(
                 f"<tr><td {_TD}><b>{esc(str(r.get('name', '')))}</b></td>"
-                f"<td {_TD}><code>{expandable(_value_text(r.get('arguments')))}</code></td>"
+                f"<td {_TD}><code>{_expandable(_value_text(r.get('arguments')))}</code></td>"
                 f"<td {_TD}>{esc(str(r.get('description', '')))}</td></tr>"
                 for r in requests
                 if isinstance(r, Mapping)
@@ -135,14 +136,14 @@ def _approval(snap: StateSnapshot) -> str:
                 f"<th {_TH}>why it needs approval</th></tr>{rows}</table>"
             )
         elif isinstance(asked, str):
-            parts.append(f'<div style="font-weight:600">{expandable(asked)}</div>')
+            parts.append(f'<div style="font-weight:600">{_expandable(asked)}</div>')
         elif isinstance(asked, Mapping) and isinstance(asked.get("question"), str):
             rest = {k: v for k, v in asked.items() if k != "question"}
-            parts.append(f'<div style="font-weight:600">{expandable(asked["question"])}</div>')
+            parts.append(f'<div style="font-weight:600">{_expandable(asked["question"])}</div>')
             if rest:
-                parts.append(f"<code>{expandable(_value_text(rest), pre=True)}</code>")
+                parts.append(f"<code>{_expandable(_value_text(rest), pre=True)}</code>")
         else:
-            parts.append(f"<code>{expandable(_value_text(asked), pre=True)}</code>")
+            parts.append(f"<code>{_expandable(_value_text(asked), pre=True)}</code>")
     parts.append(
         f'<div style="margin-top:8px">resume it with <code>invoke</code>, <code>call</code> '
         f"or <code>stream</code> on thread <code>{esc(repr(thread))}</code>, "
@@ -157,7 +158,7 @@ def _approval(snap: StateSnapshot) -> str:
     return "".join(parts)
 
 
-def _breakpoint(snap: StateSnapshot) -> str:
+def _breakpoint(snap: Shown) -> str:
     """The card for a run paused at a breakpoint: what runs next, and how to go on."""
     thread = snap.config.thread_id
     nxt = ", ".join(snap.next) or "-"
@@ -173,24 +174,43 @@ def _breakpoint(snap: StateSnapshot) -> str:
     )
 
 
-def _messages(snap: StateSnapshot) -> str:
-    from graphagent.graph._snapshot import conversation
+def conversation(snap: Shown) -> list[tuple[str, str, list[str]]]:
+    """The snapshot's messages as (role, text, tool calls as ``name(arguments)``) rows.
 
+    A tool result's text starts with the tool's name.
+    """
+    rows: list[tuple[str, str, list[str]]] = []
+    for message in snap.values.get("messages", []) or []:
+        role = str(getattr(message, "role", type(message).__name__))
+        text = str(getattr(message, "content", message))
+        calls = [f"{c.name}({c.arguments})" for c in getattr(message, "tool_calls", ()) or ()]
+        if role == "tool":
+            text = f"{getattr(message, 'name', '')}: {text}"
+        rows.append((role, text, calls))
+    return rows
+
+
+def written_by(snap: Shown) -> str:
+    """What wrote the checkpoint: its nodes (``"a, b"``), else its source (``"input"``)."""
+    return ", ".join(map(str, snap.metadata.get("nodes", ()))) or str(
+        snap.metadata.get("source", "")
+    )
+
+
+def _messages(snap: Shown) -> str:
     rows: list[str] = []
     for role, text, calls in conversation(snap):
-        extra = "".join(f'<div style="color:#6a1b9a">&rarr; {expandable(c)}</div>' for c in calls)
+        extra = "".join(f'<div style="color:#6a1b9a">&rarr; {_expandable(c)}</div>' for c in calls)
         rows.append(
             f'<tr><td {_TD}><b style="color:#555">{esc(role)}</b></td>'
-            f"<td {_TD}>{expandable(text) if text else ''}{extra}</td></tr>"
+            f"<td {_TD}>{_expandable(text) if text else ''}{extra}</td></tr>"
         )
     return f"<table {_TABLE}>{''.join(rows)}</table>" if rows else ""
 
 
-def snapshot_html(snap: StateSnapshot, drawing: str | None = None) -> str:
+def snapshot_html(snap: Shown, drawing: str | None = None) -> str:
     """A state card: where the thread stands, any question waiting, the conversation, the
     other keys, and (``drawing``) the run drawn over the graph."""
-    from graphagent.graph._snapshot import written_by
-
     thread = snap.config.thread_id
     if snap.checkpoint_id is None:
         return (
@@ -202,7 +222,7 @@ def snapshot_html(snap: StateSnapshot, drawing: str | None = None) -> str:
         f"<b>thread <code>{esc(repr(thread))}</code> &middot; step {snap.step}</b>"
         f" &middot; written by <code>{esc(written_by(snap))}</code>"
         f" &middot; next: <code>{esc(nxt)}</code>"
-        f'<div style="color:#666;font-size:12px">{esc(when(snap.created_at))} &middot; '
+        f'<div style="color:#666;font-size:12px">{esc(_when(snap.created_at))} &middot; '
         f"checkpoint <code>{esc(str(snap.checkpoint_id))}</code></div>"
     )
     parts = [f"<div {_BOX}>{head}"]
@@ -213,15 +233,13 @@ def snapshot_html(snap: StateSnapshot, drawing: str | None = None) -> str:
     parts.append(_messages(snap))
     others = "".join(
         f"<tr><td {_TD}><code>{esc(str(k))}</code></td>"
-        f"<td {_TD}><code>{expandable(_value_text(v))}</code></td></tr>"
-        for k, v in public(snap.values).items()
+        f"<td {_TD}><code>{_expandable(_value_text(v))}</code></td></tr>"
+        for k, v in _public(snap.values).items()
         if k != "messages"
     )
     if others:
         parts.append(f"<table {_TABLE}>{others}</table>")
     if drawing:
-        from graphagent.graph._draw import svg_img
-
         # an image, not inline <svg>: untrusted notebooks strip inline SVG to loose text
         parts.append(
             '<details open><summary style="cursor:pointer;color:#546e7a">the run on its graph'
@@ -231,18 +249,18 @@ def snapshot_html(snap: StateSnapshot, drawing: str | None = None) -> str:
     return "".join(parts)
 
 
-def _changed(snap: StateSnapshot, parent: StateSnapshot | None) -> list[str]:
-    """The public keys whose value differs from the parent checkpoint's."""
-    from graphagent.graph._snapshot import changed_keys
+def changed(snap: Shown, parent: Shown | None, known: list[str] | None = None) -> list[str]:
+    """The public keys whose value differs from the parent checkpoint's.
 
-    # snapshots of one listing compare what they store: no state is built for a row
-    known = changed_keys(snap, parent)
+    ``known``: the keys the listing found changed from what it stores (then no state is
+    built for the row); ``None`` compares the two states.
+    """
     if known is not None:
         return [key for key in known if not str(key).startswith("__")]
-    new = public(snap.values)
+    new = _public(snap.values)
     if parent is None:
         return list(new)
-    old = public(parent.values)
+    old = _public(parent.values)
     out = []
     for key in dict.fromkeys([*new, *old]):
         a, b = new.get(key, _MISSING), old.get(key, _MISSING)
@@ -264,36 +282,42 @@ def _changed(snap: StateSnapshot, parent: StateSnapshot | None) -> list[str]:
 _MISSING = object()
 
 
-def history_html(history: Sequence[StateSnapshot]) -> str:
-    """The timeline: one row per checkpoint, newest first, with the keys each step changed."""
-    from graphagent.graph._snapshot import holds, message_count, written_by
+def history_html(
+    history: Sequence[Shown],
+    known: Sequence[list[str] | None],
+    counts: Sequence[int] | None,
+) -> str:
+    """The timeline: one row per checkpoint, newest first, with the keys each step changed.
 
+    ``known``: per row, the keys its listing found changed (``None``: compare states);
+    ``counts``: per row, its number of messages (``None``: the thread keeps no messages,
+    and the column is left out).
+    """
     if not history:
         return f"<div {_BOX}>no checkpoints (no such thread, or nothing saved yet)</div>"
     by_id = {s.checkpoint_id: s for s in history}
-    with_messages = any(holds(s, "messages") for s in history)
     rows: list[str] = []
-    for snap in history:
+    for index, snap in enumerate(history):
         source = str(snap.metadata.get("source", ""))
         colour = {"input": "#43a047", "update": "#8e24aa"}.get(source, "#1e88e5")
         waiting = " (waiting for an answer)" if snap.interrupts else ""
-        changed = ", ".join(_changed(snap, by_id.get(snap.parent_id)))
+        keys = changed(snap, by_id.get(snap.parent_id), known[index])
         cells = [
             f"<b>{snap.step}</b>",
             f'<span style="color:{colour}">&#9679;</span> {esc(written_by(snap))}'
             f'<span style="color:#888"> ({esc(source)})</span>',
-            f"<code>{esc(changed or '-')}</code>",
+            f"<code>{esc(', '.join(keys) or '-')}</code>",
             f"<code>{esc(', '.join(snap.next) or '-')}</code>{waiting}",
         ]
-        if with_messages:
-            cells.append(str(message_count(snap)))
+        if counts is not None:
+            cells.append(str(counts[index]))
         cells += [
-            f'<span style="color:#666">{esc(when(snap.created_at))}</span>',
+            f'<span style="color:#666">{esc(_when(snap.created_at))}</span>',
             f"<code>{esc(str(snap.checkpoint_id))}</code>",
         ]
         rows.append("<tr>" + "".join(f"<td {_TD}>{c}</td>" for c in cells) + "</tr>")
     titles = ["step", "written by", "changed", "next"]
-    titles += ["messages"] if with_messages else []
+    titles += ["messages"] if counts is not None else []
     head = "".join(f"<th {_TH}>{h}</th>" for h in [*titles, "time", "checkpoint id"])
     thread = history[0].config.thread_id
     return (

@@ -1,7 +1,7 @@
 """Drawing a compiled graph as SVG, Mermaid, DOT or ASCII, with no network.
 
 Subgraph nodes are drawn as nested blocks holding their own nodes; the SVG layout lives in
-:mod:`graphagent.graph._svg` and :mod:`graphagent.graph._layered`. Mermaid and DOT name
+:mod:`graphagent.graph.draw._svg` and :mod:`graphagent.graph.draw._layout`. Mermaid and DOT name
 nodes by generated ids (never a node's own name, which may be a keyword of the language or
 collide with another once cleaned); names appear only as labels.
 """
@@ -11,11 +11,12 @@ from __future__ import annotations
 import base64
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graphagent.errors import UserError
 from graphagent.graph._constants import END, START
-from graphagent.graph._drawn import (
+from graphagent.graph._plan import Plan
+from graphagent.graph.draw._common import (
     ANY,
     ANY_NOTE,
     STYLE,
@@ -25,12 +26,9 @@ from graphagent.graph._drawn import (
     subgraphs,
     tool_names,
 )
-from graphagent.graph._layered import layers
-from graphagent.graph._svg import render_svg
-
-if TYPE_CHECKING:
-    from graphagent.graph._compiled import CompiledGraph
-    from graphagent.graph._overlay import RunOverlay
+from graphagent.graph.draw._layout import layers
+from graphagent.graph.draw._overlay import RunOverlay
+from graphagent.graph.draw._svg import render_svg
 
 __all__ = ["FORMATS", "Drawing", "draw", "layers", "svg_bundle", "svg_img"]
 
@@ -97,8 +95,8 @@ class Drawing(str):
         return {"text/plain": text}
 
 
-def draw(graph: CompiledGraph, fmt: str = "svg", overlay: RunOverlay | None = None) -> Drawing:
-    """Render ``graph`` in ``fmt`` (one of ``svg``, ``mermaid``, ``dot``, ``ascii``).
+def draw(graph: Plan, fmt: str = "svg", overlay: RunOverlay | None = None) -> Drawing:
+    """Render a compiled graph's plan in ``fmt`` (``svg``, ``mermaid``, ``dot``, ``ascii``).
 
     Raises:
         UserError: an unknown format, or an overlay asked of a format other than SVG.
@@ -170,9 +168,7 @@ def _mermaid_text(text: str) -> str:
     return out.replace("\r\n", "\n").replace("\n", "<br>")
 
 
-def _mermaid(
-    graph: CompiledGraph, path: tuple[str, ...], ids: _Ids, lines: list[str], indent: str
-) -> None:
+def _mermaid(graph: Plan, path: tuple[str, ...], ids: _Ids, lines: list[str], indent: str) -> None:
     g = drawn(graph)
     inner = subgraphs(graph)
     for node, data in g.nodes(data=True):
@@ -206,9 +202,7 @@ def _q(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _dot(
-    graph: CompiledGraph, path: tuple[str, ...], ids: _Ids, lines: list[str], indent: str
-) -> None:
+def _dot(graph: Plan, path: tuple[str, ...], ids: _Ids, lines: list[str], indent: str) -> None:
     g = drawn(graph)
     inner = subgraphs(graph)
     for node, data in g.nodes(data=True):
@@ -253,7 +247,7 @@ def _dot(
         lines.append(f"{indent}{_q(a)} -> {_q(b)}{suffix};")
 
 
-def _ascii(graph: CompiledGraph, indent: str) -> str:
+def _ascii(graph: Plan, indent: str) -> str:
     g = drawn(graph)
     inner = subgraphs(graph)
     rows, _ = layers(g)

@@ -1,0 +1,116 @@
+"""``PostgresSaver``, the sync saver (the package's face re-exports it)."""
+
+from __future__ import annotations
+
+import functools
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from checkpoint._program import Program, ProgramSaver, drive
+from checkpoint._sql import SqlLogic
+from checkpoint._sqlschema import Stmt
+from checkpoint.postgres._common import PostgresBase, errors, first_connection, storage_error
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool  # noqa: F401 (the quoted pool type below)
+
+__all__ = ["PostgresSaver"]
+
+T = TypeVar("T")
+
+
+class PostgresSaver(PostgresBase["ConnectionPool[Any]"], ProgramSaver[SqlLogic]):
+    """Keep threads in PostgreSQL, so any process that reaches the database resumes them.
+
+    Args:
+        pool: an open ``psycopg_pool.ConnectionPool`` (see :meth:`from_url`). The saver
+            begins its own transactions, so it puts the connections it takes in
+            autocommit mode.
+        schema: the schema holding the tables (``setup()`` creates it if missing).
+        ttl: seconds after a thread's last write that it expires (``None``: never).
+        keep_last: keep only this many newest checkpoints per thread.
+        serde: the codec (default: the process-wide one).
+        lock_timeout: opt in to one run at a time per thread (see ``RedisSaver``).
+        lock_lease: seconds a run lock outlives a crashed holder.
+
+    Example::
+
+        saver = PostgresSaver.from_url("postgresql://app@db/app")
+        saver.setup()  # once per database (and after upgrades); safe to repeat
+        app = graph.compile(saver=saver)
+    """
+
+    _pool_class = "ConnectionPool"
+    _open_pool = True
+
+    def _run(self, program: Program[T], *, write: bool | None, action: str) -> T:
+        if not self._checked:
+            self._execute(self._check_version(), False, action)
+            self._checked = True
+        return self._execute(program, write, action)
+
+    def _execute(self, program: Program[T], write: bool | None, action: str) -> T:
+        """Run ``program`` in a write or a snapshot-read transaction, or (``None``: a
+        program of statements that are each whole on their own) in none."""
+        try:
+            if not self._checked:
+                first_connection(self.pool, action)
+            with self.pool.connection() as conn:
+                if not conn.autocommit:
+                    conn.autocommit = True  # transactions are begun here, one per program
+                execute = functools.partial(_perform, conn)
+                if write is None:
+                    return drive(program, execute)
+                dialect = self.logic.dialect
+                conn.execute(dialect.begin_write if write else dialect.begin_read)
+                try:
+                    result = drive(program, execute)
+                except BaseException:
+                    _rollback(conn)
+                    raise
+                conn.execute("COMMIT")
+                return result
+        except errors() as exc:
+            raise storage_error(action, exc) from exc
+
+    def setup(self) -> int:
+        """Create the tables, or migrate them to this version; safe to repeat or race.
+
+        Returns:
+            the schema version now in place.
+        """
+        version = self._execute(self.logic.setup(), True, "setting up the tables")
+        self._checked = True
+        return version
+
+    def purge_expired(self) -> int:
+        """Delete the threads whose ttl has passed (writes do this now and then); how many."""
+        return self._do(self._purge_call())
+
+    def close(self) -> None:
+        """Close the pool's connections."""
+        self.pool.close()
+
+
+def _rollback(conn: psycopg.Connection[Any]) -> None:
+    """Roll back after a failed program; a broken connection is the pool's to discard."""
+    with suppress(*errors()):
+        conn.execute("ROLLBACK")
+
+
+def _perform(conn: psycopg.Connection[Any], op: Stmt | tuple[Stmt, ...]) -> Any:
+    if isinstance(op, tuple):
+        return [_execute_stmt(conn, stmt) for stmt in op]
+    return _execute_stmt(conn, op)
+
+
+def _execute_stmt(conn: psycopg.Connection[Any], stmt: Stmt) -> Any:
+    cur = conn.cursor()
+    if stmt.many:
+        cur.executemany(stmt.sql, stmt.params)
+        return None
+    cur.execute(stmt.sql, stmt.params)
+    if stmt.result == "rows":
+        return cur.fetchall()
+    return cur.rowcount if stmt.result == "count" else None

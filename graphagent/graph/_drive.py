@@ -1,0 +1,578 @@
+"""The drivers: they call nodes and perform a program's effects, in this thread
+(:func:`drive`) or under an event loop (:func:`adrive`).
+
+Both read one table (:data:`SAVER_CALLS`) for the saver's effects: each is written once,
+over the saver's sync methods or, through :class:`_AsyncCalls`, their async twins. Node
+calls end in one :data:`~graphagent.graph._effects.Outcome` each, with one mapping from
+what a node raised to what it came to (:func:`_outcome_of`). This is the engine's hot
+path: the shortcuts here are noted with what they save.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import inspect
+import queue
+import threading
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator, Sequence
+from typing import Any, Protocol
+
+from checkpoint.base import CheckpointSaver, CheckpointWrite, PendingWrite
+from checkpoint.errors import CheckpointError
+from graphagent._executor import in_thread, run_each
+from graphagent._internal import observe
+from graphagent._internal.mirror import mirror_error
+from graphagent.config import RunnableConfig
+from graphagent.errors import GraphBubbleUp, GraphInterrupt, UserError
+from graphagent.graph._command import current_task
+from graphagent.graph._effects import (
+    Done,
+    Emit,
+    Execute,
+    Failed,
+    Get,
+    Head,
+    Lock,
+    OpenLive,
+    Outcome,
+    Paused,
+    Program,
+    Put,
+    PutMany,
+    PutWrites,
+    Task,
+)
+from graphagent.graph._plan import Plan
+from graphagent.graph._state import OverAllState
+
+__all__ = ["RESULT", "SAVER_CALLS", "Event", "adrive", "awatched", "drive", "result_of", "watched"]
+
+Event = tuple[str, Any]
+"""What a driver hands out: ``(stream mode, payload)``, and last ``(RESULT, value)``."""
+
+RESULT = "\x00result"
+"""The mode of a driver's last event: its payload is what the program returned."""
+
+_TASK = current_task()
+_DONE = object()
+
+# -- calling nodes ----------------------------------------------------------------------
+
+
+def _outcome_of(task: Task, exc: BaseException, resolving: bool = False) -> Outcome:
+    """What a node that raised ``exc`` came to: a pause, or a failure.
+
+    ``resolving``: the sync driver ran what the node returned with ``asyncio.run``, which
+    refuses under a running event loop; that is an async node called from ``invoke``.
+    """
+    if isinstance(exc, GraphInterrupt):
+        return Paused(exc)
+    if resolving and isinstance(exc, RuntimeError) and "running event loop" in str(exc):
+        name = task.spec.name
+        error = UserError(f"node {name!r} is async; call ainvoke()/astream() from async code")
+        return Failed(error)
+    return Failed(exc)
+
+
+def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool) -> Outcome:
+    """Run one node in this thread; with ``resolve``, an awaitable it returns is run too."""
+    spec = task.spec
+    token = _TASK.set(task.scope)
+    try:
+        ret = spec.fn(state, config) if spec.takes_config else spec.fn(state)
+        # most nodes return a dict: skip the awaitable check's isinstance walk for them
+        # (~0.2 µs a node, of ~5 µs per node-step in bench/graph_overhead.py)
+        if resolve and ret.__class__ is not dict and inspect.isawaitable(ret):
+            ret = asyncio.run(_awaited(ret))
+        return Done(ret)
+    except (Exception, GraphBubbleUp) as exc:
+        return _outcome_of(task, exc, resolve)
+    finally:
+        _TASK.reset(token)
+
+
+async def _awaited(ret: Awaitable[Any]) -> Any:
+    while inspect.isawaitable(ret):
+        ret = await ret
+    return ret
+
+
+async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
+    """Run one node under the event loop; a sync node runs in a worker thread."""
+    spec = task.spec
+    fn = spec.afn if spec.afn is not None else spec.fn if spec.is_async else None
+    ret: Any = None
+    if fn is None:
+        outcome = await in_thread(functools.partial(_call_node, task, state, config, False))
+        if type(outcome) is not Done or not inspect.isawaitable(outcome.value):
+            return outcome
+        ret = outcome.value  # a sync callable that returned an awaitable: await it here
+    # the call and the await of what it returns in one frame, with the node's scope set
+    # throughout (for ``interrupt()``): no coroutine of ours between the node and the loop
+    token = _TASK.set(task.scope)
+    try:
+        if fn is not None:
+            ret = fn(state, config) if spec.takes_config else fn(state)
+        while ret.__class__ is not dict and inspect.isawaitable(ret):
+            ret = await ret
+        return Done(ret)
+    except (Exception, GraphBubbleUp) as exc:
+        return _outcome_of(task, exc)
+    finally:
+        _TASK.reset(token)
+
+
+def _observed(watch: observe.Watch, outcome: Outcome) -> Outcome:
+    """Tell a node's watch how the node ended; returns ``outcome``."""
+    if type(outcome) is Failed:
+        watch.failed(outcome.error)
+    elif type(outcome) is Paused:
+        watch.record(observe.INTERRUPTED)
+    return outcome
+
+
+def _call(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
+    """:func:`_call_node`, watched when someone observes the run."""
+    if not observe.ACTIVE:
+        return _call_node(task, state, config, True)
+    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
+    with watch:
+        return _observed(watch, _call_node(task, state, config, True))
+
+
+async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
+    """:func:`_acall_node`, watched when someone observes the run."""
+    if not observe.ACTIVE:
+        return await _acall_node(task, state, config)
+    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
+    with watch:
+        return _observed(watch, await _acall_node(task, state, config))
+
+
+Executed = tuple[dict[str, Outcome], "BaseException | None"]
+"""A step's outcomes (of the tasks that finished), and what stopped the step, if anything
+did (``KeyboardInterrupt``, cancellation, the stream being closed)."""
+
+
+def execute(effect: Execute) -> Executed:
+    """Run a step's tasks in this thread (one) or on the shared pool (several)."""
+    tasks, state, config = effect.tasks, effect.state, effect.config
+    if len(tasks) == 1:
+        try:
+            return {tasks[0].spec.name: _call(tasks[0], state, config)}, None
+        except BaseException as exc:  # _call returns every Exception as an outcome
+            return {}, exc
+    calls = [functools.partial(_call, t, state, config) for t in tasks]
+    outcomes, stop = run_each(calls)
+    return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True) if o is not None}, stop
+
+
+class _LiveStep:
+    """:func:`execute` in a thread of its own, so this one can hand out the events the
+    nodes emit meanwhile (``queue`` gets them, then ``_DONE``)."""
+
+    __slots__ = ("box", "events")
+
+    def __init__(self, effect: Execute, events: queue.SimpleQueue[Any]) -> None:
+        self.events = events
+        self.box: list[Executed] = []
+
+        def work() -> None:
+            try:
+                self.box.append(execute(effect))
+            finally:
+                events.put(_DONE)
+
+        ctx = contextvars.copy_context()
+        threading.Thread(target=ctx.run, args=(work,), daemon=True).start()
+
+    def wait(self) -> Executed:
+        """What the step came to, once its thread is done (events left are dropped: a
+        thread cannot be stopped, so a stopped run waits for its step here)."""
+        while self.events.get() is not _DONE:
+            pass
+        return self.box[0]
+
+
+async def aexecute(effect: Execute) -> Executed:
+    """Run a step's tasks as tasks of the event loop; a failure cancels the others, and
+    so does a cancellation of this one (after which the tasks that finished are kept)."""
+    tasks, state, config = effect.tasks, effect.state, effect.config
+    if len(tasks) == 1:
+        try:
+            return {tasks[0].spec.name: await _acall(tasks[0], state, config)}, None
+        except BaseException as exc:  # _acall returns every Exception as an outcome
+            return {}, exc
+    running = {asyncio.ensure_future(_acall(t, state, config)): t.spec.name for t in tasks}
+    outcomes: dict[str, Outcome] = {}
+    pending = set(running)
+    stop: BaseException | None = None
+    try:
+        while pending:
+            finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for future in finished:
+                outcomes[running[future]] = future.result()
+            if any(type(outcomes[running[f]]) is Failed for f in finished):
+                break  # a failure ends the step now: its siblings are cancelled
+    except BaseException as exc:  # cancelled (or a node raised a BaseException)
+        stop = exc
+    finally:
+        for future in pending:
+            future.cancel()
+        if pending:
+            await asyncio.wait(pending)
+    if stop is not None:
+        for future, name in running.items():
+            if future.done() and not future.cancelled() and future.exception() is None:
+                outcomes.setdefault(name, future.result())
+    return outcomes, stop
+
+
+async def _await_step(task: asyncio.Future[Executed]) -> Executed:
+    """The outcomes of a step task the caller just cancelled (its finished tasks kept)."""
+    try:
+        return await task
+    except asyncio.CancelledError:  # cancelled before it began: nothing finished
+        return {}, None
+
+
+def _async_sink() -> tuple[asyncio.Queue[Any], Callable[[Any], None]]:
+    """A queue for live events and a ``put`` that works from the loop or any thread."""
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[Any] = asyncio.Queue()
+    owner = threading.get_ident()
+
+    def put(item: Any) -> None:
+        if threading.get_ident() == owner:
+            events.put_nowait(item)
+        else:
+            loop.call_soon_threadsafe(events.put_nowait, item)
+
+    return events, put
+
+
+# -- the saver's effects: one table -----------------------------------------------------
+
+
+class _Calls(Protocol):
+    """The saver methods the effects call: the saver's own (sync), or :class:`_AsyncCalls`."""
+
+    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Any: ...
+
+    def head(self, thread_id: str) -> Any: ...
+
+    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> Any: ...
+
+    def put_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> Any: ...
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> Any: ...
+
+
+class _AsyncCalls:
+    """A saver's async methods under their sync names, so one table serves both drivers."""
+
+    __slots__ = ("saver",)
+
+    def __init__(self, saver: CheckpointSaver) -> None:
+        self.saver = saver
+
+    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Awaitable[Any]:
+        return self.saver.aget(thread_id, checkpoint_id)
+
+    def head(self, thread_id: str) -> Awaitable[Any]:
+        return self.saver.ahead(thread_id)
+
+    def put(
+        self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
+    ) -> Awaitable[Any]:
+        return self.saver.aput(thread_id, write, expected_head=expected_head)
+
+    def put_many(
+        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
+    ) -> Awaitable[Any]:
+        return self.saver.aput_many(thread_id, writes, expected_head=expected_head)
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
+    ) -> Awaitable[Any]:
+        return self.saver.aput_writes(thread_id, checkpoint_id, writes)
+
+
+SAVER_CALLS: dict[type, Callable[[_Calls, Any], Any]] = {
+    Get: lambda io, e: io.get(e.thread_id, e.checkpoint_id),
+    Head: lambda io, e: io.head(e.thread_id),
+    Put: lambda io, e: io.put(e.thread_id, e.write, expected_head=e.expected_head),
+    PutMany: lambda io, e: io.put_many(e.thread_id, e.writes, expected_head=e.expected_head),
+    PutWrites: lambda io, e: io.put_writes(e.thread_id, e.checkpoint_id, e.writes),
+}
+"""Effect type -> the saver call that performs it (the sync driver gets its result, the
+async one awaits it)."""
+
+
+# -- the drivers -------------------------------------------------------------------------
+
+
+def _stopped(effect: Execute, outcomes: dict[str, Outcome], stop: BaseException) -> None:
+    """Every task of the step that did not finish ends as ``Failed(stop)``."""
+    for task in effect.tasks:
+        outcomes.setdefault(task.spec.name, Failed(stop))
+
+
+def _unwind(
+    program: Program[Any],
+    effect: Execute,
+    outcomes: dict[str, Outcome],
+    stop: BaseException,
+    saver: CheckpointSaver | None,
+) -> None:
+    """End ``program`` after ``stop`` cut its step short: it is handed what finished (the
+    rest failed with ``stop``), stores it (its saver effects are performed, its events
+    dropped), and goes no further; then ``stop`` is raised."""
+    _stopped(effect, outcomes, stop)
+    send: Any = outcomes
+    try:
+        while True:
+            effect_ = program.send(send)
+            kind = type(effect_)
+            if kind is Emit:
+                send = None
+            elif kind in SAVER_CALLS:
+                send = SAVER_CALLS[kind](saver, effect_)  # type: ignore[arg-type]
+            else:
+                break  # the next step: the run stops here
+    except StopIteration:
+        pass
+    except BaseException as exc:
+        if exc is stop:
+            raise
+        raise stop from exc
+    raise stop
+
+
+async def _aunwind(
+    program: Program[Any],
+    effect: Execute,
+    outcomes: dict[str, Outcome],
+    stop: BaseException,
+    calls: _AsyncCalls | None,
+) -> None:
+    """Async :func:`_unwind`."""
+    _stopped(effect, outcomes, stop)
+    send: Any = outcomes
+    try:
+        while True:
+            effect_ = program.send(send)
+            kind = type(effect_)
+            if kind is Emit:
+                send = None
+            elif kind in SAVER_CALLS:
+                send = await SAVER_CALLS[kind](calls, effect_)  # type: ignore[arg-type]
+            else:
+                break
+    except StopIteration:
+        pass
+    except BaseException as exc:
+        if exc is stop:
+            raise
+        raise stop from exc
+    raise stop
+
+
+def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Event, None, None]:
+    """Perform ``program``'s effects in this thread, handing out its events as they come;
+    the last is ``(RESULT, what the program returned)``.
+
+    Closing the iterator early ends the program properly (its ``finally`` blocks run) and
+    lets go of the thread's run lock.
+
+    Raises:
+        GraphAgentError: what the program raised; a saver's ``CheckpointError`` as the
+            matching ``GraphAgentError`` (the one saver boundary of a run).
+    """
+    live: queue.SimpleQueue[Any] | None = None
+    held: contextlib.ExitStack | None = None  # the thread's run lock, from first read to end
+    send: Any = None
+    try:
+        while True:
+            effect = program.send(send)
+            kind = type(effect)
+            if kind is Execute:  # every step: checked first
+                step: Execute = effect  # type: ignore[assignment]
+                if live is None:
+                    outcomes, stop = execute(step)
+                else:
+                    worker = _LiveStep(step, live)
+                    try:
+                        while (item := live.get()) is not _DONE:
+                            yield item
+                    except BaseException as exc:  # closed, or Ctrl-C, while the step ran
+                        _unwind(program, step, worker.wait()[0], exc, saver)
+                    outcomes, stop = worker.box[0]
+                if stop is not None:
+                    _unwind(program, step, outcomes, stop, saver)
+                send = outcomes
+            elif kind is Emit:
+                yield effect.mode, effect.payload  # type: ignore[union-attr]
+                send = None
+            elif kind is Lock:
+                assert saver is not None
+                if saver.lock_policy is not None and held is None:
+                    held = contextlib.ExitStack()
+                    held.enter_context(saver.lock(effect.thread_id))  # type: ignore[union-attr]
+                send = None
+            elif kind is OpenLive:
+                live = queue.SimpleQueue()
+                send = live.put
+            else:
+                send = SAVER_CALLS[kind](saver, effect)  # type: ignore[arg-type]
+    except StopIteration as stop:
+        result = stop.value
+    except CheckpointError as exc:
+        raise mirror_error(exc) from exc
+    finally:
+        program.close()
+        if held is not None:
+            held.close()
+    yield RESULT, result
+
+
+async def adrive(
+    program: Program[Any], saver: CheckpointSaver | None
+) -> AsyncGenerator[Event, None]:
+    """:func:`drive` under the event loop: async nodes and the saver's async methods are
+    awaited, sync nodes run in worker threads."""
+    calls = _AsyncCalls(saver) if saver is not None else None
+    live: asyncio.Queue[Any] | None = None
+    held: contextlib.AsyncExitStack | None = None
+    send: Any = None
+    try:
+        while True:
+            effect = program.send(send)
+            kind = type(effect)
+            if kind is Execute:
+                # hand the loop to the other runs once per super-step: a run whose
+                # steps never suspend (in-memory saver, async nodes) would otherwise
+                # hold the loop for its whole turn, and a run waiting on a worker
+                # thread would wait behind every other run's turn (the p99 step)
+                await asyncio.sleep(0)
+                astep: Execute = effect  # type: ignore[assignment]
+                if live is None:
+                    outcomes, stop = await aexecute(astep)
+                else:
+                    task = asyncio.ensure_future(aexecute(astep))
+                    getter: asyncio.Future[Any] | None = None
+                    try:
+                        while True:
+                            getter = asyncio.ensure_future(live.get())
+                            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                            if not getter.done():
+                                break
+                            yield getter.result()
+                        while not live.empty():
+                            yield live.get_nowait()
+                    except BaseException as exc:  # closed, or cancelled, while the step ran
+                        task.cancel()
+                        await _aunwind(program, astep, (await _await_step(task))[0], exc, calls)
+                    finally:
+                        if getter is not None:
+                            getter.cancel()
+                    outcomes, stop = task.result()
+                if stop is not None:
+                    await _aunwind(program, astep, outcomes, stop, calls)
+                send = outcomes
+            elif kind is Emit:
+                yield effect.mode, effect.payload  # type: ignore[union-attr]
+                send = None
+            elif kind is Lock:
+                assert saver is not None
+                if saver.lock_policy is not None and held is None:
+                    held = contextlib.AsyncExitStack()
+                    await held.enter_async_context(saver.alock(effect.thread_id))  # type: ignore[union-attr]
+                send = None
+            elif kind is OpenLive:
+                live, send = _async_sink()
+            else:
+                send = await SAVER_CALLS[kind](calls, effect)  # type: ignore[arg-type]
+    except StopIteration as stop:
+        result = stop.value
+    except CheckpointError as exc:
+        raise mirror_error(exc) from exc
+    finally:
+        program.close()
+        if held is not None:
+            await held.aclose()
+    yield RESULT, result
+
+
+def result_of(events: Iterator[Event]) -> Any:
+    """Drive ``events`` to their end (so every ``finally`` of the run has run when this
+    returns); what the program returned."""
+    result = None
+    for mode, payload in events:
+        if mode is RESULT:
+            result = payload
+    return result
+
+
+# -- observing runs ----------------------------------------------------------------------
+
+
+def watched(
+    events: Generator[Event, None, None], plan: Plan, thread: str | None, nested: bool
+) -> Generator[Event, None, None]:
+    """``events``, watched as one run of ``plan`` when someone observes runs."""
+    if not observe.ACTIVE:
+        return events
+    watch = observe.run(plan.name, thread, nested=nested, agent=plan.agent)
+    return events if watch is observe.IDLE else _observed_run(events, watch)
+
+
+def awatched(
+    events: AsyncGenerator[Event, None], plan: Plan, thread: str | None, nested: bool
+) -> AsyncGenerator[Event, None]:
+    """Async :func:`watched`."""
+    if not observe.ACTIVE:
+        return events
+    watch = observe.run(plan.name, thread, nested=nested, agent=plan.agent)
+    return events if watch is observe.IDLE else _aobserved_run(events, watch)
+
+
+def _observed_run(
+    events: Generator[Event, None, None], watch: observe.Watch
+) -> Generator[Event, None, None]:
+    """``events``, with the run's watch entered while the run works (not while the caller
+    handles an event), so node spans nest under the run in this and the engine's threads."""
+    with watch:
+        try:
+            while True:
+                with watch.entered():
+                    item = next(events, _DONE)
+                if item is _DONE:
+                    return
+                yield item  # type: ignore[misc]
+        finally:
+            events.close()
+
+
+async def _aobserved_run(
+    events: AsyncGenerator[Event, None], watch: observe.Watch
+) -> AsyncGenerator[Event, None]:
+    """Async :func:`_observed_run`: entered around each step of ``events`` in this task."""
+    with watch:
+        try:
+            while True:
+                with watch.entered():
+                    try:
+                        item = await events.__anext__()
+                    except StopAsyncIteration:
+                        return
+                yield item
+        finally:
+            await events.aclose()
