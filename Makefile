@@ -94,6 +94,7 @@ lab: $(LAB_STAMP) $(MCP_NODE)
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py
 	$(BIN)/python bench/checkpoint_growth.py
+	$(BIN)/python bench/turn.py
 	$(BIN)/python bench/history.py
 	$(BIN)/python bench/agent_loop.py
 	$(BIN)/python bench/load.py
