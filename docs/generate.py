@@ -18,6 +18,8 @@ MODULES = {
     "[hooks](hooks.md), [human in the loop](human-in-the-loop.md).",
     "graphagent.graph": "State graphs. Guide: [graphs](graphs.md), [persistence](persistence.md), "
     "[seeing graphs and state](visualize.md).",
+    "graphagent.graph.draw": "What the command line shows of graphs and threads: the drawing "
+    "formats and a snapshot's rows as text. Guide: [seeing graphs and state](visualize.md).",
     "graphagent.tools": "Tools from functions and methods. Guide: [tools](tools.md).",
     "graphagent.models": "Chat model clients and test doubles. Guide: [models](models.md).",
     "graphagent.messages": "Messages and the `add_messages` rule.",

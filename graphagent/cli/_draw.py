@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from graphagent.cli._common import graph_of, load_object, write_text
-from graphagent.graph.draw._formats import FORMATS
+from graphagent.graph.draw import FORMATS
 
 __all__ = ["add_draw_command"]
 

@@ -10,9 +10,8 @@ from typing import Any, TextIO
 from graphagent.cli._common import CliError, Parser
 from graphagent.cli._stores import Stored, add_store_flags, default_saver, stored_saver
 from graphagent.config import RunnableConfig
-from graphagent.graph._constants import is_private
-from graphagent.graph._snapshot import listed_snapshots, message_count
-from graphagent.graph.draw._html import conversation, written_by
+from graphagent.graph import is_private, listed_snapshots, message_count
+from graphagent.graph.draw import conversation, written_by
 
 __all__ = ["add_threads_command"]
 

@@ -6,8 +6,13 @@ from checkpoint.base import Change
 from graphagent.graph._builder import StateGraph
 from graphagent.graph._command import Command, Interrupt, interrupt
 from graphagent.graph._compiled import CompiledGraph
-from graphagent.graph._constants import END, START
-from graphagent.graph._snapshot import StateHistory, StateSnapshot
+from graphagent.graph._constants import END, START, is_private
+from graphagent.graph._snapshot import (
+    StateHistory,
+    StateSnapshot,
+    listed_snapshots,
+    message_count,
+)
 from graphagent.graph._state import OverAllState
 from graphagent.graph._strategies import (
     MISSING,
@@ -36,4 +41,7 @@ __all__ = [
     "StateHistory",
     "StateSnapshot",
     "interrupt",
+    "is_private",
+    "listed_snapshots",
+    "message_count",
 ]

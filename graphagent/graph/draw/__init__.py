@@ -4,7 +4,11 @@ graph, and the HTML views Jupyter shows of a thread's state and history.
 This wing reads what it is handed: a compiled graph's
 :class:`~graphagent.graph._plan.Plan` and snapshot-like objects
 (:class:`~graphagent.graph.draw._common.Shown`); it never imports the compiled graph.
-Users reach it through ``CompiledGraph.draw`` and the Jupyter reprs.
+Users reach it through ``CompiledGraph.draw`` and the Jupyter reprs; the command line
+through the names below (the formats it can draw, and a snapshot's rows as text).
 """
 
-__all__: list[str] = []
+from graphagent.graph.draw._formats import FORMATS
+from graphagent.graph.draw._html import conversation, written_by
+
+__all__ = ["FORMATS", "conversation", "written_by"]
