@@ -182,6 +182,25 @@ class SqlStore(BaseStore):
                 out.append(found)
         return out
 
+    def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
+        ns, k, p = core.encode_namespace(namespace), core.escape_key(key), self.P
+        rows = self._rows(
+            f"SELECT ns, key, value, created_at, updated_at, ttl_minutes FROM {self.table} "
+            f"WHERE ns = {p} AND key = {p} AND (expires_at IS NULL OR expires_at > {p})",
+            [ns, k, now],
+        )
+        if not rows:
+            return None
+        if refresh and rows[0][5] is not None:
+            # a second round trip only for items that have a TTL to restart
+            self._rows(
+                f"UPDATE {self.table} SET expires_at = {p} + ttl_minutes * 60.0 "
+                f"WHERE ns = {p} AND key = {p} AND ttl_minutes IS NOT NULL",
+                [now, ns, k],
+            )
+        item: Item = self._item(Item, rows[0])
+        return item
+
     def _refresh(self, items: Sequence[Item], now: float) -> None:
         P = self.P
         pairs = ", ".join(f"({P}, {P})" for _ in items)

@@ -22,7 +22,7 @@ from typing_extensions import Self
 
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
-from checkpoint.store._items import Item, _Put
+from checkpoint.store._items import _Put
 from checkpoint.store._sqlstore import SqlStore, pack
 
 if TYPE_CHECKING:
@@ -197,25 +197,6 @@ class PostgresStore(SqlStore):
         return sql, params
 
     # ------------------------------------------------------------ items
-
-    def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
-        ns, k = core.encode_namespace(namespace), core.escape_key(key)
-        rows = self._rows(
-            f"SELECT ns, key, value, created_at, updated_at, ttl_minutes FROM {self.table} "
-            "WHERE ns = %s AND key = %s AND (expires_at IS NULL OR expires_at > %s)",
-            [ns, k, now],
-        )
-        if not rows:
-            return None
-        if refresh and rows[0][5] is not None:
-            # a second round trip only for items that have a TTL to restart
-            self._rows(
-                f"UPDATE {self.table} SET expires_at = %s + ttl_minutes * 60.0 "
-                "WHERE ns = %s AND key = %s AND ttl_minutes IS NOT NULL",
-                [now, ns, k],
-            )
-        item: Item = self._item(Item, rows[0])
-        return item
 
     def _put(self, op: _Put, now: float) -> bool:
         self._sweep(now)

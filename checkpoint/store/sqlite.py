@@ -20,7 +20,7 @@ from typing_extensions import Self
 
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
-from checkpoint.store._items import Item, SearchItem, _Put, _Search
+from checkpoint.store._items import SearchItem, _Put, _Search
 from checkpoint.store._sqlstore import SqlStore, pack
 
 __all__ = ["SqliteStore"]
@@ -186,24 +186,6 @@ class SqliteStore(SqlStore):
         return sql, params
 
     # ------------------------------------------------------------ items
-
-    def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
-        ns, k = core.encode_namespace(namespace), core.escape_key(key)
-        rows = self._rows(
-            f"SELECT ns, key, value, created_at, updated_at, ttl_minutes FROM {self.table} "
-            "WHERE ns = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)",
-            [ns, k, now],
-        )
-        if not rows:
-            return None
-        if refresh and rows[0][5] is not None:
-            self._rows(
-                f"UPDATE {self.table} SET expires_at = ? + ttl_minutes * 60.0 "
-                "WHERE ns = ? AND key = ?",
-                [now, ns, k],
-            )
-        item: Item = self._item(Item, rows[0])
-        return item
 
     def _put(self, op: _Put, now: float) -> bool:
         self._sweep(now)
