@@ -24,6 +24,11 @@ class RunnableConfig(BaseModel):
     Attributes:
         thread_id: the conversation to load and checkpoint; ``None`` runs fresh.
         checkpoint_id: start from this checkpoint of the thread (time travel, forks).
+        checkpoint_ns: ``""`` for the graph itself, or a paused subgraph inside it, as
+            ``get_state(config, subgraphs=True).tasks[i].state.config`` names it
+            (``"node:task_id"``, ``"|"``-joined when nested; the ``:task_id`` parts may
+            be left out): ``get_state`` and ``update_state`` then read and write that
+            subgraph's own state.
         metadata: user data for hooks and tools (user id, tenant, ...); also stored
             in each checkpoint's metadata.
         recursion_limit: most super-steps one run may take.
@@ -47,6 +52,7 @@ class RunnableConfig(BaseModel):
 
     thread_id: str | None = None
     checkpoint_id: str | None = None
+    checkpoint_ns: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
     recursion_limit: int = Field(default=25, ge=1)
     configurable: dict[str, Any] = Field(default_factory=dict)
@@ -75,7 +81,7 @@ def ensure_config(config: ConfigLike = None, **overrides: Any) -> RunnableConfig
     # LangGraph puts these under "configurable"; ignoring them would silently drop the thread
     configurable = data.get("configurable")
     if configurable:
-        for key in ("thread_id", "checkpoint_id"):
+        for key in ("thread_id", "checkpoint_id", "checkpoint_ns"):
             nested = configurable.get(key) if isinstance(configurable, Mapping) else None
             if nested is not None and data.get(key) is None:
                 data[key] = nested
@@ -89,5 +95,5 @@ def ensure_config(config: ConfigLike = None, **overrides: Any) -> RunnableConfig
         )
         raise UserError(
             f"invalid run config ({problems}); allowed keys: "
-            "thread_id, checkpoint_id, metadata, recursion_limit, configurable"
+            "thread_id, checkpoint_id, checkpoint_ns, metadata, recursion_limit, configurable"
         ) from None

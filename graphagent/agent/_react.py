@@ -305,7 +305,8 @@ class ReactAgent(ToolsStep, BaseAgent):
 
         def run(state: OverAllState, config: RunnableConfig) -> Any:
             result = method(state, config)
-            if isinstance(result, Command) and result.goto is not None:
+            # a Command for the parent graph (a handoff) passes through as it is
+            if isinstance(result, Command) and result.goto is not None and result.graph is None:
                 goto = [result.goto] if isinstance(result.goto, str) else list(result.goto)
                 targets = []
                 for g in goto:

@@ -10,6 +10,7 @@ from graphagent.graph._constants import END, START, is_private
 from graphagent.graph._snapshot import (
     StateHistory,
     StateSnapshot,
+    StateTask,
     listed_snapshots,
     message_count,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "StateGraph",
     "StateHistory",
     "StateSnapshot",
+    "StateTask",
     "interrupt",
     "is_private",
     "listed_snapshots",

@@ -7,15 +7,16 @@ import threading
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Generic
+from typing import Any, ClassVar, Generic
 
 from typing_extensions import TypeVar
 
-from graphagent.errors import GraphInterrupt
+from graphagent.errors import GraphBubbleUp, GraphInterrupt
 
 __all__ = [
     "Command",
     "Interrupt",
+    "ParentCommand",
     "RunContext",
     "TaskScope",
     "current_task",
@@ -38,16 +39,36 @@ class Command(Generic[N]):
         goto: node name(s) to run next *instead of* the node's own edges
             (``END`` to stop this branch).
         resume: as run input: the answer for the pending ``interrupt()``; a dict of
-            ``{interrupt_id: answer}`` when several interrupts are pending.
+            ``{interrupt_id: answer}`` when several interrupts are pending (answer some
+            of them, and the others are asked again).
+        graph: ``None`` (this graph) or ``Command.PARENT``: from a node of a graph
+            running as a subgraph (or of an agent used as a node), the update and goto
+            apply to the parent graph, as if the parent's node had returned them; the
+            subgraph stops there. This is how agents hand off to each other.
 
     Example:
         >>> Command(update={"route": "left"}, goto="left")
-        Command(update={'route': 'left'}, goto='left', resume=None)
+        Command(update={'route': 'left'}, goto='left', resume=None, graph=None)
+        >>> Command(goto="billing", graph=Command.PARENT).graph
+        '__parent__'
     """
+
+    PARENT: ClassVar[str] = "__parent__"
+    """``Command(graph=Command.PARENT)``: the command is for the parent graph."""
 
     update: Mapping[str, Any] | None = None
     goto: str | Sequence[str] | None = None
     resume: Any = None
+    graph: str | None = None
+
+
+class ParentCommand(GraphBubbleUp):
+    """A subgraph's node returned ``Command(graph=Command.PARENT)``: the subgraph stops
+    and the parent's node that ran it ends with :attr:`command` as its result."""
+
+    def __init__(self, command: Command[Any]) -> None:
+        super().__init__(f"command for the parent graph: {command!r}")
+        self.command = command
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,13 @@ from graphagent.graph._command import current_task
 from graphagent.graph._constants import is_private, public
 from graphagent.graph._drive import RESULT, adrive, awatched, drive, result_of, watched
 from graphagent.graph._effects import OpenLive, Program
+from graphagent.graph._inspect import subgraph_snapshot, with_task_states
+from graphagent.graph._namespace import ns_path
 from graphagent.graph._plan import Plan
-from graphagent.graph._run import run_program, update_program
+from graphagent.graph._run import run_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._state import OverAllState, Schema
+from graphagent.graph._update import update_program
 from graphagent.graph.draw._formats import Drawing, draw, svg_bundle
 from graphagent.graph.draw._overlay import run_overlay
 
@@ -378,22 +381,49 @@ class CompiledGraph:
         return saver, cfg.thread_id, cfg
 
     def get_state(
-        self, config: ConfigLike = None, *, thread_id: str | None = None
+        self,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        subgraphs: bool = False,
     ) -> StateSnapshot:
-        """The thread's latest state (or the one at ``config.checkpoint_id``)."""
+        """The thread's latest state (or the one at ``config.checkpoint_id``).
+
+        Args:
+            config: names the thread; with ``checkpoint_ns`` (a task's
+                ``state.config``), the state of the subgraph paused there.
+            thread_id: shortcut for ``config={"thread_id": ...}``.
+            subgraphs: each task of a subgraph paused in the step carries that
+                subgraph's own snapshot in ``tasks[i].state`` (nested ones too).
+        """
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = saver.get(thread, cfg.checkpoint_id)
-        return StateSnapshot.from_checkpoint(cp, cfg, self)
+        return self._snapshot(cp, cfg, subgraphs)
 
     async def aget_state(
-        self, config: ConfigLike = None, *, thread_id: str | None = None
+        self,
+        config: ConfigLike = None,
+        *,
+        thread_id: str | None = None,
+        subgraphs: bool = False,
     ) -> StateSnapshot:
         """Async :meth:`get_state`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = await saver.aget(thread, cfg.checkpoint_id)
-        return StateSnapshot.from_checkpoint(cp, cfg, self)
+        return self._snapshot(cp, cfg, subgraphs)
+
+    def _snapshot(self, cp: Any, cfg: RunnableConfig, subgraphs: bool) -> StateSnapshot:
+        if cfg.checkpoint_ns:
+            path = ns_path(cfg.checkpoint_ns)
+            if cp is None:
+                return StateSnapshot.from_checkpoint(None, cfg)
+            return subgraph_snapshot(cp, cfg, self.plan, path)
+        snap = StateSnapshot.from_checkpoint(cp, cfg, self)
+        if cp is None:
+            return snap
+        return with_task_states(snap, cp, cfg, self.plan, subgraphs)
 
     def get_state_history(
         self,
@@ -436,7 +466,13 @@ class CompiledGraph:
 
         On the latest checkpoint this continues the thread; on an older
         ``checkpoint_id`` it forks a new branch from there. With ``as_node``, the
-        thread's next nodes become that node's successors.
+        thread's next nodes become that node's successors. Without it, at a
+        breakpoint the values are written as the node that ran last, whose edges are
+        evaluated again on the edited state (``invoke(None, config)`` then runs on,
+        past the breakpoint); elsewhere the next nodes and a paused step stay as they
+        are. With ``checkpoint_ns`` in the config (a task's ``state.config`` from
+        ``get_state(config, subgraphs=True)``), the values go into that paused
+        subgraph's own state (``as_node`` then names a node of the subgraph).
 
         Returns:
             a config pointing at the new checkpoint.

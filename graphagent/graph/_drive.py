@@ -27,7 +27,7 @@ from graphagent._internal import observe
 from graphagent._internal.mirror import mirror_error
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphBubbleUp, GraphInterrupt, UserError
-from graphagent.graph._command import current_task
+from graphagent.graph._command import ParentCommand, current_task
 from graphagent.graph._effects import (
     Done,
     Emit,
@@ -70,6 +70,8 @@ def _outcome_of(task: Task, exc: BaseException, resolving: bool = False) -> Outc
     """
     if isinstance(exc, GraphInterrupt):
         return Paused(exc)
+    if isinstance(exc, ParentCommand):  # a graph run inside the node handed it a command
+        return Done(exc.command)
     if resolving and isinstance(exc, RuntimeError) and "running event loop" in str(exc):
         name = task.spec.name
         error = UserError(f"node {name!r} is async; call ainvoke()/astream() from async code")

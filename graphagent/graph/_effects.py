@@ -1,6 +1,6 @@
 """The effects a run asks its driver to perform: its only I/O.
 
-A program (``_run.run_program``, ``_run.update_program``) is a generator that yields
+A program (``_run.run_program``, ``_update.update_program``) is a generator that yields
 an :data:`Effect` and is sent back what that effect's docstring says it returns; the
 drivers (``_drive``) perform them. Running a step's nodes returns one typed
 :data:`Outcome` per node.

@@ -2,7 +2,7 @@
 
 ``run_program`` is a generator that yields effects (``_effects``) and receives their
 results; ``_drive`` performs them, synchronously or asynchronously. No I/O here.
-``update_program`` is ``update_state`` the same way.
+(``_update.update_program`` is ``update_state`` the same way.)
 
 A run is either a *root* (it loads and checkpoints its thread) or *nested* (a compiled
 graph run inside a node of another run). A nested run checkpoints nothing: when it
@@ -21,18 +21,19 @@ from graphagent.errors import (
     EmptyInputError,
     GraphInterrupt,
     GraphRecursionError,
-    InvalidRouteError,
+    InvalidUpdateError,
     UserError,
 )
 from graphagent.graph._command import (
     Command,
     Interrupt,
+    ParentCommand,
     RunContext,
     TaskScope,
     current_task,
     path_key,
 )
-from graphagent.graph._constants import END, INTERRUPT, START, public
+from graphagent.graph._constants import INTERRUPT, START, public
 from graphagent.graph._effects import (
     Done,
     Emit,
@@ -68,7 +69,7 @@ from graphagent.graph._step import (
     write,
 )
 
-__all__ = ["Run", "load", "run_program", "update_program"]
+__all__ = ["Run", "load", "run_program"]
 
 _TASK = current_task()
 
@@ -129,42 +130,7 @@ def run_program(
             return (yield from run.suspend(step))
         yield from run.commit(step)
         if run.pauses_after(step):
-            return run.stop_after()
-
-
-def update_program(
-    plan: Plan,
-    config: RunnableConfig,
-    values: Mapping[str, Any] | None,
-    as_node: str | None,
-) -> Program[str]:
-    """``update_state`` as a program: merge ``values`` as if ``as_node`` wrote them.
-
-    Returns the new checkpoint's id. On an older ``checkpoint_id`` this forks.
-    """
-    thread = config.thread_id
-    if plan.saver is None or thread is None:
-        raise UserError("update_state needs a saver and a thread_id in the config")
-    nodes = plan.topology.nodes
-    if as_node not in (None, START, END) and as_node not in nodes:
-        raise InvalidRouteError(
-            f"as_node={as_node!r} is not a node of this graph; known nodes: "
-            f"{', '.join(sorted(nodes))}"
-        )
-    pos, saved = yield from load(plan, thread, config.checkpoint_id)
-    pos.values, changes = merge(plan, pos.values, [(as_node or "__update__", dict(values or {}))])
-    pos.step += 1
-    if as_node == END:
-        pos.next = ()
-    elif as_node is not None:
-        pos.next = route(plan, pos, config, [as_node], {})
-    checkpoint = write(pos, config, changes, "update", [as_node] if as_node else None)
-    yield Put(thread, checkpoint, pos.head)
-    if as_node is None and saved is not None and saved.pending_writes:
-        # the step stays where it paused: finished work, questions, nested runs and a
-        # passed breakpoint carry over, so invoke(None) or a resume continues it
-        yield PutWrites(thread, checkpoint.id, tuple(saved.pending_writes))
-    return checkpoint.id
+            return (yield from run.stop_after())
 
 
 class Run:
@@ -261,6 +227,8 @@ class Run:
             changes = self._merge_input(input, saved)
             if self.saves:
                 self._defer(write(self.pos, self.config, changes, "input"))
+            if not changes:
+                return  # an input that writes nothing shows no new state
         if "values" in self.modes:
             yield Emit("values", public(self.pos.values))
 
@@ -417,7 +385,15 @@ class Run:
         for node in sorted(outcomes):
             outcome = outcomes[node]
             if isinstance(outcome, Done):
-                step.results[node] = normalize(node, outcome.value)
+                try:
+                    step.results[node] = normalize(node, outcome.value)
+                except ParentCommand:
+                    if self.nested:
+                        raise
+                    raise InvalidUpdateError(
+                        f"node {node!r} returned Command(graph=Command.PARENT), but its graph "
+                        "runs on its own, not as a node of a parent graph"
+                    ) from None
             elif isinstance(outcome, Paused):
                 step.paused[node] = outcome.signal
             elif step.failure is None or (
@@ -495,13 +471,24 @@ class Run:
         if step.failure is not None:
             node, exc = step.failure
             raise attach_node(exc, node)
-        asked = step.interrupts
-        if not asked:
-            return public(pos.values)
-        for mode in ("updates", "values"):
-            if mode in self.modes:
-                yield Emit(mode, {INTERRUPT: asked})
-        return {**public(pos.values), INTERRUPT: asked}
+        return (yield from self._paused(step))
+
+    def _paused(self, step: Step) -> Program[dict[str, Any]]:
+        """What a root run that paused mid-step hands out: the state with the writes of
+        the step's finished nodes (they stay pending until the step commits) and the
+        questions asked."""
+        asked, before, modes = step.interrupts, self.pos.values, self.modes
+        results = step.results
+        finished = [(n, u) for n in sorted(results) if (u := results[n][0])]
+        after = merge(self.plan, before, finished)[0] if finished else before
+        if "updates" in modes:
+            yield Emit("updates", {INTERRUPT: asked})
+        if "values" in modes:
+            if asked:
+                yield Emit("values", {**public(before), INTERRUPT: asked})
+            if finished:
+                yield Emit("values", public(after))
+        return {**public(after), INTERRUPT: asked} if asked else public(after)
 
     def _store_step(self, step: Step) -> Program[None]:
         """The unfinished step as pending writes, grouped by top-level task."""
@@ -525,12 +512,16 @@ class Run:
             self.pos.checkpoint_id,
             (PendingWrite(BREAKPOINT, "breakpoint", self.breakpoint),),
         )
+        if "updates" in self.modes:
+            yield Emit("updates", {INTERRUPT: ()})
 
-    def stop_after(self) -> dict[str, Any]:
+    def stop_after(self) -> Program[dict[str, Any]]:
         """Pause after an ``interrupt_after`` node: the checkpoint already says what is next."""
         if self.nested:
             self._leave_position(None, skip=False)
             raise GraphInterrupt(())
+        if "updates" in self.modes:
+            yield Emit("updates", {INTERRUPT: ()})
         return public(self.pos.values)
 
     def _leave_position(self, step: Step | None, *, skip: bool) -> None:

@@ -21,7 +21,14 @@ from graphagent.errors import (
     InvalidUpdateError,
     UserError,
 )
-from graphagent.graph._command import Command, Interrupt, RunContext, is_interrupt_id, path_key
+from graphagent.graph._command import (
+    Command,
+    Interrupt,
+    ParentCommand,
+    RunContext,
+    is_interrupt_id,
+    path_key,
+)
 from graphagent.graph._constants import END, is_private, public
 from graphagent.graph._nodes import Branch
 from graphagent.graph._plan import Plan
@@ -327,6 +334,8 @@ def normalize(node: str, ret: Any) -> Result:
             raise InvalidUpdateError(
                 f"node {node!r} returned Command(update={ret.update!r:.60}); update must be a dict"
             )
+        if ret.graph is not None:
+            _for_parent(node, ret)
         return ret.update, gotos
     dump = getattr(ret, "model_dump", None)
     if dump is not None:
@@ -335,6 +344,21 @@ def normalize(node: str, ret: Any) -> Result:
         f"node {node!r} returned {type(ret).__name__} {ret!r:.60}; a node returns a dict of "
         "state keys to update, None, or a Command"
     )
+
+
+def _for_parent(node: str, command: Command[Any]) -> None:
+    """A ``Command(graph=Command.PARENT)``: stop this (nested) run with it.
+
+    Raises:
+        ParentCommand: the command, for the node of the parent graph that runs this one.
+        InvalidUpdateError: ``graph`` is not ``Command.PARENT``.
+    """
+    if command.graph != Command.PARENT:
+        raise InvalidUpdateError(
+            f"node {node!r} returned Command(graph={command.graph!r}); graph must be None "
+            "(this graph) or Command.PARENT"
+        )
+    raise ParentCommand(Command(update=command.update, goto=command.goto))
 
 
 def write(
@@ -394,14 +418,14 @@ def with_goto(plan: Plan, due: tuple[str, ...], goto: str | Sequence[str]) -> tu
 def answers_by_path(
     pending: Sequence[Interrupt], answer: Any, thread: str | None
 ) -> list[tuple[str, Any]]:
-    """``Command(resume=answer)`` as ``(task path key, answer)`` pairs, one per pending
-    interrupt, in task-path order.
+    """``Command(resume=answer)`` as ``(task path key, answer)`` pairs, one per answered
+    pending interrupt, in task-path order.
 
     Raises:
         EmptyInputError: nothing is pending.
         UserError: ``answer`` names an interrupt id that is not pending (answered
-            already, or asked elsewhere), or several are pending and ``answer`` does not
-            answer each by id.
+            already, or asked elsewhere), or several are pending and ``answer`` answers
+            none of them by id.
     """
     if not pending:
         raise EmptyInputError(
@@ -417,23 +441,22 @@ def answers_by_path(
                 f"asked on another thread); nothing was run. Pending: "
                 f"{', '.join(sorted(ids))} (get_state(config).interrupts)"
             )
-    if len(pending) == 1 and not (isinstance(answer, Mapping) and answer and set(answer) <= ids):
+    by_id = isinstance(answer, Mapping) and answer and set(answer) <= ids
+    if len(pending) == 1 and not by_id:
         answers = {pending[0].id: answer}
-    elif isinstance(answer, Mapping):
+    elif by_id:
+        # some may be answered now: the tasks asking the others run again and ask again
         answers = dict(answer)
-        missing = [i.id for i in pending if i.id not in answers]
-        if missing:
-            raise UserError(
-                f"thread {thread!r} has {len(pending)} pending interrupts; "
-                f"Command(resume=...) must answer each by id, missing: {', '.join(missing)}"
-            )
     else:
         raise UserError(
             f"thread {thread!r} has {len(pending)} pending interrupts; resume with "
-            "Command(resume={interrupt_id: answer, ...}) (ids in get_state(config).interrupts)"
+            "Command(resume={interrupt_id: answer, ...}) answering one or more of them by id "
+            "(ids in get_state(config).interrupts)"
         )
     return [
-        (path_key(i.path), answers[i.id]) for i in sorted(pending, key=lambda i: (i.path, i.id))
+        (path_key(i.path), answers[i.id])
+        for i in sorted(pending, key=lambda i: (i.path, i.id))
+        if i.id in answers
     ]
 
 
