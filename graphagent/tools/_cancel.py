@@ -11,6 +11,7 @@ as well.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from graphagent.errors import ToolCancelledError
 
@@ -31,10 +32,12 @@ class CancellationToken:
         (True, 'timed out after 1 s')
     """
 
-    __slots__ = ("_event", "reason")
+    __slots__ = ("_callbacks", "_event", "_lock", "reason")
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
         self.reason: str | None = None
 
     @property
@@ -43,10 +46,25 @@ class CancellationToken:
         return self._event.is_set()
 
     def cancel(self, reason: str = "cancelled") -> None:
-        """Cancel the call (the first reason given is kept)."""
-        if not self._event.is_set():
+        """Cancel the call (the first reason given is kept); runs the ``on_cancel``
+        callbacks once."""
+        with self._lock:
+            if self._event.is_set():
+                return
             self.reason = reason
             self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the call is cancelled (at once if it already is): close
+        a connection, kill a subprocess the tool started."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`~graphagent.errors.ToolCancelledError` if the call was cancelled.
