@@ -20,6 +20,8 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     │   ├── StructuredOutputError       the final answer did not fit ``output_type``
     │   ├── ToolArgumentsError          a model's arguments do not fit a tool's schema
     │   ├── ToolExecutionError          a tool failed and the failure was not sent back
+    │   ├── ToolCancelledError          a sync tool saw its cancellation token set (timeout)
+    │   ├── PIIDetectionError           a PII hook with strategy "block" found personal data
     │   └── ModelError                  a chat model call failed
     │       ├── ModelHTTPError          the provider answered with an HTTP error
     │       ├── ModelTimeoutError       the provider did not answer in time
@@ -70,6 +72,7 @@ __all__ = [
     "ModelHTTPError",
     "ModelResponseError",
     "ModelTimeoutError",
+    "PIIDetectionError",
     "RunError",
     "SerializationError",
     "StructuredOutputError",
@@ -77,6 +80,7 @@ __all__ = [
     "ThreadLockedError",
     "ThreadNotKeptWarning",
     "ToolArgumentsError",
+    "ToolCancelledError",
     "ToolDefinitionError",
     "ToolExecutionError",
     "UserError",
@@ -170,6 +174,27 @@ class ToolExecutionError(RunError):
         super().__init__(message)
         self.tool_name = tool_name
         self.tool_call_id = tool_call_id
+
+
+class ToolCancelledError(RunError):
+    """A tool stopped because its call was cancelled (it ran past the tool timeout).
+
+    Raised by ``ToolContext.cancellation.raise_if_cancelled()`` inside a sync tool; the
+    tools step has already answered the model that the call timed out.
+    """
+
+
+class PIIDetectionError(RunError):
+    """A :class:`~graphagent.agent.PIIDetectionHook` with ``strategy="block"`` found
+    personal data (the message names the kinds found, never the data).
+
+    Attributes:
+        pii_types: the kinds of data found (``"email"``, ``"credit_card"``, ...).
+    """
+
+    def __init__(self, message: str, *, pii_types: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.pii_types = pii_types
 
 
 class ModelError(RunError):
