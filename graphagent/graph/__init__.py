@@ -14,6 +14,7 @@ from graphagent.graph._command import (
 )
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START, is_private
+from graphagent.graph._listen import GraphLifecycleListener
 from graphagent.graph._snapshot import (
     StateHistory,
     StateSnapshot,
@@ -39,6 +40,7 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "Drawing",
+    "GraphLifecycleListener",
     "Interrupt",
     "KeyStrategy",
     "MergeStrategy",

@@ -38,6 +38,7 @@ class Plan:
         agent: the agent whose graph this is (traces name it), or ``None``.
         edge_notes: what conditional edges' labels mean, by label (drawings print a key).
         store: the long-term memory store runs get in ``config.store``, or ``None``.
+        listeners: lifecycle listeners of every run, as engine observers.
         input_first: store a run's input checkpoint before its first step runs, rather
             than with that step's (an entrypoint's tasks keep their results on it as
             each finishes, so a crash mid-step loses none of them).
@@ -53,6 +54,7 @@ class Plan:
     agent: Any = None
     edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     store: Any = None
+    listeners: tuple[Any, ...] = ()
     input_first: bool = False
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
