@@ -20,6 +20,7 @@ from a2a.types import (
     AgentCapabilities,
     AgentCard,
     AgentInterface,
+    AgentSkill,
     Message,
     Part,
     Role,
@@ -144,16 +145,21 @@ class ScriptedExecutor(AgentExecutor):
         await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
 
 
-def scripted_app(executor: ScriptedExecutor, name: str = "concierge") -> Starlette:
+def scripted_app(
+    executor: ScriptedExecutor, name: str = "concierge", *, streaming: bool = True
+) -> Starlette:
     """The SDK's own server around ``executor``."""
     card = AgentCard(
         name=name,
         description="Books tables.",
         version="0.1.0",
-        supported_interfaces=[AgentInterface(url=BASE, protocol_binding="JSONRPC")],
-        capabilities=AgentCapabilities(streaming=True),
+        supported_interfaces=[
+            AgentInterface(url=BASE, protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
+        capabilities=AgentCapabilities(streaming=streaming),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="book", name="book", description="Book a table.", tags=["booking"])],
     )
     handler = DefaultRequestHandler(
         agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card

@@ -192,3 +192,29 @@ def test_graphagent_to_graphagent_with_a_human_in_between() -> None:
         decision = parse_answer("approve", question)  # what `graphagent chat` would send
         done = remote.invoke(Command(resume=decision), thread_id="t-hitl")
     assert done["messages"][-1].text == "Mailed bob."
+
+
+def test_a_server_without_streaming_is_asked_with_send_message(executor: ScriptedExecutor) -> None:
+    """A card without streaming: the finished task's artifacts are the answer, and a
+    remote question still pauses the local thread."""
+    app = scripted_app(executor, streaming=False)
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app))
+    with A2aRemoteAgent(BASE, httpx_client=http) as remote:
+        assert remote.call("hello").text == "Bonjour"
+        out = remote.invoke("book", thread_id="t-ns")
+        assert out["__interrupt__"][0].value == {"question": "Which day?"}
+        done = remote.invoke(Command(resume="Monday"), thread_id="t-ns")
+        assert done["messages"][-1].text == "Booked for Monday."
+
+
+def test_closing_stops_the_client_thread(executor: ScriptedExecutor) -> None:
+    """close() stops the loop thread the client lived on; nothing of it is left running."""
+    import threading
+
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(scripted_app(executor)))
+    remote = A2aRemoteAgent(BASE, name="closing", httpx_client=http)
+    assert remote.call("hello").text == "Bonjour"
+    assert any(t.name == "a2a-closing" for t in threading.enumerate())
+    remote.close()
+    assert not any(t.name == "a2a-closing" for t in threading.enumerate())
+    remote.close()  # twice is fine
