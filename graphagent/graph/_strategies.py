@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from checkpoint.base import Change
+from checkpoint.base import Change, IndexedList
 from graphagent.messages import Message, RemoveMessage, add_messages, coerce_message
 
 __all__ = [
@@ -130,16 +130,11 @@ class MergeStrategy(KeyStrategy):
         return "MergeStrategy()"
 
 
-class _IdList(list):  # type: ignore[type-arg]
-    """A list that shares a message-id -> position index with the lists it grew from.
-
-    Appending to a long history then needs no O(n) scan for id collisions: a
-    lookup is checked against the list itself, so an index entry written by a
-    sibling fork can cause a (correct) slow path, never a wrong answer.
-    """
-
-    __slots__ = ("ids",)
-    ids: dict[str, int]
+# a list sharing a message-id -> position index with the lists it grew from, and with
+# the saver's read cache that read it (so a turn on a long history indexes only what is
+# new); an entry is a hint checked against the list, so a sibling fork's entry can cause
+# a (correct) slow path, never a wrong answer
+_IdList = IndexedList
 
 
 class AppendStrategy(KeyStrategy):
