@@ -73,12 +73,13 @@ class _Window:
 
 
 class _Thread:
-    __slots__ = ("sets", "size", "windows")
+    __slots__ = ("last", "sets", "size", "windows")
 
     def __init__(self) -> None:
         self.windows: dict[Slot, _Window] = {}
         self.sets: dict[str, bytes] = {}  # value map version -> its stored bytes
         self.size = 0
+        self.last: tuple[Slot, ...] = ()  # the branches the latest fetching read ended on
 
 
 class ReadCache:
@@ -143,6 +144,22 @@ class ReadCache:
             if held is not None:
                 self._threads.move_to_end(thread_id)
             return ReadPlan(self, thread_id, record, held)
+
+    def guess(self, thread_id: str, ahead: int) -> list[str]:
+        """The data fields a next read of the thread likely needs: the ``ahead`` items
+        after what is held of each log branch its latest read ended on (what a turn
+        appends). A driver may fetch them with the head, saving a round trip."""
+        with self._lock:
+            held = self._threads.get(thread_id)
+            if held is None:
+                return []
+            out: list[str] = []
+            for slot in held.last:
+                window = held.windows.get(slot)
+                if window is not None:
+                    stem = layout.log_stem(*slot)
+                    out.extend([f"{stem}{i}" for i in range(window.hi, window.hi + ahead)])
+            return out
 
     def _keep(self, thread_id: str, held: _Thread) -> None:
         """Hold ``held`` (new or grown) and evict down to the bounds; under the lock."""
@@ -368,6 +385,8 @@ class ReadPlan:
                 else:
                     _index(window.ids, plain, 0)
                 grown += size
+            logs = self._record.logs
+            held.last = tuple((key, ranges[-1][0]) for key, ranges in logs.items() if ranges)
             held.size += grown
             cache._size += grown if cache._threads.get(self._thread_id) is held else held.size
             cache._keep(self._thread_id, held)

@@ -227,6 +227,10 @@ class RedisLogic:
         """None: a step is one script, atomic on its own."""
         return None
 
+    def get_mode(self) -> bool | None:
+        """False: a read is a snapshot (the Redis driver runs each script whole)."""
+        return False
+
     def purge_due(self) -> bool:
         """Never: Redis expires a thread's keys itself."""
         return False
