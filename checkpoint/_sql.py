@@ -385,14 +385,20 @@ def _in_plan_order(plan: ReadPlan, found: Sequence[Sequence[Any]]) -> list[bytes
     }
     blobs: list[bytes | None] = [singles.get(f) for f in plan.singles]
     for key, branch, start, end in plan.spans:
-        part: list[bytes | None] = [None] * (end - start)
-        cut = len(encode_text(layout.log_stem(key, branch)))
-        for field, value in next(rows):
-            digits = bytes(field)[cut:]
-            # only an item's own name: a stranger field under the prefix is not one
-            if digits.isdigit() and (digits[:1] != b"0" or digits == b"0"):
-                index = int(digits) - start
-                if 0 <= index < end - start:
-                    part[index] = bytes(value)
+        got = next(rows)
+        if end - start <= _CHUNK:  # read by name: only items came back
+            by_name = {decode_text(f): bytes(v) for f, v in got}
+            stem = layout.log_stem(key, branch)
+            blobs.extend([by_name.get(f"{stem}{i}") for i in range(start, end)])
+            continue
+        # read by range: look each item up by its own name (a stranger under the
+        # prefix, "007" or "x", is no item's name); a dict of the rows is built in C
+        named: dict[Any, Any] = dict(got)
+        if named and type(next(iter(named))) is not bytes:
+            named = {bytes(f): v for f, v in named.items()}
+        prefix = encode_text(layout.log_stem(key, branch))
+        part = [named.get(prefix + b"%d" % i) for i in range(start, end)]
+        if named and type(next(iter(named.values()))) is not bytes:  # one driver: one type
+            part = [None if v is None else bytes(v) for v in part]
         blobs.extend(part)
     return blobs
