@@ -130,11 +130,16 @@ class MergeStrategy(KeyStrategy):
         return "MergeStrategy()"
 
 
-# a list sharing a message-id -> position index with the lists it grew from, and with
-# the saver's read cache that read it (so a turn on a long history indexes only what is
-# new); an entry is a hint checked against the list, so a sibling fork's entry can cause
-# a (correct) slow path, never a wrong answer
-_IdList = IndexedList
+class _IdList(list):  # type: ignore[type-arg]
+    """A list that shares a message-id -> position index with the lists it grew from.
+
+    Appending to a long history then needs no O(n) scan for id collisions: a
+    lookup is checked against the list itself, so an index entry written by a
+    sibling fork can cause a (correct) slow path, never a wrong answer.
+    """
+
+    __slots__ = ("ids",)
+    ids: dict[str, int]
 
 
 class AppendStrategy(KeyStrategy):
@@ -176,7 +181,9 @@ class AppendStrategy(KeyStrategy):
         items = list(new) if cls is list or cls is tuple else _as_items(new)
         if self.messages:
             items = [i if isinstance(i, Message) else coerce_message(i) for i in items]
-        ids = base.ids if type(base) is _IdList else None
+        # a saver's read hands its message log on indexed (checkpoint.base.IndexedList)
+        kind = type(base)
+        ids = getattr(base, "ids", None) if kind is _IdList or kind is IndexedList else None
         if ids is None:
             ids = {m.id: i for i, m in enumerate(base) if isinstance(m, Message)}
         n = len(base)
