@@ -548,6 +548,8 @@ def _decoder(cls: type[BaseModel]) -> Any:
                 if metadata is not None:
                     message = _new(cls)
                     fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": ()}
+                    if unset:
+                        fields.update(unset)
                     _put(message, "__dict__", fields)
                     _fields_set(message, fields_set)
                     _extra(message, None)
