@@ -9,6 +9,7 @@ from graphagent.graph._command import (
     Interrupt,
     TaskScope,
     current_task,
+    get_stream_writer,
     interrupt,
     path_key,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "StateTask",
     "TaskScope",
     "current_task",
+    "get_stream_writer",
     "interrupt",
     "is_private",
     "listed_snapshots",

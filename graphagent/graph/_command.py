@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic
 
 from typing_extensions import TypeVar
 
+from graphagent._internal.handoff import set_hand_off
+from graphagent._internal.streaming import set_sink_finder
 from graphagent.errors import GraphBubbleUp, GraphInterrupt
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "RunContext",
     "TaskScope",
     "current_task",
+    "get_stream_writer",
     "interrupt",
     "is_interrupt_id",
     "path_key",
@@ -63,12 +66,25 @@ class Command(Generic[N]):
 
 
 class ParentCommand(GraphBubbleUp):
-    """A subgraph's node returned ``Command(graph=Command.PARENT)``: the subgraph stops
-    and the parent's node that ran it ends with :attr:`command` as its result."""
+    """A ``Command(graph=Command.PARENT)`` on its way up.
+
+    Raised by a run whose node returned one (:attr:`command` then has ``graph=None``):
+    that run stops, and the node of the parent graph that ran it ends with the command as
+    its result. Raised by code inside a node (a tool returning such a command, still with
+    ``graph=Command.PARENT``): the node ends as if it had returned it, so its graph hands
+    the command to *its* parent.
+    """
 
     def __init__(self, command: Command[Any]) -> None:
         super().__init__(f"command for the parent graph: {command!r}")
         self.command = command
+
+
+def _hand_off(result: Any) -> None:
+    """Raise a tool's ``Command(graph=Command.PARENT)`` (found through
+    ``graphagent._internal.handoff``): the tool's node hands it to its parent graph."""
+    if isinstance(result, Command) and result.graph is not None:
+        raise ParentCommand(result)
 
 
 @dataclass(frozen=True)
@@ -133,21 +149,26 @@ class RunContext:
     position of each nested run that paused, per path. A nested compiled graph run
     inside a node finds both here, so its interrupts resume where they asked.
     ``anchor`` is the checkpoint the top-level run's current step grows from (interrupt
-    ids are made from it). ``suspended`` also holds what a durable sub-task of a node
-    (``graphagent.func``'s ``@task``) finished, under a key below the node's path; such a
-    sub-task stores it at once on ``kept_on`` through ``saver`` (``kept_on`` is ``None``
-    while the step's checkpoint is held back, unstored).
+    ids and task ids are made from it). ``stream`` is set while the root streams with
+    ``subgraphs=True``: nested runs send their events there. ``suspended`` also holds
+    what a durable sub-task of a node (``graphagent.func``'s ``@task``) finished, under
+    a key below the node's path; such a sub-task stores it at once on ``kept_on``
+    through ``saver`` (``kept_on`` is ``None`` while the step's checkpoint is held
+    back, unstored).
     """
 
     __slots__ = (
         "anchor",
         "answers",
+        "emit",
         "kept_on",
         "lock",
         "persistent",
         "saver",
+        "stream",
         "suspended",
         "thread",
+        "writer",
     )
 
     def __init__(self, thread: str | None, persistent: bool, saver: Any = None) -> None:
@@ -158,6 +179,13 @@ class RunContext:
         self.kept_on: str | None = None
         self.answers: dict[str, list[Any]] = {}
         self.suspended: dict[str, dict[str, Any]] = {}
+        # stream(..., subgraphs=True): the root's sink for nested runs' events, and its modes
+        self.stream: tuple[Callable[[tuple[str, ...], str, Any], None], frozenset[str]] | None
+        self.stream = None
+        # a "messages" stream: where models called in any node send their chunks
+        self.emit: Callable[[str, Any], None] | None = None
+        # a "custom" stream: what get_stream_writer() hands out
+        self.writer: Callable[[Any], None] | None = None
         # nested runs of parallel nodes share these tables from several threads; writers
         # hold the lock so that a reader walking a table never sees it change size
         self.lock = threading.Lock()
@@ -257,3 +285,41 @@ def interrupt(value: Any) -> Any:
         return scope.resume[index]
     anchor = scope.ctx.anchor if scope.ctx is not None else None
     raise GraphInterrupt((Interrupt.make(value, scope.path, index, anchor),))
+
+
+def _message_sink() -> Callable[[Any], None] | None:
+    """The running node's ``"messages"`` sink: chunks go out with the node's name and path
+    (models find it through ``graphagent._internal.streaming``)."""
+    scope = _TASK.get()
+    ctx = scope.ctx if scope is not None else None
+    emit = ctx.emit if ctx is not None else None
+    if emit is None or scope is None:
+        return None
+    meta = {"node": scope.node, "path": scope.path}
+    return lambda chunk: emit("messages", (chunk, meta))
+
+
+set_sink_finder(_message_sink)
+
+
+def _discard(_: Any) -> None:
+    """The writer outside a run streaming ``"custom"``: what is written goes nowhere."""
+
+
+def get_stream_writer() -> Callable[[Any], None]:
+    """The ``"custom"`` stream's writer of the running graph, from any node or tool.
+
+    The same as ``config.writer``, for code that has no config at hand (a tool, a helper
+    a node calls). Outside a run, or when nobody streams ``"custom"``, what it is given
+    goes nowhere.
+
+    Example:
+        >>> get_stream_writer()({"progress": 1})  # outside a run: dropped
+    """
+    scope = _TASK.get()
+    ctx = scope.ctx if scope is not None else None
+    writer = ctx.writer if ctx is not None else None
+    return writer if writer is not None else _discard
+
+
+set_hand_off(_hand_off)

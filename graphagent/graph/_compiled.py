@@ -35,6 +35,15 @@ from graphagent.graph._plan import Plan
 from graphagent.graph._run import run_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._state import OverAllState, Schema
+from graphagent.graph._substream import (
+    SKIP,
+    SUBGRAPH,
+    Shown,
+    Sink,
+    aforward,
+    forward,
+    streamed,
+)
 from graphagent.graph._update import update_program
 from graphagent.graph._watch import awatched, watched
 from graphagent.graph.draw._formats import Drawing, draw, svg_bundle
@@ -142,16 +151,19 @@ class CompiledGraph:
     # -- programs --------------------------------------------------------------------
 
     def _program(
-        self, input: Any, config: RunnableConfig, modes: frozenset[str]
+        self, input: Any, config: RunnableConfig, modes: frozenset[str], subgraphs: bool = False
     ) -> Program[dict[str, Any]]:
-        """The run, with the live channel open first when a mode needs one."""
-        if modes & _LIVE:
+        """The run, with the live channel open first when a mode (or ``subgraphs``) needs one."""
+        sink: Sink | None = None
+        if modes & _LIVE or subgraphs:
             put = yield OpenLive()
             update: dict[str, Any] = {"writer": lambda p: put(("custom", p))}
             if "messages" in modes:
                 update["emit"] = lambda mode, p: put((mode, p))
             config = config.model_copy(update=update)
-        return (yield from run_program(self.plan, input, config, modes))
+            if subgraphs:
+                sink = lambda ns, mode, p: put((SUBGRAPH, (ns, mode, p)))  # noqa: E731
+        return (yield from run_program(self.plan, input, config, modes, sink=sink))
 
     def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:
         cfg = ensure_config(config, thread_id=thread_id)
@@ -244,6 +256,7 @@ class CompiledGraph:
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         stream_mode: str | Sequence[str] | None = None,
+        subgraphs: bool = False,
     ) -> Iterator[Any]:
         """Run the graph, yielding events as they happen.
 
@@ -253,6 +266,11 @@ class CompiledGraph:
         agents), ``"debug"`` (tasks and checkpoints). A list of modes yields
         ``(mode, payload)`` pairs.
 
+        With ``subgraphs=True`` the events of graphs running inside nodes come too, as
+        they happen, and every event is ``(namespace, payload)`` (or ``(namespace, mode,
+        payload)`` for a list of modes): ``()`` for this graph, ``("node:task_id", ...)``
+        for a subgraph (one part per level).
+
         Example::
 
             for update in app.stream({"count": 0}):
@@ -260,12 +278,13 @@ class CompiledGraph:
         """
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
-        events = drive(self._program(input, cfg, modes), self.plan.saver)
+        events = drive(self._program(input, cfg, modes, subgraphs), self.plan.saver)
+        show = Shown(modes, pairs, subgraphs)
         # closed with this stream: a consumer that stops early ends the run here
         with contextlib.closing(watched(events, self.plan, cfg, False, input)) as run:
             for m, payload in run:
-                if m in modes:
-                    yield (m, payload) if pairs else payload
+                if (event := show(m, payload)) is not SKIP:
+                    yield event
 
     async def astream(
         self,
@@ -275,17 +294,19 @@ class CompiledGraph:
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         stream_mode: str | Sequence[str] | None = None,
+        subgraphs: bool = False,
     ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
-        events = adrive(self._program(input, cfg, modes), self.plan.saver)
+        events = adrive(self._program(input, cfg, modes, subgraphs), self.plan.saver)
+        show = Shown(modes, pairs, subgraphs)
         # closed with this stream, not later by the garbage collector: aclose() returns
         # once the step it stopped is cancelled and what finished is stored
         async with contextlib.aclosing(awatched(events, self.plan, cfg, False, input)) as run:
             async for m, payload in run:
-                if m in modes:
-                    yield (m, payload) if pairs else payload
+                if (event := show(m, payload)) is not SKIP:
+                    yield event
 
     # -- as a node of another graph ----------------------------------------------------
 
@@ -296,8 +317,13 @@ class CompiledGraph:
         errors pass up. Returns the final values and the changes the run made."""
         net: dict[str, Change] = {}
         plan = self.plan
-        events = drive(run_program(plan, input, config, frozenset(), net=net), plan.saver)
-        return result_of(watched(events, plan, config, True, input)), net
+        stream = streamed()
+        modes = stream[1] if stream is not None else frozenset()
+        events = drive(run_program(plan, input, config, modes, net=net), plan.saver)
+        run = watched(events, plan, config, True, input)
+        if stream is not None:
+            return forward(run, stream[0]), net
+        return result_of(run), net
 
     async def arun_nested(
         self, input: Mapping[str, Any], config: RunnableConfig
@@ -305,8 +331,13 @@ class CompiledGraph:
         """Async :meth:`run_nested`."""
         net: dict[str, Change] = {}
         plan = self.plan
-        events = adrive(run_program(plan, input, config, frozenset(), net=net), plan.saver)
-        return await _aresult_of(awatched(events, plan, config, True, input)), net
+        stream = streamed()
+        modes = stream[1] if stream is not None else frozenset()
+        events = adrive(run_program(plan, input, config, modes, net=net), plan.saver)
+        run = awatched(events, plan, config, True, input)
+        if stream is not None:
+            return await aforward(run, stream[0]), net
+        return await _aresult_of(run), net
 
     def as_node_function(
         self, parent: Schema | None = None

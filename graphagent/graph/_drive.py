@@ -70,7 +70,10 @@ def _outcome_of(task: Task, exc: BaseException, resolving: bool = False) -> Outc
     """
     if isinstance(exc, GraphInterrupt):
         return Paused(exc)
-    if isinstance(exc, ParentCommand):  # a graph run inside the node handed it a command
+    if isinstance(exc, ParentCommand):
+        # from a graph run inside the node, a plain command: the node's result; from the
+        # node's own code (a tool), still Command.PARENT: as if the node returned it, so
+        # its graph hands it up in turn
         return Done(exc.command)
     if resolving and isinstance(exc, RuntimeError) and "running event loop" in str(exc):
         name = task.spec.name

@@ -34,6 +34,7 @@ from graphagent.graph._command import (
     path_key,
 )
 from graphagent.graph._constants import INTERRUPT, START, public
+from graphagent.graph._debug import checkpoint_event, step_events, task_events, written_messages
 from graphagent.graph._effects import (
     Done,
     Emit,
@@ -49,6 +50,7 @@ from graphagent.graph._effects import (
     PutWrites,
     Task,
 )
+from graphagent.graph._pause import paused
 from graphagent.graph._plan import Plan
 from graphagent.graph._state import OverAllState, as_input
 from graphagent.graph._step import (
@@ -68,6 +70,7 @@ from graphagent.graph._step import (
     with_goto,
     write,
 )
+from graphagent.graph._substream import Sink, nested_config, nested_opening, share_streams
 
 __all__ = ["Run", "load", "run_program"]
 
@@ -100,6 +103,7 @@ def run_program(
     modes: frozenset[str],
     *,
     net: dict[str, Change] | None = None,
+    sink: Sink | None = None,
 ) -> Program[dict[str, Any]]:
     """The whole run as a generator of effects; returns the final state values.
 
@@ -111,8 +115,12 @@ def run_program(
         net: when given, the run is nested inside a node: it does not checkpoint, lets
             errors through, pauses by raising ``GraphInterrupt``, and collects every
             change it made (beyond its input) into this dict.
+        sink: a root run streaming with ``subgraphs=True``: where nested runs send
+            their events.
     """
     run = Run(plan, config, modes, net)
+    if net is None and modes:
+        share_streams(run.ctx, sink, modes, config)
     yield from run.start(input)
     if plan.input_first:
         yield from run.flush()
@@ -190,6 +198,8 @@ class Run:
             self.saves = plan.saver is not None and config.thread_id is not None
         self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver)
         self.key = path_key(self.base)
+        if self.nested and self.ctx.stream is not None:
+            self.config = nested_config(self.ctx, self.base, config)
         if (plan.interrupt_before or plan.interrupt_after) and not self.ctx.persistent:
             where = "its parent graph needs" if self.nested else "need"
             raise UserError(
@@ -213,6 +223,7 @@ class Run:
             else:
                 self._merge_input(input, None)
                 self.start_input = dict(input)
+            yield from nested_opening(self.ctx, self.base, self.modes, self.pos.values)
             return
         saved: Checkpoint | None = None
         if self.saves:
@@ -229,6 +240,10 @@ class Run:
             changes = self._merge_input(input, saved)
             if self.saves:
                 self._defer(write(self.pos, self.config, changes, "input"))
+                if "debug" in self.modes and self.unsaved is not None:
+                    yield Emit(
+                        "debug", checkpoint_event(self.unsaved[0], self.pos.values, self.config)
+                    )
             if not changes:
                 return  # an input that writes nothing shows no new state
         if "values" in self.modes:
@@ -362,9 +377,8 @@ class Run:
 
     def announce(self, tasks: tuple[Task, ...]) -> Program[None]:
         """The step's tasks as ``debug`` events."""
-        step = self.pos.step + 1
-        for t in tasks:
-            yield Emit("debug", {"type": "task", "step": step, "node": t.spec.name})
+        names, pos = [t.spec.name for t in tasks], self.pos
+        yield from task_events(pos.step + 1, self.ctx.anchor, self.base, names, pos.values)
 
     def _tasks(self) -> tuple[Task, ...]:
         pos, ctx, base = self.pos, self.ctx, self.base
@@ -432,16 +446,21 @@ class Run:
             for node in ran:
                 ctx.forget(path_key((*self.base, node)))
         pos.next = route(plan, pos, self.config, ran, gotos)
+        written = None
         if self.saves:
-            yield self._put(write(pos, self.config, changes, "loop", ran))
+            written = write(pos, self.config, changes, "loop", ran)
+            yield self._put(written)
         if "updates" in modes:
             # work kept from before a pause was done first, so it is reported first
             for node in sorted(ran, key=lambda n: n not in kept) if kept else ran:
                 yield Emit("updates", {node: shown(results[node][0])})
         if "values" in modes:
             yield Emit("values", public(pos.values))
+        if "messages" in modes:
+            yield from written_messages(results, self.base)
         if "debug" in modes:
-            yield Emit("debug", pos.debug_event())
+            where = (self.ctx.anchor, self.base)
+            yield from step_events(pos.step, where, results, written, pos.values, self.config)
 
     def pauses_after(self, step: Step) -> bool:
         """Whether a node of the committed step is an ``interrupt_after`` breakpoint."""
@@ -475,24 +494,11 @@ class Run:
         if step.failure is not None:
             node, exc = step.failure
             raise attach_node(exc, node)
-        return (yield from self._paused(step))
-
-    def _paused(self, step: Step) -> Program[dict[str, Any]]:
-        """What a root run that paused mid-step hands out: the state with the writes of
-        the step's finished nodes (they stay pending until the step commits) and the
-        questions asked."""
-        asked, before, modes = step.interrupts, self.pos.values, self.modes
-        results = step.results
-        finished = [(n, u) for n in sorted(results) if (u := results[n][0])]
-        after = merge(self.plan, before, finished)[0] if finished else before
-        if "updates" in modes:
-            yield Emit("updates", {INTERRUPT: asked})
-        if "values" in modes:
-            if asked:
-                yield Emit("values", {**public(before), INTERRUPT: asked})
-            if finished:
-                yield Emit("values", public(after))
-        return {**public(after), INTERRUPT: asked} if asked else public(after)
+        return (
+            yield from paused(
+                self.plan, pos.values, step, self.modes, (self.ctx.anchor, self.base, pos.step + 1)
+            )
+        )
 
     def _store_step(self, step: Step) -> Program[None]:
         """The unfinished step as pending writes, grouped by top-level task."""

@@ -132,16 +132,6 @@ class Position:
         self.done = dict(position["done"])
         self.skip_breakpoint = bool(position["skip"])
 
-    def debug_event(self) -> dict[str, Any]:
-        """The ``debug`` stream's event for the checkpoint the run is on."""
-        return {
-            "type": "checkpoint",
-            "step": self.step,
-            "checkpoint_id": self.checkpoint_id,
-            "next": self.next,
-            "values": dict(self.values),
-        }
-
 
 class Step:
     """A super-step's outcomes, sorted out: what finished, what paused, what failed."""

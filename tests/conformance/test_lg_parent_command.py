@@ -221,3 +221,52 @@ def test_agent_used_as_node_hands_off_to_its_parent(saver: CheckpointSaver) -> N
     texts = [getattr(m, "text", m) for m in out["messages"]]
     assert texts[-1] == "your bill is 3 EUR"
     assert "transfer to billing" not in texts  # the handoff ended triage's run
+
+
+# origin: langgraph tests/test_pregel.py::test_parent_command (a tool returns the command:
+# the handoff tools of a multi-agent supervisor)
+async def test_handoff_tool_of_an_agent_used_as_node(saver: CheckpointSaver) -> None:
+    from graphagent.agent import ReactAgent
+    from graphagent.messages import AssistantMessage, ToolCall
+    from graphagent.models import FakeChatModel
+    from graphagent.tools import tool
+
+    @tool
+    def transfer_to_billing(reason: str) -> Any:
+        """Hand the conversation to the billing agent."""
+        return Command(graph=Command.PARENT, goto="billing", update={"messages": [reason]})
+
+    call = ToolCall(id="c1", name="transfer_to_billing", arguments='{"reason": "a bill"}')
+    triage = ReactAgent(
+        name="triage",
+        model=FakeChatModel([AssistantMessage(tool_calls=[call])]),
+        tools=[transfer_to_billing],
+    )
+    billing = ReactAgent(name="billing", model=FakeChatModel(["your bill is 3 EUR"]))
+    g = StateGraph({"messages": operator.add})
+    g.add_node("triage", triage, destinations=("billing",)).add_node("billing", billing)
+    app = g.add_edge(START, "triage").add_edge("billing", END).compile(saver)
+    out = await app.ainvoke({"messages": ["what do I owe?"]}, thread())
+    texts = [getattr(m, "text", m) for m in out["messages"]]
+    assert texts[:2] == ["what do I owe?", "a bill"]
+    assert texts[-1] == "your bill is 3 EUR"
+
+
+# graphagent: a tool's Command.PARENT in an agent run on its own is refused, named
+def test_handoff_tool_of_an_agent_on_its_own_is_refused() -> None:
+    from graphagent.agent import ReactAgent
+    from graphagent.messages import AssistantMessage, ToolCall
+    from graphagent.models import FakeChatModel
+    from graphagent.tools import tool
+
+    @tool
+    def transfer(reason: str) -> Any:
+        """Hand off."""
+        return Command(graph=Command.PARENT, goto="billing")
+
+    call = ToolCall(id="c1", name="transfer", arguments='{"reason": "x"}')
+    agent = ReactAgent(
+        name="solo", model=FakeChatModel([AssistantMessage(tool_calls=[call])]), tools=[transfer]
+    )
+    with pytest.raises(InvalidUpdateError, match="not as a node of a parent graph"):
+        agent.invoke("hi")
