@@ -282,3 +282,26 @@ def test_drawings_list_tasks_and_mark_what_a_run_did(saver: CheckpointSaver) -> 
     assert "fetch: \u21ba replayed \u00d73" in done and "ask: \u2713 ran \u00d71" in done
     with pytest.raises(UserError, match="SVG only"):
         flow.draw("ascii", config=config)
+
+
+def test_messages_stream_from_an_agent_called_in_a_task() -> None:
+    """A task that hands the run's config to an agent streams the agent's model tokens
+    under ``"messages"``, between the updates."""
+    from graphagent.agent import ReactAgent
+    from graphagent.messages import AssistantMessage
+    from graphagent.models import FakeChatModel
+
+    agent = ReactAgent(name="helper", model=FakeChatModel(responses=[AssistantMessage("hi!")]))
+
+    @task
+    def ask(question: str, config: Any) -> str:
+        return agent.invoke(question, config)["messages"][-1].text  # type: ignore[no-any-return]
+
+    @entrypoint()
+    def flow(question: str) -> str:
+        return ask(question).result()
+
+    events = list(flow.stream("hello", mode=["messages", "updates"]))
+    tokens = "".join(payload[0].content for mode, payload in events if mode == "messages")
+    assert tokens == "hi!"
+    assert events[-2:] == [("updates", {"ask": "hi!"}), ("updates", {"flow": "hi!"})]
