@@ -561,3 +561,18 @@ def test_release_thread_inside_another_graphs_node() -> None:
     assert out["payload"] == "inner-ok" and out["nested"] == "inner-ok"
     assert list(saver.list("issue-4538-inner-thread")) == []
     assert outer.get_state(thread_id="issue-4538-outer-thread").values["payload"] == "inner-ok"
+
+
+def test_pii_hook_added_to_an_existing_thread_cleans_its_history() -> None:
+    """A thread written before the hook existed is cleaned on the next run's first call."""
+    from checkpoint import MemorySaver
+
+    saver = MemorySaver()
+    plain = ReactAgent(name="a", model=FakeChatModel(["ok"]), saver=saver)
+    plain.invoke("I am bob@example.com", thread_id="old-1")
+    seen, model = _seen_by_model()
+    guarded = ReactAgent(name="a", model=model, saver=saver, hooks=[PIIDetectionHook("email")])
+    guarded.invoke("hello again", thread_id="old-1")
+    assert seen[0][0].text == "I am [REDACTED_EMAIL]"
+    stored = guarded.get_state(thread_id="old-1").values["messages"]
+    assert stored[0].text == "I am [REDACTED_EMAIL]"
