@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from typing_extensions import Self
 
 from checkpoint._cache import ReadCache
+from checkpoint._lockwait import ahold
 from checkpoint.base import (
     Checkpoint,
     CheckpointHistory,
@@ -34,7 +35,7 @@ from checkpoint.base import (
     LockOps,
     PendingWrite,
 )
-from checkpoint.locks import LockPolicy, ahold
+from checkpoint.locks import LockPolicy
 
 __all__ = [
     "AsyncOnly",
@@ -110,6 +111,9 @@ class Logic(Protocol):
     ) -> Program[None]: ...
 
     def get(self, thread_id: str, checkpoint_id: str | None) -> Program[Checkpoint | None]: ...
+
+    def get_mode(self) -> bool | None:
+        """The transaction a get runs in (see :class:`Call`)."""
 
     def history(
         self, thread_id: str, limit: int | None, before: str | None
@@ -187,7 +191,7 @@ class _Calls(CheckpointSaver, Generic[L]):
 
     def _get_call(self, thread_id: str, checkpoint_id: str | None) -> Call[Checkpoint | None]:
         program = self.logic.get(thread_id, checkpoint_id)
-        return Call(program, False, f"reading thread {thread_id!r}")
+        return Call(program, self.logic.get_mode(), f"reading thread {thread_id!r}")
 
     def _history_call(
         self, thread_id: str, limit: int | None, before: str | None

@@ -26,8 +26,10 @@ from contextlib import (
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, TypeVar, overload
 
-from checkpoint.errors import CheckpointNotFoundError, SerializationError, located
-from checkpoint.locks import LockPolicy, ahold, hold
+from checkpoint._lockwait import ahold, hold
+from checkpoint._stored import located
+from checkpoint.errors import CheckpointNotFoundError, SerializationError
+from checkpoint.locks import LockPolicy
 
 __all__ = [
     "DELETE_KEPT",
@@ -37,6 +39,7 @@ __all__ = [
     "CheckpointHistory",
     "CheckpointSaver",
     "CheckpointWrite",
+    "IndexedList",
     "ListedHistory",
     "LockOps",
     "PendingWrite",
@@ -67,6 +70,25 @@ class Change(NamedTuple):
 
     kind: ChangeKind
     value: Any
+
+
+class IndexedList(list):  # type: ignore[type-arg]
+    """A list with :attr:`ids`: an ``id`` -> position index of its items that have one
+    (messages), which a list may share with the lists it grew from.
+
+    A saver reads a log as one, so appending to a long history needs no pass over it.
+    Every item with an ``id`` has an entry (entries are never removed), but an entry is
+    a hint to check: it may point at another item (a sibling's append) or past the end.
+
+    Example:
+        >>> log = IndexedList(["a"])
+        >>> log.ids = {}
+        >>> log + ["b"]
+        ['a', 'b']
+    """
+
+    __slots__ = ("ids",)
+    ids: dict[Any, int]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+import typing
 from pathlib import Path
 
 MODULES = {
@@ -20,11 +21,15 @@ MODULES = {
     "[seeing graphs and state](visualize.md).",
     "graphagent.graph.draw": "What the command line shows of graphs and threads: the drawing "
     "formats and a snapshot's rows as text. Guide: [seeing graphs and state](visualize.md).",
+    "graphagent.func": "Durable functions: `@entrypoint` and `@task`. Guide: "
+    "[durable functions](functional.md).",
     "graphagent.tools": "Tools from functions and methods. Guide: [tools](tools.md).",
     "graphagent.models": "Chat model clients and test doubles. Guide: [models](models.md).",
     "graphagent.messages": "Messages and the `add_messages` rule.",
     "graphagent.mcp": "MCP servers' tools as graphagent tools, and graphagent served over MCP "
     "(extra `graphagent[mcp]`). Guide: [MCP](mcp.md).",
+    "graphagent.a2a": "Agents served over A2A (Agent2Agent), and remote A2A agents used as "
+    "local ones (extra `graphagent[a2a]`, the official `a2a-sdk`). Guide: [A2A](a2a.md).",
     "graphagent.observability": "Live progress, logs, and OpenTelemetry traces (extra "
     "`graphagent[otel]`). Guide: [progress, logs and traces](observability.md).",
     "graphagent.errors": "Every error is a `GraphAgentError`; the message says what to do.",
@@ -86,13 +91,21 @@ def render() -> str:
                 summary = (
                     f"a `{type(obj).__name__}`: `{sorted(obj) if isinstance(obj, dict) else obj}`"
                 )
-            elif type(obj).__module__ in ("types", "typing"):
-                summary = f"type alias: `{obj}`"
+            elif not isinstance(obj, type) and type(obj).__module__ in ("types", "typing"):
+                summary = f"type alias: `{_alias(obj)}`"
             else:
                 summary = _summary(obj)
             out.append(f"| `{_signature(name, obj)}` | {summary} |")
         out.append("")
     return "\n".join(out)
+
+
+def _alias(obj: object) -> str:
+    """A union alias as its members' public names (``GetOp | PutOp``), not their modules."""
+    args = typing.get_args(obj)
+    if type(obj).__name__ in ("UnionType", "_UnionGenericAlias") and args:
+        return " | ".join(getattr(a, "__name__", repr(a)) for a in args)
+    return str(obj)
 
 
 def picture() -> str:

@@ -12,7 +12,8 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     │   ├── EmptyInputError             a run was started with nothing to do
     │   ├── ModelConfigError            a model client lacks a setting (an API key)
     │   ├── ToolDefinitionError         a tool's signature or options are unusable
-    │   └── ThreadAccessError           a served caller named a thread it did not start
+    │   ├── ThreadAccessError           a served caller named a thread it did not start
+    │   └── TaskReplayError             a resumed entrypoint called its tasks in another order
     ├── RunError                        the run itself failed
     │   ├── GraphRecursionError         more super-steps than ``recursion_limit``
     │   ├── MaxIterationsError          the agent looped more than ``max_iterations``
@@ -76,6 +77,7 @@ __all__ = [
     "RunError",
     "SerializationError",
     "StructuredOutputError",
+    "TaskReplayError",
     "ThreadAccessError",
     "ThreadLockedError",
     "ThreadNotKeptWarning",
@@ -132,6 +134,16 @@ class ThreadAccessError(UserError):
     """A caller of a served agent (MCP, A2A, HTTP) named a thread it did not start.
 
     Served callers reach only the threads they started; the message says how to start one.
+    """
+
+
+class TaskReplayError(UserError):
+    """A resumed entrypoint (or node) called its tasks (``@task``) in another order than the run
+    it resumes: the recorded results cannot be matched to the calls.
+
+    Entrypoint code must call its tasks in the same order on every run of one step (take
+    clocks, random numbers and reads of changing data inside tasks). The message names the
+    first call that differs.
     """
 
 
