@@ -78,11 +78,13 @@ class RunInfo:
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
-    """A node starting, in super-step ``step`` (``path``: parent nodes down to it)."""
+    """A node starting, in super-step ``step`` (``path``: parent nodes down to it;
+    ``attempt``: 1, or the retry's number under a retry policy)."""
 
     name: str
     kind: str
     path: tuple[str, ...]
+    attempt: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,14 +303,14 @@ def run(graph: str, thread_id: str | None, *, nested: bool, agent: Any = None) -
     return _watch([o.run(info) for o in observers])
 
 
-def node(name: str, kind: str, path: tuple[str, ...]) -> Watch:
+def node(name: str, kind: str, path: tuple[str, ...], attempt: int = 1) -> Watch:
     """Watch one node execution (callers on hot paths check :data:`ACTIVE` first)."""
     if not ACTIVE:
         return IDLE
     observers = _observers("node")
     if not observers:
         return IDLE
-    info = NodeInfo(name, kind, path)
+    info = NodeInfo(name, kind, path, attempt)
     return _watch([o.node(info) for o in observers])
 
 

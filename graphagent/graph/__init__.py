@@ -7,6 +7,8 @@ from graphagent.graph._builder import StateGraph
 from graphagent.graph._command import Command, Interrupt, interrupt
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START, is_private
+from graphagent.graph._control import IsLastStep, Overwrite, RemainingSteps, Send
+from graphagent.graph._policies import CachePolicy, RetryPolicy, default_cache_key, default_retry_on
 from graphagent.graph._snapshot import (
     StateHistory,
     StateSnapshot,
@@ -28,18 +30,26 @@ __all__ = [
     "MISSING",
     "START",
     "AppendStrategy",
+    "CachePolicy",
     "Change",
     "Command",
     "CompiledGraph",
     "Drawing",
     "Interrupt",
+    "IsLastStep",
     "KeyStrategy",
     "MergeStrategy",
     "OverAllState",
+    "Overwrite",
+    "RemainingSteps",
     "ReplaceStrategy",
+    "RetryPolicy",
+    "Send",
     "StateGraph",
     "StateHistory",
     "StateSnapshot",
+    "default_cache_key",
+    "default_retry_on",
     "interrupt",
     "is_private",
     "listed_snapshots",

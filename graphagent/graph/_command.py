@@ -70,13 +70,15 @@ class Interrupt:
     path: tuple[str, ...] = ()
 
     @staticmethod
-    def make(value: Any, path: tuple[str, ...], index: int, anchor: str | None) -> Interrupt:
+    def make(
+        value: Any, path: tuple[str, ...], index: int, anchor: str | None, node: str | None = None
+    ) -> Interrupt:
         """Build the interrupt of one ask: its id comes from the checkpoint its step grows
         from (``anchor``), the task path and the call's index in the task, so the same
         ask rebuilt on a rerun has the same id, and no other ask of the thread has it."""
         seed = f"{anchor}\x00{path_key(path)}\x00{index}".encode()
         digest = hashlib.blake2s(seed, digest_size=8).hexdigest()
-        return Interrupt(value=value, id=f"i-{digest}", node=path[-1], path=path)
+        return Interrupt(value=value, id=f"i-{digest}", node=node or path[-1], path=path)
 
     @staticmethod
     def load(stored: Sequence[Any]) -> Interrupt:
@@ -172,9 +174,11 @@ class TaskScope:
         path: tuple[str, ...],
         resume: list[Any] | tuple[Any, ...] = (),
         ctx: RunContext | None = None,
+        node: str | None = None,
     ) -> None:
         self.path = path
-        self.node = path[-1]
+        # a Send's task runs under path segment "node[i]": its node is named apart
+        self.node = node or path[-1]
         self.resume = resume
         self.ctx = ctx
         self.calls = 0
@@ -219,4 +223,4 @@ def interrupt(value: Any) -> Any:
     if index < len(scope.resume):
         return scope.resume[index]
     anchor = scope.ctx.anchor if scope.ctx is not None else None
-    raise GraphInterrupt((Interrupt.make(value, scope.path, index, anchor),))
+    raise GraphInterrupt((Interrupt.make(value, scope.path, index, anchor, scope.node),))

@@ -29,6 +29,7 @@ from graphagent.graph._command import current_task
 from graphagent.graph._constants import is_private, public
 from graphagent.graph._drive import RESULT, adrive, awatched, drive, result_of, watched
 from graphagent.graph._effects import OpenLive, Program
+from graphagent.graph._maintain import Maintenance
 from graphagent.graph._plan import Plan
 from graphagent.graph._run import run_program, update_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
@@ -72,7 +73,7 @@ async def _aresult_of(events: AsyncIterator[tuple[str, Any]]) -> Any:
     return result
 
 
-class CompiledGraph:
+class CompiledGraph(Maintenance):
     """A validated, immutable graph you can run, stream, inspect and draw.
 
     Made by :meth:`StateGraph.compile`. Every run method has an async twin.

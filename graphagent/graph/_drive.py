@@ -29,6 +29,8 @@ from graphagent.config import RunnableConfig
 from graphagent.errors import GraphBubbleUp, GraphInterrupt, UserError
 from graphagent.graph._command import current_task
 from graphagent.graph._effects import (
+    CacheGet,
+    CacheSet,
     Done,
     Emit,
     Execute,
@@ -45,8 +47,9 @@ from graphagent.graph._effects import (
     PutWrites,
     Task,
 )
-from graphagent.graph._plan import Plan
+from graphagent.graph._retry import aretrying, retrying
 from graphagent.graph._state import OverAllState
+from graphagent.graph._watch import awatched, watched
 
 __all__ = ["RESULT", "SAVER_CALLS", "Event", "adrive", "awatched", "drive", "result_of", "watched"]
 
@@ -80,6 +83,8 @@ def _outcome_of(task: Task, exc: BaseException, resolving: bool = False) -> Outc
 def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool) -> Outcome:
     """Run one node in this thread; with ``resolve``, an awaitable it returns is run too."""
     spec = task.spec
+    if task.input is not None:  # a Send's task: called with its own input
+        state = task.input[0]
     token = _TASK.set(task.scope)
     try:
         ret = spec.fn(state, config) if spec.takes_config else spec.fn(state)
@@ -104,6 +109,8 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
     """Run one node under the event loop; a sync node runs in a worker thread."""
     spec = task.spec
     fn = spec.afn if spec.afn is not None else spec.fn if spec.is_async else None
+    if task.input is not None and fn is not None:
+        state = task.input[0]
     ret: Any = None
     if fn is None:
         outcome = await in_thread(functools.partial(_call_node, task, state, config, False))
@@ -135,19 +142,37 @@ def _observed(watch: observe.Watch, outcome: Outcome) -> Outcome:
 
 
 def _call(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """:func:`_call_node`, watched when someone observes the run."""
+    """:func:`_call_node`, watched when someone observes the run, retried by the node's
+    retry policy."""
+    if task.spec.retry is not None:
+        return retrying(_attempt, task, state, config)
     if not observe.ACTIVE:
         return _call_node(task, state, config, True)
-    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
+    return _attempt(task, state, config, 1)
+
+
+def _attempt(task: Task, state: OverAllState, config: RunnableConfig, attempt: int) -> Outcome:
+    """One watched attempt of a node."""
+    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path, attempt)
     with watch:
         return _observed(watch, _call_node(task, state, config, True))
 
 
 async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """:func:`_acall_node`, watched when someone observes the run."""
+    """:func:`_acall_node`, watched when someone observes the run, retried by the node's
+    retry policy."""
+    if task.spec.retry is not None:
+        return await aretrying(_aattempt, task, state, config)
     if not observe.ACTIVE:
         return await _acall_node(task, state, config)
-    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
+    return await _aattempt(task, state, config, 1)
+
+
+async def _aattempt(
+    task: Task, state: OverAllState, config: RunnableConfig, attempt: int
+) -> Outcome:
+    """Async :func:`_attempt`."""
+    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path, attempt)
     with watch:
         return _observed(watch, await _acall_node(task, state, config))
 
@@ -162,12 +187,12 @@ def execute(effect: Execute) -> Executed:
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
-            return {tasks[0].spec.name: _call(tasks[0], state, config)}, None
+            return {tasks[0].key: _call(tasks[0], state, config)}, None
         except BaseException as exc:  # _call returns every Exception as an outcome
             return {}, exc
     calls = [functools.partial(_call, t, state, config) for t in tasks]
     outcomes, stop = run_each(calls)
-    return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True) if o is not None}, stop
+    return {t.key: o for t, o in zip(tasks, outcomes, strict=True) if o is not None}, stop
 
 
 class _LiveStep:
@@ -203,10 +228,10 @@ async def aexecute(effect: Execute) -> Executed:
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
-            return {tasks[0].spec.name: await _acall(tasks[0], state, config)}, None
+            return {tasks[0].key: await _acall(tasks[0], state, config)}, None
         except BaseException as exc:  # _acall returns every Exception as an outcome
             return {}, exc
-    running = {asyncio.ensure_future(_acall(t, state, config)): t.spec.name for t in tasks}
+    running = {asyncio.ensure_future(_acall(t, state, config)): t.key for t in tasks}
     outcomes: dict[str, Outcome] = {}
     pending = set(running)
     stop: BaseException | None = None
@@ -322,7 +347,7 @@ async one awaits it)."""
 def _stopped(effect: Execute, outcomes: dict[str, Outcome], stop: BaseException) -> None:
     """Every task of the step that did not finish ends as ``Failed(stop)``."""
     for task in effect.tasks:
-        outcomes.setdefault(task.spec.name, Failed(stop))
+        outcomes.setdefault(task.key, Failed(stop))
 
 
 def _unwind(
@@ -430,6 +455,10 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
             elif kind is OpenLive:
                 live = queue.SimpleQueue()
                 send = live.put
+            elif kind is CacheGet:
+                send = effect.cache.get(effect.keys)  # type: ignore[union-attr]
+            elif kind is CacheSet:
+                send = effect.cache.set(effect.pairs)  # type: ignore[union-attr]
             else:
                 send = SAVER_CALLS[kind](saver, effect)  # type: ignore[arg-type]
     except StopIteration as stop:
@@ -498,6 +527,10 @@ async def adrive(
                 send = None
             elif kind is OpenLive:
                 live, send = _async_sink()
+            elif kind is CacheGet:
+                send = await effect.cache.aget(effect.keys)  # type: ignore[union-attr]
+            elif kind is CacheSet:
+                send = await effect.cache.aset(effect.pairs)  # type: ignore[union-attr]
             else:
                 send = await SAVER_CALLS[kind](calls, effect)  # type: ignore[arg-type]
     except StopIteration as stop:
@@ -519,60 +552,3 @@ def result_of(events: Iterator[Event]) -> Any:
         if mode is RESULT:
             result = payload
     return result
-
-
-# -- observing runs ----------------------------------------------------------------------
-
-
-def watched(
-    events: Generator[Event, None, None], plan: Plan, thread: str | None, nested: bool
-) -> Generator[Event, None, None]:
-    """``events``, watched as one run of ``plan`` when someone observes runs."""
-    if not observe.ACTIVE:
-        return events
-    watch = observe.run(plan.name, thread, nested=nested, agent=plan.agent)
-    return events if watch is observe.IDLE else _observed_run(events, watch)
-
-
-def awatched(
-    events: AsyncGenerator[Event, None], plan: Plan, thread: str | None, nested: bool
-) -> AsyncGenerator[Event, None]:
-    """Async :func:`watched`."""
-    if not observe.ACTIVE:
-        return events
-    watch = observe.run(plan.name, thread, nested=nested, agent=plan.agent)
-    return events if watch is observe.IDLE else _aobserved_run(events, watch)
-
-
-def _observed_run(
-    events: Generator[Event, None, None], watch: observe.Watch
-) -> Generator[Event, None, None]:
-    """``events``, with the run's watch entered while the run works (not while the caller
-    handles an event), so node spans nest under the run in this and the engine's threads."""
-    with watch:
-        try:
-            while True:
-                with watch.entered():
-                    item = next(events, _DONE)
-                if item is _DONE:
-                    return
-                yield item  # type: ignore[misc]
-        finally:
-            events.close()
-
-
-async def _aobserved_run(
-    events: AsyncGenerator[Event, None], watch: observe.Watch
-) -> AsyncGenerator[Event, None]:
-    """Async :func:`_observed_run`: entered around each step of ``events`` in this task."""
-    with watch:
-        try:
-            while True:
-                with watch.entered():
-                    try:
-                        item = await events.__anext__()
-                    except StopAsyncIteration:
-                        return
-                yield item
-        finally:
-            await events.aclose()

@@ -20,6 +20,8 @@ from graphagent.graph._nodes import NodeSpec
 from graphagent.graph._state import OverAllState
 
 __all__ = [
+    "CacheGet",
+    "CacheSet",
     "Done",
     "Effect",
     "Emit",
@@ -101,10 +103,22 @@ class PutWrites:
 
 @dataclass(slots=True)
 class Task:
-    """One node execution within a step."""
+    """One node execution within a step.
+
+    Attributes:
+        spec: the node.
+        scope: its task path, answers so far, call counters.
+        key: the task's name within its step: the node's name, or ``node[i]`` for the
+            ``i``-th ``Send`` of the step (outcomes, pending writes and answers use it).
+        input: what the node is called with instead of the state (a ``Send``'s arg).
+        retries: the errors of the attempts that were retried, oldest first.
+    """
 
     spec: NodeSpec
     scope: TaskScope
+    key: str
+    input: Any = None
+    retries: list[BaseException] | None = None
 
 
 @dataclass(slots=True)
@@ -132,7 +146,26 @@ class OpenLive:
     """
 
 
-Effect = Lock | Get | Head | Put | PutMany | PutWrites | Execute | Emit | OpenLive
+@dataclass(slots=True)
+class CacheGet:
+    """Read cached node results: returns ``{(namespace, key): value}`` for the hits."""
+
+    cache: Any
+    keys: list[tuple[tuple[str, ...], str]]
+
+
+@dataclass(slots=True)
+class CacheSet:
+    """Store node results in the cache: ``(namespace, key) -> (value, ttl)``; returns
+    nothing."""
+
+    cache: Any
+    pairs: dict[tuple[tuple[str, ...], str], tuple[Any, float | None]]
+
+
+Effect = (
+    Lock | Get | Head | Put | PutMany | PutWrites | Execute | Emit | OpenLive | CacheGet | CacheSet
+)
 
 Program = Generator[Effect, Any, T]
 """A run, an update or any part of them: yields effects, returns a ``T``."""

@@ -82,6 +82,9 @@ class NodeSpec:
         afn: an async implementation of the same node, used by ``ainvoke``/``astream``
             (so a node can call a sync client under ``invoke`` and an async one under
             ``ainvoke``).
+        retry: how a failing run of the node is retried (``None``: it is not).
+        cache: how the node's results are reused for equal inputs (``None``: never).
+        defer: the node waits until nothing else is due (a map-reduce's collect step).
     """
 
     name: str
@@ -92,6 +95,9 @@ class NodeSpec:
     subgraph: Any = None
     metadata: Mapping[str, Any] | None = None
     afn: Callable[..., Any] | None = None
+    retry: Any = None
+    cache: Any = None
+    defer: bool = False
 
 
 @dataclass(frozen=True)

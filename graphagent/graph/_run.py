@@ -21,25 +21,20 @@ from graphagent.errors import (
     EmptyInputError,
     GraphInterrupt,
     GraphRecursionError,
-    InvalidRouteError,
     UserError,
 )
 from graphagent.graph._command import (
     Command,
     Interrupt,
     RunContext,
-    TaskScope,
     current_task,
     path_key,
 )
-from graphagent.graph._constants import END, INTERRUPT, START, public
+from graphagent.graph._constants import INTERRUPT, START, public
 from graphagent.graph._effects import (
     Done,
     Emit,
     Execute,
-    Get,
-    Head,
-    Lock,
     Outcome,
     Paused,
     Program,
@@ -67,29 +62,19 @@ from graphagent.graph._step import (
     with_goto,
     write,
 )
+from graphagent.graph._tasks import (
+    cache_lookup,
+    cache_store,
+    make_tasks,
+    managed_values,
+    node_of,
+    ordered,
+)
+from graphagent.graph._update import load, update_program
 
 __all__ = ["Run", "load", "run_program", "update_program"]
 
 _TASK = current_task()
-
-
-def load(
-    plan: Plan, thread: str, checkpoint_id: str | None
-) -> Program[tuple[Position, Checkpoint | None]]:
-    """Take the thread's run lock, read the checkpoint and stand on it.
-
-    Returns the position (with the thread's head as the expected head of the next
-    write) and the checkpoint read (``None``: a new thread; the position is the start).
-    """
-    yield Lock(thread)
-    saved = yield Get(thread, checkpoint_id)
-    position = Position()
-    if saved is None:
-        return position, None
-    position.restore(plan, thread, saved)
-    # the head is the checkpoint read, unless that was an older one (a replay or fork)
-    position.head = saved.id if checkpoint_id is None else (yield Head(thread))
-    return position, saved
 
 
 def run_program(
@@ -122,49 +107,24 @@ def run_program(
             return run.finish()
         if "debug" in modes:
             yield from run.announce(tasks)
-        state = OverAllState(run.pos.values, plan.schema.empties)
-        outcomes = yield Execute(tasks, state, config)
-        step = run.collect(outcomes)
+        values = run.pos.values
+        if plan.managed:
+            values = managed_values(plan, values, config.recursion_limit - run.steps_run)
+        state = OverAllState(values, plan.schema.empties)
+        hits: dict[str, Any] = {}
+        if plan.cache is not None:
+            tasks, hits, wanted = yield from cache_lookup(plan, tasks, state)
+        outcomes = (yield Execute(tasks, state, config)) if tasks else {}
+        step = run.collect(outcomes, hits)
+        if "debug" in modes:
+            yield from run.report_retries(tasks)
         if step.paused or step.failure is not None:
             return (yield from run.suspend(step))
+        if plan.cache is not None:
+            yield from cache_store(plan, step.results, wanted)
         yield from run.commit(step)
         if run.pauses_after(step):
             return run.stop_after()
-
-
-def update_program(
-    plan: Plan,
-    config: RunnableConfig,
-    values: Mapping[str, Any] | None,
-    as_node: str | None,
-) -> Program[str]:
-    """``update_state`` as a program: merge ``values`` as if ``as_node`` wrote them.
-
-    Returns the new checkpoint's id. On an older ``checkpoint_id`` this forks.
-    """
-    thread = config.thread_id
-    if plan.saver is None or thread is None:
-        raise UserError("update_state needs a saver and a thread_id in the config")
-    nodes = plan.topology.nodes
-    if as_node not in (None, START, END) and as_node not in nodes:
-        raise InvalidRouteError(
-            f"as_node={as_node!r} is not a node of this graph; known nodes: "
-            f"{', '.join(sorted(nodes))}"
-        )
-    pos, saved = yield from load(plan, thread, config.checkpoint_id)
-    pos.values, changes = merge(plan, pos.values, [(as_node or "__update__", dict(values or {}))])
-    pos.step += 1
-    if as_node == END:
-        pos.next = ()
-    elif as_node is not None:
-        pos.next = route(plan, pos, config, [as_node], {})
-    checkpoint = write(pos, config, changes, "update", [as_node] if as_node else None)
-    yield Put(thread, checkpoint, pos.head)
-    if as_node is None and saved is not None and saved.pending_writes:
-        # the step stays where it paused: finished work, questions, nested runs and a
-        # passed breakpoint carry over, so invoke(None) or a resume continues it
-        yield PutWrites(thread, checkpoint.id, tuple(saved.pending_writes))
-    return checkpoint.id
 
 
 class Run:
@@ -188,6 +148,7 @@ class Run:
         "start_input",
         "steps_run",
         "unsaved",
+        "waiting",
     )
 
     def __init__(
@@ -207,6 +168,7 @@ class Run:
         self.at_breakpoint = False
         self.breakpoint: list[str] = []
         self.steps_run = 0
+        self.waiting: tuple[str, ...] = ()  # deferred nodes due, held for a later step
         self.start_input: dict[str, Any] = {}
         # the run's input checkpoint (and work to keep with it), stored with the first step
         self.unsaved: tuple[CheckpointWrite, tuple[PendingWrite, ...]] | None = None
@@ -322,7 +284,7 @@ class Run:
                 self.plan, pos.values, [("__resume__", as_input(command.update))]
             )
         if command.goto is not None:
-            pos.next = with_goto(self.plan, pos.next, command.goto)
+            pos.next = with_goto(self.plan, pos, command.goto)
         pos.step += 1
         if self.saves:
             keep = tuple(saved.pending_writes) if saved is not None else ()
@@ -372,7 +334,7 @@ class Run:
         needed at a breakpoint (:meth:`stop_before`) or for debug events (:meth:`announce`).
         """
         pos = self.pos
-        if not pos.next:
+        if not pos.next and not pos.sends:
             return None
         limit = self.config.recursion_limit
         if self.steps_run >= limit:
@@ -383,7 +345,8 @@ class Run:
             )
         before = self.plan.interrupt_before
         if before and not pos.skip_breakpoint:
-            hit = [n for n in pos.next if n in before]
+            due = (*pos.next, *(n for n, _ in pos.sends)) if pos.sends else pos.next
+            hit = sorted({n for n in due if n in before})
             if hit:
                 self.breakpoint = hit
                 return None
@@ -394,51 +357,76 @@ class Run:
         """The step's tasks as ``debug`` events."""
         step = self.pos.step + 1
         for t in tasks:
-            yield Emit("debug", {"type": "task", "step": step, "node": t.spec.name})
+            event = {"type": "task", "step": step, "node": t.spec.name}
+            if t.key != t.spec.name:
+                event["task"] = t.key  # one of a fan-out's Send tasks
+            yield Emit("debug", event)
+
+    def report_retries(self, tasks: tuple[Task, ...] | list[Task]) -> Program[None]:
+        """Each retried attempt of the step's tasks as a ``task_retry`` debug event."""
+        step = self.pos.step + 1
+        for t in tasks:
+            for attempt, error in enumerate(t.retries or (), 1):
+                event = {
+                    "type": "task_retry",
+                    "step": step,
+                    "node": t.spec.name,
+                    "task": t.key,
+                    "attempt": attempt,
+                    "error": f"{type(error).__name__}: {error}",
+                }
+                yield Emit("debug", event)
 
     def _tasks(self) -> tuple[Task, ...]:
-        pos, ctx, base = self.pos, self.ctx, self.base
-        nodes, done = self.plan.topology.nodes, pos.done
+        pos, ctx = self.pos, self.ctx
         if not self.nested:
             ctx.anchor = pos.checkpoint_id  # what this step's interrupt ids are made from
-        answers = ctx.answers
-        tasks = []
-        for n in pos.next:
-            if n in done:
-                continue
-            path = (*base, n)
-            resume = answers.get(path_key(path), ()) if answers else ()
-            tasks.append(Task(nodes[n], TaskScope(path, resume, ctx)))
+        tasks, self.waiting = make_tasks(self.plan, pos, ctx, self.base)
         return tuple(tasks)
 
-    def collect(self, outcomes: Mapping[str, Outcome]) -> Step:
-        """Sort the tasks' outcomes (in node order) and add the work finished earlier."""
+    def collect(self, outcomes: Mapping[str, Outcome], hits: Mapping[str, Any] = {}) -> Step:
+        """Sort the tasks' outcomes (in merge order) and add the work finished earlier
+        and the results found in the cache."""
         step = Step()
-        for node in sorted(outcomes):
-            outcome = outcomes[node]
+        pos = self.pos
+        for key in ordered(pos, outcomes) if len(outcomes) > 1 else outcomes:
+            outcome = outcomes[key]
             if isinstance(outcome, Done):
-                step.results[node] = normalize(node, outcome.value)
+                step.results[key] = normalize(key, outcome.value)
             elif isinstance(outcome, Paused):
-                step.paused[node] = outcome.signal
+                step.paused[key] = outcome.signal
             elif step.failure is None or (
                 # a stop (Ctrl-C, cancellation) is what the run ends with, over any error
                 isinstance(step.failure[1], Exception) and not isinstance(outcome.error, Exception)
             ):
-                step.failure = (node, outcome.error)
-        pos = self.pos
-        for node, stored in pos.done.items():
-            if node in pos.next:
+                step.failure = (key, outcome.error)
+        if hits:
+            step.results.update(hits)
+        for key, stored in pos.done.items():
+            if key in pos.next or (pos.sends and key not in self.plan.topology.nodes):
                 update, goto = stored
-                step.results[node] = (update, None if goto is None else tuple(goto))
+                step.results[key] = (update, None if goto is None else tuple(goto))
         return step
 
     def commit(self, step: Step) -> Program[None]:
         """Merge a finished step, route, checkpoint it and emit its events."""
         pos, plan, modes = self.pos, self.plan, self.modes
         results = step.results
-        ran = sorted(results)
-        gotos = {n: g for n, (_, g) in results.items() if g is not None}
-        updates = [(n, u) for n in ran if (u := results[n][0])]
+        keys = ordered(pos, results)
+        if pos.sends:  # a fan-out's tasks route as their node, once
+            ran = list(dict.fromkeys(node_of(plan, k) for k in keys))
+            gotos: dict[str, tuple[str, ...]] = {}
+            for k in keys:
+                if (g := results[k][1]) is not None:
+                    n = node_of(plan, k)
+                    gotos[n] = (*gotos.get(n, ()), *g)
+        else:
+            ran = keys
+            gotos = {n: g for n, (_, g) in results.items() if g is not None}
+        updates = [(k, u) for k in keys if (u := results[k][0])]
+        if plan.managed:  # the engine's to supply: a node's write to them is dropped
+            managed = plan.managed
+            updates = [(k, {a: b for a, b in u.items() if a not in managed}) for k, u in updates]
         pos.values, changes = merge(plan, pos.values, updates)
         net = self.net
         if net is not None:
@@ -449,15 +437,18 @@ class Run:
         kept, pos.done = pos.done, {}
         ctx = self.ctx
         if ctx.answers or ctx.suspended:
-            for node in ran:
-                ctx.forget(path_key((*self.base, node)))
+            for key in keys:
+                ctx.forget(path_key((*self.base, key)))
         pos.next = route(plan, pos, self.config, ran, gotos)
+        if self.waiting:
+            pos.next = tuple(sorted({*pos.next, *self.waiting}))
+            self.waiting = ()
         if self.saves:
             yield self._put(write(pos, self.config, changes, "loop", ran))
         if "updates" in modes:
             # work kept from before a pause was done first, so it is reported first
-            for node in sorted(ran, key=lambda n: n not in kept) if kept else ran:
-                yield Emit("updates", {node: shown(results[node][0])})
+            for key in sorted(keys, key=lambda n: n not in kept) if kept else keys:
+                yield Emit("updates", {node_of(plan, key): shown(results[key][0])})
         if "values" in modes:
             yield Emit("values", public(pos.values))
         if "debug" in modes:
@@ -466,7 +457,7 @@ class Run:
     def pauses_after(self, step: Step) -> bool:
         """Whether a node of the committed step is an ``interrupt_after`` breakpoint."""
         after = self.plan.interrupt_after
-        return bool(after) and any(n in after for n in step.results)
+        return bool(after) and any(node_of(self.plan, k) in after for k in step.results)
 
     # -- pausing -----------------------------------------------------------------------
 

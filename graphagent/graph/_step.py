@@ -23,6 +23,7 @@ from graphagent.errors import (
 )
 from graphagent.graph._command import Command, Interrupt, RunContext, is_interrupt_id, path_key
 from graphagent.graph._constants import END, is_private, public
+from graphagent.graph._control import Overwrite, Send
 from graphagent.graph._nodes import Branch
 from graphagent.graph._plan import Plan
 from graphagent.graph._state import OverAllState
@@ -57,7 +58,7 @@ _REPLACE = ReplaceStrategy()
 
 
 class Position:
-    """Where a run stands: state values, step, what runs next, the checkpoint it is on.
+    r"""Where a run stands: state values, step, what runs next, the checkpoint it is on.
 
     Attributes:
         values: the state values.
@@ -67,8 +68,9 @@ class Position:
         checkpoint_id: the checkpoint the run is on (``None``: none yet).
         head: the thread's head as the run last read or wrote it (the expected head of
             its next write).
-        done: work of the next step kept from before a pause: node -> ``[update, goto]``.
+        done: work of the next step kept from before a pause: task -> ``[update, goto]``.
         skip_breakpoint: the next step runs past an ``interrupt_before`` breakpoint.
+        sends: the ``Send``\ s due in the next step, in order: ``(node, arg)`` pairs.
     """
 
     # a plain class with slots: a run reads these fields several times a step
@@ -78,6 +80,7 @@ class Position:
         "done",
         "head",
         "next",
+        "sends",
         "skip_breakpoint",
         "step",
         "values",
@@ -92,6 +95,7 @@ class Position:
         self.head: str | None = None
         self.done: dict[str, Any] = {}
         self.skip_breakpoint = False
+        self.sends: list[tuple[str, Any]] = []
 
     def restore(self, plan: Plan, thread: str | None, saved: Checkpoint) -> None:
         """Stand on stored checkpoint ``saved`` (its pending work is the caller's).
@@ -104,7 +108,14 @@ class Position:
         self.step = saved.step
         self.next = saved.next
         self.checkpoint_id = saved.id
-        self.barriers = {k: list(v) for k, v in saved.extra.get("barriers", {}).items()}
+        extra = saved.extra
+        self.barriers = {k: list(v) for k, v in extra.get("barriers", {}).items()}
+        sends = extra.get("sends")
+        if sends:
+            # the stored ``next`` names the Send's nodes too (for get_state); the nodes
+            # due by their edges are kept apart
+            self.sends = [(n, a) for n, a in sends]
+            self.next = tuple(extra["pull"])
 
     def dump(self, done: dict[str, Any], skip: bool) -> dict[str, Any]:
         """A nested run's position as it is kept with its root's paused step."""
@@ -115,6 +126,7 @@ class Position:
             "barriers": self.barriers,
             "done": done,
             "skip": skip,
+            "sends": [[n, a] for n, a in self.sends],
         }
 
     def load(self, position: Mapping[str, Any]) -> None:
@@ -124,6 +136,7 @@ class Position:
         self.barriers = {k: list(v) for k, v in position["barriers"].items()}
         self.done = dict(position["done"])
         self.skip_breakpoint = bool(position["skip"])
+        self.sends = [(n, a) for n, a in position.get("sends", ())]
 
     def debug_event(self) -> dict[str, Any]:
         """The ``debug`` stream's event for the checkpoint the run is on."""
@@ -193,8 +206,27 @@ def merge(
     values = dict(values)
     changes: dict[str, Change] = {}
     replaced: dict[str, str] = {}
+    overwritten: dict[str, str] | None = None
     for node, update in updates:
         for key, new in update.items():
+            if new.__class__ is Overwrite or (overwritten is not None and key in overwritten):
+                overwritten = {} if overwritten is None else overwritten
+                if new.__class__ is not Overwrite:
+                    continue  # an overwrite in this step wins over the key's other writes
+                if key in overwritten:
+                    raise InvalidUpdateError(
+                        f"nodes {overwritten[key]!r} and {node!r} both sent Overwrite(...) "
+                        f"for key {key!r} in the same step; only one may"
+                    )
+                if schema.closed and key not in strategies:
+                    raise InvalidUpdateError(
+                        f"node {node!r} wrote key {key!r}, which is not in the state schema "
+                        f"{schema.name} (keys: {', '.join(sorted(strategies))})"
+                    )
+                overwritten[key] = node
+                values[key] = new.value
+                changes[key] = Change("set", new.value)
+                continue
             strategy = strategies.get(key)
             if strategy is None:
                 if schema.closed:
@@ -244,7 +276,9 @@ def route(
     topo = plan.topology
     edges, branches, joins_by_source = topo.edges, topo.branches, topo.joins_by_source
     barriers = position.barriers
-    targets: list[str] = []
+    if position.sends:
+        position.sends = []  # the step that ran them is over
+    targets: list[Any] = []
     state: OverAllState | None = None  # built for the first router only
     for node in ran:
         goto = gotos.get(node) if gotos else None
@@ -268,10 +302,13 @@ def route(
     if len(targets) == 1:  # the commonest case, one edge on: no set, no sort (0.2-0.3 µs
         # a step, of ~5 µs per node-step in bench/graph_overhead.py)
         target = targets[0]
-        if target in nodes:
+        if target.__class__ is str and target in nodes:
             return (target,)
     due: set[str] = set()
     for target in targets:
+        if target.__class__ is Send:
+            position.sends.append(_sent(target, nodes, ran))
+            continue
         if target == END:
             continue
         if target not in nodes:
@@ -283,17 +320,28 @@ def route(
     return tuple(sorted(due))
 
 
-def _branch(branch: Branch, state: OverAllState, config: RunnableConfig) -> list[str]:
+def _sent(send: Send, nodes: Mapping[str, Any], ran: list[str]) -> tuple[str, Any]:
+    if send.node not in nodes:
+        raise InvalidRouteError(
+            f"routing after {', '.join(ran)!s} sent to {send.node!r}, which is not a node; "
+            f"known nodes: {', '.join(sorted(nodes))}"
+        )
+    return send.node, send.arg
+
+
+def _branch(branch: Branch, state: OverAllState, config: RunnableConfig) -> list[Any]:
     try:
         picked = branch.router(state, config) if branch.takes_config else branch.router(state)
     except Exception as exc:
         raise attach_node(exc, branch.source) from None
     keys = list(picked) if isinstance(picked, (list, tuple, set, frozenset)) else [picked]
     if branch.path_map is None:
-        return [str(k) for k in keys]
-    out = []
+        return [k if k.__class__ is Send else str(k) for k in keys]
+    out: list[Any] = []
     for key in keys:
-        if key in branch.path_map:
+        if key.__class__ is Send:  # a Send names its node: no path map to translate
+            out.append(key)
+        elif key in branch.path_map:
             out.append(branch.path_map[key])
         elif key == END:
             out.append(END)
@@ -322,7 +370,9 @@ def normalize(node: str, ret: Any) -> Result:
         return ret, None
     if isinstance(ret, Command):
         goto = ret.goto
-        gotos = None if goto is None else ((goto,) if isinstance(goto, str) else tuple(goto))
+        gotos = (
+            None if goto is None else ((goto,) if isinstance(goto, (str, Send)) else tuple(goto))
+        )
         if ret.update is not None and not isinstance(ret.update, Mapping):
             raise InvalidUpdateError(
                 f"node {node!r} returned Command(update={ret.update!r:.60}); update must be a dict"
@@ -352,15 +402,21 @@ def write(
     meta = {**config.metadata, "source": source, "step": position.step}
     if ran:
         meta["nodes"] = ran
+    extra: dict[str, Any] = {"barriers": position.barriers} if position.barriers else {}
+    due = position.next
+    if position.sends:
+        extra["sends"] = [[n, a] for n, a in position.sends]
+        extra["pull"] = list(due)
+        due = tuple(sorted({*due, *(n for n, _ in position.sends)}))
     return CheckpointWrite(
         new_checkpoint_id(),
         position.checkpoint_id,
         position.step,
         changes,
-        position.next,
+        due,
         meta,
         time.time(),
-        {"barriers": position.barriers} if position.barriers else {},
+        extra,
     )
 
 
@@ -371,21 +427,26 @@ def shown(update: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return public(update)
 
 
-def with_goto(plan: Plan, due: tuple[str, ...], goto: str | Sequence[str]) -> tuple[str, ...]:
-    """``due`` with a ``Command(goto=...)`` input's nodes added.
+def with_goto(plan: Plan, position: Position, goto: Any) -> tuple[str, ...]:
+    r"""What is due next with a ``Command(goto=...)`` input's nodes added (its ``Send``\ s
+    join ``position.sends``).
 
     Raises:
         InvalidRouteError: ``goto`` names a node the plan does not have.
     """
-    targets = [goto] if isinstance(goto, str) else list(goto)
+    targets = [goto] if isinstance(goto, (str, Send)) else list(goto)
     nodes = plan.topology.nodes
-    unknown = [t for t in targets if t != END and t not in nodes]
+    due = position.next
+    for send in [t for t in targets if t.__class__ is Send]:
+        position.sends.append(_sent(send, nodes, ["the input"]))
+    names: list[str] = [t for t in targets if isinstance(t, str)]
+    unknown = [t for t in names if t != END and t not in nodes]
     if unknown:
         raise InvalidRouteError(
             f"Command(goto=...) names {', '.join(map(repr, unknown))}, not a node of this "
             f"graph; known nodes: {', '.join(sorted(nodes))}"
         )
-    return tuple(sorted({*due, *(t for t in targets if t != END)}))
+    return tuple(sorted({*due, *(t for t in names if t != END)}))
 
 
 # -- pausing and resuming ------------------------------------------------------------

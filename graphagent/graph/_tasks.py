@@ -1,0 +1,149 @@
+"""A step's tasks: the nodes due by their edges, each ``Send``'s own task, deferred nodes
+held back, cached results looked up and stored. No I/O: the cache is reached through
+effects (``CacheGet``, ``CacheSet``).
+
+A task's key names it within its step: the node's name for a node due by its edges,
+``node[i]`` for the step's ``i``-th ``Send``. Outcomes, finished work kept across a
+pause, answers to interrupts and nested runs are keyed by it, so a resumed fan-out
+reruns only the tasks that had not finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from graphagent.graph._command import RunContext, TaskScope, path_key
+from graphagent.graph._effects import CacheGet, CacheSet, Program, Task
+from graphagent.graph._plan import Plan
+from graphagent.graph._policies import cache_namespace
+from graphagent.graph._state import OverAllState
+from graphagent.graph._step import Position, Result
+
+__all__ = [
+    "cache_lookup",
+    "cache_store",
+    "make_tasks",
+    "managed_values",
+    "node_of",
+    "ordered",
+]
+
+CacheKey = tuple[tuple[str, ...], str]
+
+
+def make_tasks(
+    plan: Plan, pos: Position, ctx: RunContext, base: tuple[str, ...]
+) -> tuple[list[Task], tuple[str, ...]]:
+    """The step's tasks, and the deferred nodes held back for a later step (a node
+    added with ``defer=True`` waits while anything else is due)."""
+    nodes, done, answers = plan.topology.nodes, pos.done, ctx.answers
+    tasks: list[Task] = []
+    held: list[str] = []
+    for n in pos.next:
+        if n in done:
+            continue
+        spec = nodes[n]
+        if spec.defer:
+            held.append(n)
+            continue
+        path = (*base, n)
+        resume = answers.get(path_key(path), ()) if answers else ()
+        tasks.append(Task(spec, TaskScope(path, resume, ctx), n))
+    empties = plan.schema.empties
+    for i, (n, arg) in enumerate(pos.sends):
+        key = f"{n}[{i}]"
+        if key in done:
+            continue
+        path = (*base, key)
+        resume = answers.get(path_key(path), ()) if answers else ()
+        given = OverAllState(arg, empties) if isinstance(arg, Mapping) else arg
+        tasks.append(Task(nodes[n], TaskScope(path, resume, ctx, n), key, (given,)))
+    if held and (tasks or _others_pending(pos, held)):
+        return tasks, tuple(held)
+    for n in held:  # nothing else is due: the deferred nodes run now
+        path = (*base, n)
+        resume = answers.get(path_key(path), ()) if answers else ()
+        tasks.append(Task(nodes[n], TaskScope(path, resume, ctx), n))
+    return tasks, ()
+
+
+def _others_pending(pos: Position, held: list[str]) -> bool:
+    """Whether work other than the deferred nodes is kept from before a pause."""
+    return any(key not in held for key in pos.done)
+
+
+def node_of(plan: Plan, key: str) -> str:
+    """The node a task key runs (``"joke[3]"`` -> ``"joke"``)."""
+    if key in plan.topology.nodes:
+        return key
+    return key[: key.rindex("[")]
+
+
+def _order(key: str) -> tuple[int, str, int]:
+    """Nodes due by their edges first, by name; then the sends, in the order made."""
+    if key.endswith("]") and "[" in key:
+        index = key[:-1].rpartition("[")[2]
+        if index.isdigit():
+            return (1, "", int(index))
+    return (0, key, 0)
+
+
+def ordered(pos: Position, keys: Iterable[str]) -> list[str]:
+    """Task keys in merge order: node names sorted, then sends by their index."""
+    if not pos.sends:
+        return sorted(keys)
+    return sorted(keys, key=_order)
+
+
+def managed_values(plan: Plan, values: dict[str, Any], remaining: int) -> dict[str, Any]:
+    """``values`` with the schema's managed keys filled in for the coming step."""
+    values = dict(values)
+    for key, kind in plan.managed.items():
+        values[key] = remaining if kind == "remaining_steps" else remaining <= 1
+    return values
+
+
+# -- the cache ---------------------------------------------------------------------------
+
+
+def cache_lookup(
+    plan: Plan, tasks: tuple[Task, ...], state: OverAllState
+) -> Program[tuple[tuple[Task, ...], dict[str, Result], dict[str, tuple[CacheKey, float | None]]]]:
+    """Look the step's cached tasks up: returns the tasks still to run, the results of
+    the hits (by task key), and where each missed task's result is to be stored."""
+    wanted: dict[str, tuple[CacheKey, float | None]] = {}
+    for task in tasks:
+        policy = task.spec.cache
+        if policy is None:
+            continue
+        given = state if task.input is None else task.input[0]
+        key = policy.key(dict(given) if isinstance(given, Mapping) else given)
+        wanted[task.key] = ((cache_namespace(task.spec.name, task.spec.fn), key), policy.ttl)
+    if not wanted:
+        return tasks, {}, {}
+    found = yield CacheGet(plan.cache, [k for k, _ in wanted.values()])
+    hits: dict[str, Result] = {}
+    for task_key, (cache_key, _) in list(wanted.items()):
+        if cache_key in found:
+            update, goto = found[cache_key]
+            hits[task_key] = (update, None if goto is None else tuple(goto))
+            del wanted[task_key]
+    return tuple(t for t in tasks if t.key not in hits), hits, wanted
+
+
+def cache_store(
+    plan: Plan, results: Mapping[str, Result], wanted: Mapping[str, tuple[CacheKey, float | None]]
+) -> Program[None]:
+    """Store the finished results of the step's missed cached tasks."""
+    pairs: dict[CacheKey, tuple[Any, float | None]] = {}
+    for task_key, (cache_key, ttl) in wanted.items():
+        result = results.get(task_key)
+        if result is None:
+            continue
+        update, goto = result
+        if goto is not None and any(not isinstance(g, str) for g in goto):
+            continue  # a result that sends is not reused: its sends carry live values
+        pairs[cache_key] = ([dict(update) if update is not None else None, goto], ttl)
+    if pairs:
+        yield CacheSet(plan.cache, pairs)
