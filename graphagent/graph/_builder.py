@@ -68,10 +68,10 @@ class StateGraph:
         metadata: Mapping[str, Any] | None = None,
         destinations: Sequence[str] = (),
         afn: Callable[..., Any] | None = None,
-        retry: RetryPolicy | None = None,
+        retry: RetryPolicy | Sequence[RetryPolicy] | None = None,
         cache: CachePolicy | None = None,
         defer: bool = False,
-        retry_policy: RetryPolicy | None = None,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         cache_policy: CachePolicy | None = None,
     ) -> StateGraph:
         """Add a node: ``fn(state)`` or ``fn(state, config)``, sync or async, or a compiled graph.
@@ -90,8 +90,9 @@ class StateGraph:
                 return annotation ``-> Command[Literal["b", "c"]]`` declares them too.
             afn: an async twin of ``fn`` (same arguments), used when the graph runs
                 under ``ainvoke``/``astream``.
-            retry: retry the node when it fails (:class:`RetryPolicy`); overrides the
-                graph's ``compile(retry=...)``. ``retry_policy=`` is LangGraph's name.
+            retry: retry the node when it fails (:class:`RetryPolicy`, or a list: the
+                first whose ``retry_on`` takes the error applies); overrides the graph's
+                ``compile(retry=...)``. ``retry_policy=`` is LangGraph's name.
             cache: reuse the node's result for an equal input (:class:`CachePolicy`;
                 needs ``compile(cache=...)``). ``cache_policy=`` is LangGraph's name.
             defer: run the node only once nothing else is due: the collect step after
@@ -149,9 +150,16 @@ class StateGraph:
 
     def _policies(self, name: str, retry: Any, cache: Any, defer: Any) -> dict[str, Any]:
         """A node's retry and cache policies and its defer flag, checked."""
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            self._problems.append(f"node {name!r}: retry= takes a RetryPolicy, got {retry!r}")
-            retry = None
+        if isinstance(retry, RetryPolicy):
+            retry = (retry,)
+        elif retry is not None:
+            retry = tuple(retry) if isinstance(retry, (list, tuple)) else (retry,)
+            if not retry or not all(isinstance(p, RetryPolicy) for p in retry):
+                self._problems.append(
+                    f"node {name!r}: retry= takes a RetryPolicy (or a list of them, the "
+                    f"first whose retry_on takes an error applies), got {retry!r}"
+                )
+                retry = None
         if cache is not None and not isinstance(cache, CachePolicy):
             self._problems.append(f"node {name!r}: cache= takes a CachePolicy, got {cache!r}")
             cache = None
@@ -300,7 +308,7 @@ class StateGraph:
             nodes = topology.nodes
             for key, spec in nodes.items():
                 if spec.retry is None:
-                    nodes[key] = replace(spec, retry=retry)
+                    nodes[key] = replace(spec, retry=(retry,))
         plan = Plan(
             name=name,
             schema=self.schema,

@@ -5,6 +5,7 @@ the managed keys a schema may declare (:data:`RemainingSteps`, :data:`IsLastStep
 from __future__ import annotations
 
 import typing
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typing_extensions
@@ -18,6 +19,7 @@ __all__ = [
 ]
 
 
+@dataclass(slots=True)
 class Send:
     """Run ``node`` in the next step with ``arg`` as its input instead of the state.
 
@@ -43,21 +45,11 @@ class Send:
         ['a joke about cats', 'a joke about dogs']
     """
 
-    __slots__ = ("arg", "node")
-    # a Send holds any value: it is never a dict key or a set member
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(self, node: str, arg: Any) -> None:
-        self.node = node
-        self.arg = arg
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Send) and other.node == self.node and other.arg == self.arg
-
-    def __repr__(self) -> str:
-        return f"Send(node={self.node!r}, arg={self.arg!r})"
+    node: str
+    arg: Any
 
 
+@dataclass(slots=True)
 class Overwrite:
     """Set a key to ``value`` in this update, bypassing the key's strategy once.
 
@@ -72,17 +64,7 @@ class Overwrite:
         {'log': ['fresh']}
     """
 
-    __slots__ = ("value",)
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Overwrite) and other.value == self.value
-
-    def __repr__(self) -> str:
-        return f"Overwrite({self.value!r})"
+    value: Any
 
 
 class _Managed:
@@ -96,6 +78,22 @@ class _Managed:
     def __repr__(self) -> str:
         return f"managed({self.kind})"
 
+
+def _register_with_serde() -> None:
+    # a checkpoint keeps the sends due next; an arg may hold a Send of its own (a task
+    # that sends again). Stored by a stable name, in the base registry like messages.
+    from checkpoint.serde import base_serde
+
+    if not base_serde.is_registered(Send):
+        base_serde.register(
+            Send,
+            name="graphagent.Send",
+            encode=lambda send: [send.node, send.arg],
+            decode=lambda stored: Send(stored[0], stored[1]),
+        )
+
+
+_register_with_serde()
 
 RemainingSteps = Annotated[int, _Managed("remaining_steps")]
 """A state key annotated with it reads as how many super-steps the run may still take,

@@ -82,7 +82,7 @@ class NodeSpec:
         afn: an async implementation of the same node, used by ``ainvoke``/``astream``
             (so a node can call a sync client under ``invoke`` and an async one under
             ``ainvoke``).
-        retry: how a failing run of the node is retried (``None``: it is not).
+        retry: the retry policies of the node, in order (``None``: it is not retried).
         cache: how the node's results are reused for equal inputs (``None``: never).
         defer: the node waits until nothing else is due (a map-reduce's collect step).
     """

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkpoint import serde
-from graphagent.errors import GraphAgentError
+from graphagent.errors import GraphAgentError, ModelTimeoutError
 
 __all__ = [
     "CachePolicy",
@@ -24,17 +24,18 @@ __all__ = [
 def default_retry_on(exc: Exception) -> bool:
     """Whether a node failing with ``exc`` is retried when a policy names no ``retry_on``.
 
-    Retried: connection errors, HTTP 5xx answers (``httpx.HTTPStatusError`` and errors
-    carrying a ``status_code`` of 500-599), and errors of unknown kind. Not retried: the
-    mistakes a retry cannot fix (``ValueError``, ``TypeError``, ``LookupError``,
-    ``ArithmeticError``, ``NameError``, ``ImportError``, ``RuntimeError``, other
-    ``OSError``\\ s) and graphagent's own errors.
+    Retried: connection errors, timeouts of a model call, HTTP 5xx answers
+    (``httpx.HTTPStatusError``, ``ModelHTTPError`` and other errors carrying a
+    ``status_code`` of 500-599), and errors of unknown kind. Not retried: the mistakes a
+    retry cannot fix (``ValueError``, ``TypeError``, ``LookupError``, ``ArithmeticError``,
+    ``NameError``, ``ImportError``, ``RuntimeError``, other ``OSError`` kinds) and
+    graphagent's other errors (a wrong update, a recursion limit...).
 
     Example:
         >>> default_retry_on(ConnectionError("reset")), default_retry_on(KeyError("x"))
         (True, False)
     """
-    if isinstance(exc, ConnectionError):
+    if isinstance(exc, (ConnectionError, ModelTimeoutError)):
         return True
     status = getattr(getattr(exc, "response", None), "status_code", None)
     if status is None:

@@ -29,13 +29,14 @@ AsyncAttempt = Callable[[Task, OverAllState, RunnableConfig, int], Awaitable[Out
 
 def retry_after(task: Task, outcome: Outcome, attempt: int) -> float | None:
     """The pause before the next attempt of ``task``, or ``None`` when ``outcome`` stands
-    (it is no failure, the policy does not retry it, or no attempt is left). A pause
-    (``interrupt()``) is never retried: it is an outcome, not a failure."""
-    policy = task.spec.retry
-    if type(outcome) is not Failed or attempt >= policy.max_attempts:
+    (it is no failure, no policy retries it, or no attempt is left). A pause
+    (``interrupt()``) is never retried: it is an outcome, not a failure. Of several
+    policies, the first whose ``retry_on`` takes the error decides."""
+    if type(outcome) is not Failed:
         return None
     error = outcome.error
-    if not policy.retries(error):
+    policy = next((p for p in task.spec.retry if p.retries(error)), None)
+    if policy is None or attempt >= policy.max_attempts:
         return None
     pause: float = policy.interval(attempt)
     if task.retries is None:

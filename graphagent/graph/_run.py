@@ -63,12 +63,14 @@ from graphagent.graph._step import (
     write,
 )
 from graphagent.graph._tasks import (
+    announce,
     cache_lookup,
     cache_store,
     make_tasks,
     managed_values,
     node_of,
     ordered,
+    retried,
 )
 from graphagent.graph._update import load, update_program
 
@@ -106,7 +108,7 @@ def run_program(
             yield from run.flush()
             return run.finish()
         if "debug" in modes:
-            yield from run.announce(tasks)
+            yield from announce(run.pos, tasks)
         values = run.pos.values
         if plan.managed:
             values = managed_values(plan, values, config.recursion_limit - run.steps_run)
@@ -117,7 +119,7 @@ def run_program(
         outcomes = (yield Execute(tasks, state, config)) if tasks else {}
         step = run.collect(outcomes, hits)
         if "debug" in modes:
-            yield from run.report_retries(tasks)
+            yield from retried(run.pos, tasks)
         if step.paused or step.failure is not None:
             return (yield from run.suspend(step))
         if plan.cache is not None:
@@ -135,6 +137,7 @@ class Run:
         "at_breakpoint",
         "base",
         "breakpoint",
+        "cached",
         "config",
         "ctx",
         "key",
@@ -169,6 +172,7 @@ class Run:
         self.breakpoint: list[str] = []
         self.steps_run = 0
         self.waiting: tuple[str, ...] = ()  # deferred nodes due, held for a later step
+        self.cached: frozenset[str] = frozenset()  # this step's tasks answered by the cache
         self.start_input: dict[str, Any] = {}
         # the run's input checkpoint (and work to keep with it), stored with the first step
         self.unsaved: tuple[CheckpointWrite, tuple[PendingWrite, ...]] | None = None
@@ -353,30 +357,6 @@ class Run:
         pos.skip_breakpoint = False
         return self._tasks()
 
-    def announce(self, tasks: tuple[Task, ...]) -> Program[None]:
-        """The step's tasks as ``debug`` events."""
-        step = self.pos.step + 1
-        for t in tasks:
-            event = {"type": "task", "step": step, "node": t.spec.name}
-            if t.key != t.spec.name:
-                event["task"] = t.key  # one of a fan-out's Send tasks
-            yield Emit("debug", event)
-
-    def report_retries(self, tasks: tuple[Task, ...] | list[Task]) -> Program[None]:
-        """Each retried attempt of the step's tasks as a ``task_retry`` debug event."""
-        step = self.pos.step + 1
-        for t in tasks:
-            for attempt, error in enumerate(t.retries or (), 1):
-                event = {
-                    "type": "task_retry",
-                    "step": step,
-                    "node": t.spec.name,
-                    "task": t.key,
-                    "attempt": attempt,
-                    "error": f"{type(error).__name__}: {error}",
-                }
-                yield Emit("debug", event)
-
     def _tasks(self) -> tuple[Task, ...]:
         pos, ctx = self.pos, self.ctx
         if not self.nested:
@@ -402,6 +382,7 @@ class Run:
                 step.failure = (key, outcome.error)
         if hits:
             step.results.update(hits)
+            self.cached = frozenset(hits)
         for key, stored in pos.done.items():
             if key in pos.next or (pos.sends and key not in self.plan.topology.nodes):
                 update, goto = stored
@@ -439,7 +420,10 @@ class Run:
         if ctx.answers or ctx.suspended:
             for key in keys:
                 ctx.forget(path_key((*self.base, key)))
-        pos.next = route(plan, pos, self.config, ran, gotos)
+        now = None
+        if plan.managed:  # routers read them as the step that ran did
+            now = managed_values(plan, {}, self.config.recursion_limit - self.steps_run + 1)
+        pos.next = route(plan, pos, self.config, ran, gotos, now)
         if self.waiting:
             pos.next = tuple(sorted({*pos.next, *self.waiting}))
             self.waiting = ()
@@ -448,7 +432,12 @@ class Run:
         if "updates" in modes:
             # work kept from before a pause was done first, so it is reported first
             for key in sorted(keys, key=lambda n: n not in kept) if kept else keys:
-                yield Emit("updates", {node_of(plan, key): shown(results[key][0])})
+                event = {node_of(plan, key): shown(results[key][0])}
+                if key in self.cached:  # the result came from the cache (LangGraph's mark)
+                    event["__metadata__"] = {"cached": True}
+                yield Emit("updates", event)
+        if self.cached:
+            self.cached = frozenset()
         if "values" in modes:
             yield Emit("values", public(pos.values))
         if "debug" in modes:

@@ -55,6 +55,7 @@ BREAKPOINT = "__breakpoint__"
 """The task name of a pending write that marks a pause at a breakpoint."""
 
 _REPLACE = ReplaceStrategy()
+_OVERWRITE = "__overwrite__"
 
 
 class Position:
@@ -70,7 +71,7 @@ class Position:
             its next write).
         done: work of the next step kept from before a pause: task -> ``[update, goto]``.
         skip_breakpoint: the next step runs past an ``interrupt_before`` breakpoint.
-        sends: the ``Send``\ s due in the next step, in order: ``(node, arg)`` pairs.
+        sends: the sends due in the next step, in order: ``(node, arg)`` pairs.
     """
 
     # a plain class with slots: a run reads these fields several times a step
@@ -209,6 +210,8 @@ def merge(
     overwritten: dict[str, str] | None = None
     for node, update in updates:
         for key, new in update.items():
+            if new.__class__ is dict and _OVERWRITE in new and len(new) == 1:
+                new = Overwrite(new[_OVERWRITE])  # its JSON form (LangGraph's too)
             if new.__class__ is Overwrite or (overwritten is not None and key in overwritten):
                 overwritten = {} if overwritten is None else overwritten
                 if new.__class__ is not Overwrite:
@@ -270,9 +273,11 @@ def route(
     config: RunnableConfig,
     ran: list[str],
     gotos: dict[str, tuple[str, ...]],
+    managed: Mapping[str, Any] | None = None,
 ) -> tuple[str, ...]:
     """The nodes due after ``ran`` finished (state already merged); joins that ``ran``
-    completes are released from ``position.barriers``."""
+    completes are released from ``position.barriers``; sends made go to
+    ``position.sends``. Routers read ``managed`` keys (the step's managed values) too."""
     topo = plan.topology
     edges, branches, joins_by_source = topo.edges, topo.branches, topo.joins_by_source
     barriers = position.barriers
@@ -288,7 +293,8 @@ def route(
             targets.extend(edges.get(node, ()))
             for branch in branches.get(node, ()):
                 if state is None:
-                    state = OverAllState(position.values, plan.schema.empties)
+                    values = {**position.values, **managed} if managed else position.values
+                    state = OverAllState(values, plan.schema.empties)
                 targets.extend(_branch(branch, state, config))
         for index in joins_by_source.get(node, ()):
             join = topo.joins[index]
@@ -428,7 +434,7 @@ def shown(update: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 
 
 def with_goto(plan: Plan, position: Position, goto: Any) -> tuple[str, ...]:
-    r"""What is due next with a ``Command(goto=...)`` input's nodes added (its ``Send``\ s
+    r"""What is due next with a ``Command(goto=...)`` input's nodes added (its sends
     join ``position.sends``).
 
     Raises:

@@ -14,19 +14,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from graphagent.graph._command import RunContext, TaskScope, path_key
-from graphagent.graph._effects import CacheGet, CacheSet, Program, Task
+from graphagent.graph._effects import CacheGet, CacheSet, Emit, Program, Task
 from graphagent.graph._plan import Plan
 from graphagent.graph._policies import cache_namespace
 from graphagent.graph._state import OverAllState
 from graphagent.graph._step import Position, Result
 
 __all__ = [
+    "announce",
     "cache_lookup",
     "cache_store",
     "make_tasks",
     "managed_values",
     "node_of",
     "ordered",
+    "retried",
 ]
 
 CacheKey = tuple[tuple[str, ...], str]
@@ -102,6 +104,35 @@ def managed_values(plan: Plan, values: dict[str, Any], remaining: int) -> dict[s
     for key, kind in plan.managed.items():
         values[key] = remaining if kind == "remaining_steps" else remaining <= 1
     return values
+
+
+# -- debug events ------------------------------------------------------------------------
+
+
+def announce(pos: Position, tasks: tuple[Task, ...]) -> Program[None]:
+    """The step's tasks as ``debug`` events."""
+    step = pos.step + 1
+    for t in tasks:
+        event = {"type": "task", "step": step, "node": t.spec.name}
+        if t.key != t.spec.name:
+            event["task"] = t.key  # one of a fan-out's Send tasks
+        yield Emit("debug", event)
+
+
+def retried(pos: Position, tasks: tuple[Task, ...]) -> Program[None]:
+    """Each retried attempt of the step's tasks as a ``task_retry`` debug event."""
+    step = pos.step + 1
+    for t in tasks:
+        for attempt, error in enumerate(t.retries or (), 1):
+            event = {
+                "type": "task_retry",
+                "step": step,
+                "node": t.spec.name,
+                "task": t.key,
+                "attempt": attempt,
+                "error": f"{type(error).__name__}: {error}",
+            }
+            yield Emit("debug", event)
 
 
 # -- the cache ---------------------------------------------------------------------------
