@@ -8,6 +8,7 @@ from graphagent.graph._command import Command, Interrupt, interrupt
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START, is_private
 from graphagent.graph._control import IsLastStep, Overwrite, RemainingSteps, Send
+from graphagent.graph._listen import GraphLifecycleListener
 from graphagent.graph._policies import CachePolicy, RetryPolicy, default_cache_key, default_retry_on
 from graphagent.graph._snapshot import (
     StateHistory,
@@ -35,6 +36,7 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "Drawing",
+    "GraphLifecycleListener",
     "Interrupt",
     "IsLastStep",
     "KeyStrategy",

@@ -15,6 +15,7 @@ from graphagent.graph._annotations import command_destinations, literal_destinat
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, RESERVED, START
 from graphagent.graph._control import managed_keys
+from graphagent.graph._listen import listener_observers
 from graphagent.graph._nodes import (
     Branch,
     Join,
@@ -262,6 +263,7 @@ class StateGraph:
         store: Any = None,
         cache: BaseCache | None = None,
         retry: RetryPolicy | None = None,
+        listeners: Sequence[Any] = (),
     ) -> CompiledGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledGraph`.
 
@@ -288,6 +290,8 @@ class StateGraph:
                 (``MemoryCache()``, ``SqliteCache(path)``, ``RedisCache.from_url(url)``);
                 shared by every thread and run of the graph.
             retry: the :class:`RetryPolicy` of every node that has none of its own.
+            listeners: :class:`GraphLifecycleListener` objects told of every run's
+                start, nodes (with their input and update), errors and end.
 
         Raises:
             GraphValidationError: every problem found, each naming the node and the fix;
@@ -322,6 +326,7 @@ class StateGraph:
             store=store,
             cache=cache,
             managed=MappingProxyType(dict(self.managed)),
+            listeners=listener_observers(listeners, "compile(listeners=...)"),
         )
         return CompiledGraph(plan)
 

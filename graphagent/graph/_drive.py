@@ -49,9 +49,8 @@ from graphagent.graph._effects import (
 )
 from graphagent.graph._retry import aretrying, retrying
 from graphagent.graph._state import OverAllState
-from graphagent.graph._watch import awatched, watched
 
-__all__ = ["RESULT", "SAVER_CALLS", "Event", "adrive", "awatched", "drive", "result_of", "watched"]
+__all__ = ["DONE", "RESULT", "SAVER_CALLS", "Event", "adrive", "drive", "result_of"]
 
 Event = tuple[str, Any]
 """What a driver hands out: ``(stream mode, payload)``, and last ``(RESULT, value)``."""
@@ -60,7 +59,8 @@ RESULT = "\x00result"
 """The mode of a driver's last event: its payload is what the program returned."""
 
 _TASK = current_task()
-_DONE = object()
+DONE = object()
+"""What ``next(events, DONE)`` returns once a driver's events are used up."""
 
 # -- calling nodes ----------------------------------------------------------------------
 
@@ -134,7 +134,9 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
 
 def _observed(watch: observe.Watch, outcome: Outcome) -> Outcome:
     """Tell a node's watch how the node ended; returns ``outcome``."""
-    if type(outcome) is Failed:
+    if type(outcome) is Done:
+        watch.record(outcome.value)
+    elif type(outcome) is Failed:
         watch.failed(outcome.error)
     elif type(outcome) is Paused:
         watch.record(observe.INTERRUPTED)
@@ -151,9 +153,15 @@ def _call(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
     return _attempt(task, state, config, 1)
 
 
+def _watch(task: Task, state: OverAllState, config: RunnableConfig, attempt: int) -> Any:
+    """The watch of one attempt of a node (told the node's own input: a Send's arg)."""
+    given = state if task.input is None else task.input[0]
+    return observe.node(task.spec.name, task.spec.kind, task.scope.path, given, config, attempt)
+
+
 def _attempt(task: Task, state: OverAllState, config: RunnableConfig, attempt: int) -> Outcome:
     """One watched attempt of a node."""
-    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path, attempt)
+    watch = _watch(task, state, config, attempt)
     with watch:
         return _observed(watch, _call_node(task, state, config, True))
 
@@ -172,7 +180,7 @@ async def _aattempt(
     task: Task, state: OverAllState, config: RunnableConfig, attempt: int
 ) -> Outcome:
     """Async :func:`_attempt`."""
-    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path, attempt)
+    watch = _watch(task, state, config, attempt)
     with watch:
         return _observed(watch, await _acall_node(task, state, config))
 
@@ -197,7 +205,7 @@ def execute(effect: Execute) -> Executed:
 
 class _LiveStep:
     """:func:`execute` in a thread of its own, so this one can hand out the events the
-    nodes emit meanwhile (``queue`` gets them, then ``_DONE``)."""
+    nodes emit meanwhile (``queue`` gets them, then ``DONE``)."""
 
     __slots__ = ("box", "events")
 
@@ -209,7 +217,7 @@ class _LiveStep:
             try:
                 self.box.append(execute(effect))
             finally:
-                events.put(_DONE)
+                events.put(DONE)
 
         ctx = contextvars.copy_context()
         threading.Thread(target=ctx.run, args=(work,), daemon=True).start()
@@ -217,7 +225,7 @@ class _LiveStep:
     def wait(self) -> Executed:
         """What the step came to, once its thread is done (events left are dropped: a
         thread cannot be stopped, so a stopped run waits for its step here)."""
-        while self.events.get() is not _DONE:
+        while self.events.get() is not DONE:
             pass
         return self.box[0]
 
@@ -333,7 +341,9 @@ class _AsyncCalls:
 SAVER_CALLS: dict[type, Callable[[_Calls, Any], Any]] = {
     Get: lambda io, e: io.get(e.thread_id, e.checkpoint_id),
     Head: lambda io, e: io.head(e.thread_id),
-    Put: lambda io, e: io.put(e.thread_id, e.write, expected_head=e.expected_head),
+    # one write goes through put_many, which every saver here overrides atomically: put
+    # itself only forwards there, a call (and an error-naming wrapper) more per step
+    Put: lambda io, e: io.put_many(e.thread_id, (e.write,), expected_head=e.expected_head),
     PutMany: lambda io, e: io.put_many(e.thread_id, e.writes, expected_head=e.expected_head),
     PutWrites: lambda io, e: io.put_writes(e.thread_id, e.checkpoint_id, e.writes),
 }
@@ -435,7 +445,7 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
                 else:
                     worker = _LiveStep(step, live)
                     try:
-                        while (item := live.get()) is not _DONE:
+                        while (item := live.get()) is not DONE:
                             yield item
                     except BaseException as exc:  # closed, or Ctrl-C, while the step ran
                         _unwind(program, step, worker.wait()[0], exc, saver)

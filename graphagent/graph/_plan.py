@@ -40,6 +40,7 @@ class Plan:
         store: the long-term memory store runs get in ``config.store``, or ``None``.
         cache: where nodes with a cache policy keep their results, or ``None``.
         managed: managed state keys (``RemainingSteps``, ``IsLastStep``) -> their kind.
+        listeners: lifecycle listeners of every run, as engine observers.
     """
 
     name: str
@@ -54,6 +55,7 @@ class Plan:
     store: Any = None
     cache: Any = None
     managed: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    listeners: tuple[Any, ...] = ()
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
         """Refuse a stored thread this graph cannot continue, naming what to do.
