@@ -63,6 +63,7 @@ GRAPH_LAYERS: dict[str, int] = {
     "graphagent.graph._effects": 2,
     "graphagent.graph._step": 2,
     "graphagent.graph._tasks": 2,
+    "graphagent.graph._saving": 2,
     "graphagent.graph._update": 2,
     "graphagent.graph._retry": 2,
     "graphagent.graph._run": 3,

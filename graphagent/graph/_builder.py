@@ -11,7 +11,11 @@ from typing import Any
 from checkpoint.base import CheckpointSaver
 from checkpoint.cache import BaseCache
 from graphagent.errors import GraphValidationError
-from graphagent.graph._annotations import command_destinations, literal_destinations
+from graphagent.graph._annotations import (
+    command_destinations,
+    literal_destinations,
+    returns_sends,
+)
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, RESERVED, START
 from graphagent.graph._control import managed_keys
@@ -27,6 +31,7 @@ from graphagent.graph._nodes import (
 )
 from graphagent.graph._plan import Plan, StoredCheck
 from graphagent.graph._policies import CachePolicy, RetryPolicy
+from graphagent.graph._saving import durability_of
 from graphagent.graph._state import parse_schema
 from graphagent.graph._validate import validate
 
@@ -220,9 +225,11 @@ class StateGraph:
         """Route from ``source`` by ``router(state)`` (or ``router(state, config)``).
 
         The router returns a key of ``path_map``, a node name (when there is no map),
-        ``END``, or a list of those to fan out. A list ``path_map`` means each name maps
-        to itself. A router annotated ``-> Literal["b", "c"]`` needs no map: the
-        annotation names its targets.
+        ``END``, or a list of those to fan out; or :class:`Send` objects, one task each
+        (a router annotated ``-> list[Send]`` has its edges drawn as fan-out edges; a
+        path map lists the nodes it sends to, for validation and drawing). A list
+        ``path_map`` means each name maps to itself. A router annotated
+        ``-> Literal["b", "c"]`` needs no map: the annotation names its targets.
         """
         if is_async_callable(router):
             self._problems.append(
@@ -238,7 +245,8 @@ class StateGraph:
             mapping = dict(path_map)
         else:
             mapping = {name: name for name in path_map}
-        self.branches.append(Branch(source, router, accepts_config(router), mapping))
+        fan_out = returns_sends(router)
+        self.branches.append(Branch(source, router, accepts_config(router), mapping, fan_out))
         return self
 
     def set_entry_point(self, node: str) -> StateGraph:
@@ -263,6 +271,7 @@ class StateGraph:
         store: Any = None,
         cache: BaseCache | None = None,
         retry: RetryPolicy | None = None,
+        durability: str = "sync",
         listeners: Sequence[Any] = (),
     ) -> CompiledGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledGraph`.
@@ -290,6 +299,10 @@ class StateGraph:
                 (``MemoryCache()``, ``SqliteCache(path)``, ``RedisCache.from_url(url)``);
                 shared by every thread and run of the graph.
             retry: the :class:`RetryPolicy` of every node that has none of its own.
+            durability: when runs store their steps: ``"sync"`` (each step as it
+                commits, the default), ``"exit"`` (one checkpoint when the run ends,
+                pauses or fails) or ``"async"`` (stored as ``"sync"``); a run may
+                override it (``invoke(..., durability=)``).
             listeners: :class:`GraphLifecycleListener` objects told of every run's
                 start, nodes (with their input and update), errors and end.
 
@@ -325,6 +338,7 @@ class StateGraph:
             edge_notes=MappingProxyType(dict(edge_notes or {})),
             store=store,
             cache=cache,
+            durability=durability_of(durability),
             managed=MappingProxyType(dict(self.managed)),
             listeners=listener_observers(listeners, "compile(listeners=...)"),
         )

@@ -140,7 +140,7 @@ class CompiledGraph(Maintenance):
     # -- programs --------------------------------------------------------------------
 
     def _program(
-        self, input: Any, config: RunnableConfig, modes: frozenset[str]
+        self, input: Any, config: RunnableConfig, modes: frozenset[str], durability: str | None
     ) -> Program[dict[str, Any]]:
         """The run, with the live channel open first when a mode needs one."""
         if modes & _LIVE:
@@ -149,7 +149,7 @@ class CompiledGraph(Maintenance):
             if "messages" in modes:
                 update["emit"] = lambda mode, p: put((mode, p))
             config = config.model_copy(update=update)
-        return (yield from run_program(self.plan, input, config, modes))
+        return (yield from run_program(self.plan, input, config, modes, durability=durability))
 
     def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:
         cfg = ensure_config(config, thread_id=thread_id)
@@ -168,6 +168,7 @@ class CompiledGraph(Maintenance):
         *,
         thread_id: str | None = None,
         progress: bool = False,
+        durability: str | None = None,
     ) -> dict[str, Any]:
         """Run the graph to the end (or to an interrupt) and return the final state.
 
@@ -178,6 +179,8 @@ class CompiledGraph(Maintenance):
             thread_id: shortcut for ``config={"thread_id": ...}``.
             progress: show the current node, tool and elapsed time while it runs (in
                 Jupyter one output updated in place; in a terminal a status line).
+            durability: ``"sync"``, ``"exit"`` or ``"async"`` for this run (default:
+                the graph's ``compile(durability=)``); see docs/graphs.md, "Durability".
 
         Example::
 
@@ -187,12 +190,13 @@ class CompiledGraph(Maintenance):
             from graphagent.observability import progress as show
 
             with show():
-                return self.invoke(input, config, thread_id=thread_id)
+                return self.invoke(input, config, thread_id=thread_id, durability=durability)
         cfg = self._config(config, thread_id)
         if self._inside_run(cfg):
             return self.run_nested(input, cfg)[0]
         plan = self.plan
-        events = drive(run_program(plan, input, cfg, frozenset()), plan.saver)
+        program = run_program(plan, input, cfg, frozenset(), durability=durability)
+        events = drive(program, plan.saver)
         return result_of(watched(events, plan, cfg, False, input))  # type: ignore[no-any-return]
 
     async def ainvoke(
@@ -202,18 +206,20 @@ class CompiledGraph(Maintenance):
         *,
         thread_id: str | None = None,
         progress: bool = False,
+        durability: str | None = None,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`; async nodes and async savers are awaited natively."""
         if progress:
             from graphagent.observability import progress as show
 
             with show():
-                return await self.ainvoke(input, config, thread_id=thread_id)
+                return await self.ainvoke(input, config, thread_id=thread_id, durability=durability)
         cfg = self._config(config, thread_id)
         if self._inside_run(cfg):
             return (await self.arun_nested(input, cfg))[0]
         plan = self.plan
-        events = adrive(run_program(plan, input, cfg, frozenset()), plan.saver)
+        program = run_program(plan, input, cfg, frozenset(), durability=durability)
+        events = adrive(program, plan.saver)
         return await _aresult_of(awatched(events, plan, cfg, False, input))  # type: ignore[no-any-return]
 
     @staticmethod
@@ -237,6 +243,7 @@ class CompiledGraph(Maintenance):
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         stream_mode: str | Sequence[str] | None = None,
+        durability: str | None = None,
     ) -> Iterator[Any]:
         """Run the graph, yielding events as they happen.
 
@@ -253,7 +260,7 @@ class CompiledGraph(Maintenance):
         """
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
-        events = drive(self._program(input, cfg, modes), self.plan.saver)
+        events = drive(self._program(input, cfg, modes, durability), self.plan.saver)
         # closed with this stream: a consumer that stops early ends the run here
         with contextlib.closing(watched(events, self.plan, cfg, False, input)) as run:
             for m, payload in run:
@@ -268,11 +275,12 @@ class CompiledGraph(Maintenance):
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         stream_mode: str | Sequence[str] | None = None,
+        durability: str | None = None,
     ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
-        events = adrive(self._program(input, cfg, modes), self.plan.saver)
+        events = adrive(self._program(input, cfg, modes, durability), self.plan.saver)
         # closed with this stream, not later by the garbage collector: aclose() returns
         # once the step it stopped is cancelled and what finished is stored
         async with contextlib.aclosing(awatched(events, self.plan, cfg, False, input)) as run:

@@ -102,12 +102,14 @@ class NodeSpec:
 
 @dataclass(frozen=True)
 class Branch:
-    """Conditional edges out of ``source``: ``router`` picks, ``path_map`` translates."""
+    """Conditional edges out of ``source``: ``router`` picks, ``path_map`` translates;
+    ``sends``: the router's return annotation names ``Send`` (drawn as fan-out edges)."""
 
     source: str
     router: Callable[..., Any]
     takes_config: bool
     path_map: Mapping[Any, str] | None
+    sends: bool = False
 
     def targets(self) -> tuple[str, ...]:
         """Every node this branch can route to (empty when it has no path map)."""

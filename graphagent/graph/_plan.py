@@ -39,6 +39,7 @@ class Plan:
         edge_notes: what conditional edges' labels mean, by label (drawings print a key).
         store: the long-term memory store runs get in ``config.store``, or ``None``.
         cache: where nodes with a cache policy keep their results, or ``None``.
+        durability: when runs store their steps: ``"sync"``, ``"async"`` or ``"exit"``.
         managed: managed state keys (``RemainingSteps``, ``IsLastStep``) -> their kind.
         listeners: lifecycle listeners of every run, as engine observers.
     """
@@ -54,6 +55,7 @@ class Plan:
     edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     store: Any = None
     cache: Any = None
+    durability: str = "sync"
     managed: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     listeners: tuple[Any, ...] = ()
 

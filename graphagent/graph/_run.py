@@ -38,12 +38,11 @@ from graphagent.graph._effects import (
     Outcome,
     Paused,
     Program,
-    Put,
-    PutMany,
     PutWrites,
     Task,
 )
 from graphagent.graph._plan import Plan
+from graphagent.graph._saving import Saving, durability_of
 from graphagent.graph._state import OverAllState, as_input
 from graphagent.graph._step import (
     BREAKPOINT,
@@ -68,9 +67,8 @@ from graphagent.graph._tasks import (
     cache_store,
     make_tasks,
     managed_values,
-    node_of,
-    ordered,
     retried,
+    task_counts,
 )
 from graphagent.graph._update import load, update_program
 
@@ -86,6 +84,7 @@ def run_program(
     modes: frozenset[str],
     *,
     net: dict[str, Change] | None = None,
+    durability: str | None = None,
 ) -> Program[dict[str, Any]]:
     """The whole run as a generator of effects; returns the final state values.
 
@@ -97,8 +96,11 @@ def run_program(
         net: when given, the run is nested inside a node: it does not checkpoint, lets
             errors through, pauses by raising ``GraphInterrupt``, and collects every
             change it made (beyond its input) into this dict.
+        durability: ``"sync"`` (each step stored as it commits), ``"exit"`` (stored
+            once, when the run ends, pauses or fails) or ``"async"`` (as ``"sync"``);
+            ``None``: the plan's.
     """
-    run = Run(plan, config, modes, net)
+    run = Run(plan, config, modes, net, durability)
     yield from run.start(input)
     while True:
         tasks = run.next_tasks()
@@ -129,7 +131,7 @@ def run_program(
             return run.stop_after()
 
 
-class Run:
+class Run(Saving):
     """One run: its identity (plan, config, thread, nested or not), its position, and the
     transitions between positions."""
 
@@ -148,9 +150,9 @@ class Run:
         "plan",
         "pos",
         "saves",
+        "sent",
         "start_input",
         "steps_run",
-        "unsaved",
         "waiting",
     )
 
@@ -160,6 +162,7 @@ class Run:
         config: RunnableConfig,
         modes: frozenset[str],
         net: dict[str, Change] | None,
+        durability: str | None = None,
     ) -> None:
         self.plan = plan
         self.config = config
@@ -173,9 +176,13 @@ class Run:
         self.steps_run = 0
         self.waiting: tuple[str, ...] = ()  # deferred nodes due, held for a later step
         self.cached: frozenset[str] = frozenset()  # this step's tasks answered by the cache
+        self.sent: dict[str, str] | None = None  # this step's send task keys -> nodes
         self.start_input: dict[str, Any] = {}
         # the run's input checkpoint (and work to keep with it), stored with the first step
         self.unsaved: tuple[CheckpointWrite, tuple[PendingWrite, ...]] | None = None
+        # durability="exit": the steps committed since the last write ([] holds none)
+        mode = durability_of(durability or plan.durability)
+        self.held: list[Any] | None = [] if mode == "exit" else None
         ctx: RunContext | None = None
         if self.nested:
             # a nested run shares its root's context (its thread among it) and saves nothing
@@ -194,11 +201,6 @@ class Run:
                 f"interrupt_before/interrupt_after {where} a saver and a thread_id: "
                 "compile(saver=MemorySaver()) and pass config={'thread_id': ...}"
             )
-
-    @property
-    def thread(self) -> str | None:
-        """The thread the run (or the root run it is nested in) works on."""
-        return self.ctx.thread
 
     # -- start -------------------------------------------------------------------------
 
@@ -361,7 +363,7 @@ class Run:
         pos, ctx = self.pos, self.ctx
         if not self.nested:
             ctx.anchor = pos.checkpoint_id  # what this step's interrupt ids are made from
-        tasks, self.waiting = make_tasks(self.plan, pos, ctx, self.base)
+        tasks, self.waiting, self.sent = make_tasks(self.plan, pos, ctx, self.base)
         return tuple(tasks)
 
     def collect(self, outcomes: Mapping[str, Outcome], hits: Mapping[str, Any] = {}) -> Step:
@@ -369,40 +371,58 @@ class Run:
         and the results found in the cache."""
         step = Step()
         pos = self.pos
-        for key in ordered(pos, outcomes) if len(outcomes) > 1 else outcomes:
-            outcome = outcomes[key]
-            if isinstance(outcome, Done):
-                step.results[key] = normalize(key, outcome.value)
-            elif isinstance(outcome, Paused):
-                step.paused[key] = outcome.signal
-            elif step.failure is None or (
-                # a stop (Ctrl-C, cancellation) is what the run ends with, over any error
-                isinstance(step.failure[1], Exception) and not isinstance(outcome.error, Exception)
-            ):
-                step.failure = (key, outcome.error)
+        if hits:
+            self.cached = frozenset(hits)
+        if self.sent is not None:
+            # a fan-out: nodes due by their edges, then the sends as made; no sort
+            done = pos.done
+            for key in (*pos.next, *self.sent):
+                outcome = outcomes.get(key)
+                if outcome is not None:
+                    self._sort(step, key, outcome)
+                elif key in hits:
+                    step.results[key] = hits[key]
+                elif key in done:
+                    update, goto = done[key]
+                    step.results[key] = (update, None if goto is None else tuple(goto))
+            return step
+        for key in sorted(outcomes) if len(outcomes) > 1 else outcomes:
+            self._sort(step, key, outcomes[key])
         if hits:
             step.results.update(hits)
-            self.cached = frozenset(hits)
         for key, stored in pos.done.items():
-            if key in pos.next or (pos.sends and key not in self.plan.topology.nodes):
+            if key in pos.next:
                 update, goto = stored
                 step.results[key] = (update, None if goto is None else tuple(goto))
         return step
+
+    @staticmethod
+    def _sort(step: Step, key: str, outcome: Outcome) -> None:
+        if isinstance(outcome, Done):
+            step.results[key] = normalize(key, outcome.value)
+        elif isinstance(outcome, Paused):
+            step.paused[key] = outcome.signal
+        elif step.failure is None or (
+            # a stop (Ctrl-C, cancellation) is what the run ends with, over any error
+            isinstance(step.failure[1], Exception) and not isinstance(outcome.error, Exception)
+        ):
+            step.failure = (key, outcome.error)
 
     def commit(self, step: Step) -> Program[None]:
         """Merge a finished step, route, checkpoint it and emit its events."""
         pos, plan, modes = self.pos, self.plan, self.modes
         results = step.results
-        keys = ordered(pos, results)
-        if pos.sends:  # a fan-out's tasks route as their node, once
-            ran = list(dict.fromkeys(node_of(plan, k) for k in keys))
+        sent = self.sent
+        if sent is not None:  # a fan-out's tasks route as their node, once
+            keys = list(results)  # in merge order already
+            ran = list(dict.fromkeys(sent.get(k, k) for k in keys))
             gotos: dict[str, tuple[str, ...]] = {}
             for k in keys:
                 if (g := results[k][1]) is not None:
-                    n = node_of(plan, k)
+                    n = sent.get(k, k)
                     gotos[n] = (*gotos.get(n, ()), *g)
         else:
-            ran = keys
+            keys = ran = sorted(results)
             gotos = {n: g for n, (_, g) in results.items() if g is not None}
         updates = [(k, u) for k in keys if (u := results[k][0])]
         if plan.managed:  # the engine's to supply: a node's write to them is dropped
@@ -428,11 +448,15 @@ class Run:
             pos.next = tuple(sorted({*pos.next, *self.waiting}))
             self.waiting = ()
         if self.saves:
-            yield self._put(write(pos, self.config, changes, "loop", ran))
+            checkpoint = write(pos, self.config, changes, "loop", ran, task_counts(sent, keys))
+            if self.held is None or (not pos.next and not pos.sends) or self.pauses_after(step):
+                yield self._put(checkpoint)  # the run ends or pauses here: stored now
+            else:
+                self.hold(checkpoint)  # durability="exit": stored when the run stops
         if "updates" in modes:
             # work kept from before a pause was done first, so it is reported first
             for key in sorted(keys, key=lambda n: n not in kept) if kept else keys:
-                event = {node_of(plan, key): shown(results[key][0])}
+                event = {sent.get(key, key) if sent else key: shown(results[key][0])}
                 if key in self.cached:  # the result came from the cache (LangGraph's mark)
                     event["__metadata__"] = {"cached": True}
                 yield Emit("updates", event)
@@ -446,7 +470,8 @@ class Run:
     def pauses_after(self, step: Step) -> bool:
         """Whether a node of the committed step is an ``interrupt_after`` breakpoint."""
         after = self.plan.interrupt_after
-        return bool(after) and any(node_of(self.plan, k) in after for k in step.results)
+        sent = self.sent or {}
+        return bool(after) and any(sent.get(k, k) in after for k in step.results)
 
     # -- pausing -----------------------------------------------------------------------
 
@@ -519,56 +544,3 @@ class Run:
         position = self.pos.dump(done, skip)
         position["net"], position["input"] = self._net_dump(), self.start_input
         self.ctx.suspend(self.key, position)
-
-    # -- checkpoints -------------------------------------------------------------------
-
-    def _defer(self, checkpoint: CheckpointWrite, keep: tuple[PendingWrite, ...] = ()) -> None:
-        """Hold the run's input checkpoint back until its first step commits.
-
-        They are stored together (``put_many``), so a run that loses a race on its thread
-        leaves nothing behind, not even its input, and running it again adds it once.
-        ``keep``: pending work of the head to carry over, should the input be stored alone.
-        """
-        self.unsaved = (checkpoint, keep)
-        self.pos.checkpoint_id = checkpoint.id
-
-    def flush(self) -> Program[None]:
-        """Store the held-back input checkpoint on its own (the run stops before its first
-        step commits: it ends, pauses or fails there)."""
-        if self.unsaved is None:
-            return
-        (checkpoint, keep), self.unsaved = self.unsaved, None
-        pos, thread = self.pos, self.thread
-        assert thread is not None
-        yield Put(thread, checkpoint, pos.head)
-        pos.checkpoint_id = pos.head = checkpoint.id
-        if keep:
-            yield PutWrites(thread, checkpoint.id, keep)
-
-    def _put(self, checkpoint: CheckpointWrite) -> Put | PutMany:
-        """The effect storing ``checkpoint`` (with the held-back input, if any); the run
-        moves to it now (a put that fails ends the run)."""
-        pos, thread = self.pos, self.ctx.thread  # not the property: every step (~0.04 µs)
-        assert thread is not None
-        effect: Put | PutMany
-        if self.unsaved is not None:
-            effect = PutMany(thread, (self.unsaved[0], checkpoint), pos.head)
-            self.unsaved = None
-        else:
-            effect = Put(thread, checkpoint, pos.head)
-        pos.checkpoint_id = pos.head = checkpoint.id
-        return effect
-
-    def _anchor(self) -> Program[None]:
-        """Make the current position the thread's head before pausing there.
-
-        A replay or fork of an older checkpoint that pauses before finishing a step has
-        written nothing yet; a ``"fork"`` checkpoint (same values, same next nodes) makes
-        it the head, so ``get_state`` shows its question and ``Command(resume=...)`` on
-        the thread continues it.
-        """
-        pos = self.pos
-        if self.unsaved is not None:
-            yield from self.flush()
-        elif pos.checkpoint_id is not None and pos.checkpoint_id != pos.head:
-            yield self._put(write(pos, self.config, {}, "fork"))

@@ -399,15 +399,19 @@ def write(
     changes: dict[str, Change],
     source: str,
     ran: list[str] | None = None,
+    tasks: Mapping[str, int] | None = None,
 ) -> CheckpointWrite:
     """The checkpoint for ``position``, as a write on top of the one it is on.
 
     ``ran`` (the nodes whose step this closes) goes into the metadata as ``nodes``, so a
-    history timeline can say who wrote each checkpoint.
+    history timeline can say who wrote each checkpoint; ``tasks``, how many tasks each
+    ran in a step with sends (the run overlay counts a fan-out's edge by them).
     """
     meta = {**config.metadata, "source": source, "step": position.step}
     if ran:
         meta["nodes"] = ran
+    if tasks:
+        meta["tasks"] = dict(tasks)
     extra: dict[str, Any] = {"barriers": position.barriers} if position.barriers else {}
     due = position.next
     if position.sends:

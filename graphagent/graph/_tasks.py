@@ -26,9 +26,8 @@ __all__ = [
     "cache_store",
     "make_tasks",
     "managed_values",
-    "node_of",
-    "ordered",
     "retried",
+    "task_counts",
 ]
 
 CacheKey = tuple[tuple[str, ...], str]
@@ -36,9 +35,11 @@ CacheKey = tuple[tuple[str, ...], str]
 
 def make_tasks(
     plan: Plan, pos: Position, ctx: RunContext, base: tuple[str, ...]
-) -> tuple[list[Task], tuple[str, ...]]:
-    """The step's tasks, and the deferred nodes held back for a later step (a node
-    added with ``defer=True`` waits while anything else is due)."""
+) -> tuple[list[Task], tuple[str, ...], dict[str, str] | None]:
+    """The step's tasks; the deferred nodes held back for a later step (a node added
+    with ``defer=True`` waits while anything else is due); and, when the step runs
+    sends, each send's task key -> its node, in the order the sends were made (finished
+    ones included)."""
     nodes, done, answers = plan.topology.nodes, pos.done, ctx.answers
     tasks: list[Task] = []
     held: list[str] = []
@@ -53,8 +54,10 @@ def make_tasks(
         resume = answers.get(path_key(path), ()) if answers else ()
         tasks.append(Task(spec, TaskScope(path, resume, ctx), n))
     empties = plan.schema.empties
+    sent: dict[str, str] | None = {} if pos.sends else None
     for i, (n, arg) in enumerate(pos.sends):
         key = f"{n}[{i}]"
+        sent[key] = n  # type: ignore[index]
         if key in done:
             continue
         path = (*base, key)
@@ -62,12 +65,12 @@ def make_tasks(
         given = OverAllState(arg, empties) if isinstance(arg, Mapping) else arg
         tasks.append(Task(nodes[n], TaskScope(path, resume, ctx, n), key, (given,)))
     if held and (tasks or _others_pending(pos, held)):
-        return tasks, tuple(held)
+        return tasks, tuple(held), sent
     for n in held:  # nothing else is due: the deferred nodes run now
         path = (*base, n)
         resume = answers.get(path_key(path), ()) if answers else ()
         tasks.append(Task(nodes[n], TaskScope(path, resume, ctx), n))
-    return tasks, ()
+    return tasks, (), sent
 
 
 def _others_pending(pos: Position, held: list[str]) -> bool:
@@ -75,27 +78,15 @@ def _others_pending(pos: Position, held: list[str]) -> bool:
     return any(key not in held for key in pos.done)
 
 
-def node_of(plan: Plan, key: str) -> str:
-    """The node a task key runs (``"joke[3]"`` -> ``"joke"``)."""
-    if key in plan.topology.nodes:
-        return key
-    return key[: key.rindex("[")]
-
-
-def _order(key: str) -> tuple[int, str, int]:
-    """Nodes due by their edges first, by name; then the sends, in the order made."""
-    if key.endswith("]") and "[" in key:
-        index = key[:-1].rpartition("[")[2]
-        if index.isdigit():
-            return (1, "", int(index))
-    return (0, key, 0)
-
-
-def ordered(pos: Position, keys: Iterable[str]) -> list[str]:
-    """Task keys in merge order: node names sorted, then sends by their index."""
-    if not pos.sends:
-        return sorted(keys)
-    return sorted(keys, key=_order)
+def task_counts(sent: Mapping[str, str] | None, keys: Iterable[str]) -> dict[str, int] | None:
+    """How many tasks each node ran in a step with sends (``None`` without sends)."""
+    if sent is None:
+        return None
+    counts: dict[str, int] = {}
+    for key in keys:
+        node = sent.get(key, key)
+        counts[node] = counts.get(node, 0) + 1
+    return counts
 
 
 def managed_values(plan: Plan, values: dict[str, Any], remaining: int) -> dict[str, Any]:
