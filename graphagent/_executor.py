@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_WORKERS", "call_with_timeout", "in_thread", "run_all", "run_each"]
+__all__ = ["DEFAULT_WORKERS", "call_with_timeout", "in_thread", "run_all", "run_each", "submit"]
 
 T = TypeVar("T")
 
@@ -160,6 +160,11 @@ def _pull_each(
     finally:
         _wait_running(helpers)
     return results, (stopped[0] if stopped else None)
+
+
+def submit(call: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """Start ``call`` on the shared pool, in a copy of the caller's context; its future."""
+    return _pool(DEFAULT_WORKERS).submit(contextvars.copy_context().run, call)
 
 
 async def in_thread(call: Callable[[], T]) -> T:

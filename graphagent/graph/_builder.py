@@ -301,7 +301,8 @@ class StateGraph:
             retry: the :class:`RetryPolicy` of every node that has none of its own.
             durability: when runs store their steps: ``"sync"`` (each step as it
                 commits, the default), ``"exit"`` (one checkpoint when the run ends,
-                pauses or fails) or ``"async"`` (stored as ``"sync"``); a run may
+                pauses or fails) or ``"async"`` (a step's write runs beside the next
+                step; a failed write ends the run at the next write); a run may
                 override it (``invoke(..., durability=)``).
             listeners: :class:`GraphLifecycleListener` objects told of every run's
                 start, nodes (with their input and update), errors and end.

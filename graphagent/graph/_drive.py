@@ -11,6 +11,7 @@ path: the shortcuts here are noted with what they save.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import functools
@@ -22,13 +23,14 @@ from typing import Any, Protocol
 
 from checkpoint.base import CheckpointSaver, CheckpointWrite, PendingWrite
 from checkpoint.errors import CheckpointError
-from graphagent._executor import in_thread, run_each
+from graphagent._executor import in_thread, run_each, submit
 from graphagent._internal import observe
 from graphagent._internal.mirror import mirror_error
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphBubbleUp, GraphInterrupt, UserError
 from graphagent.graph._command import current_task
 from graphagent.graph._effects import (
+    Background,
     CacheGet,
     CacheSet,
     Done,
@@ -354,6 +356,21 @@ async one awaits it)."""
 # -- the drivers -------------------------------------------------------------------------
 
 
+def _settled(writing: concurrent.futures.Future[Any] | None) -> None:
+    """Wait for a Background write the run no longer reports on (it stops for another
+    reason, which is what it raises)."""
+    if writing is not None:
+        concurrent.futures.wait([writing])
+
+
+async def _asettled(writing: asyncio.Future[Any] | None) -> None:
+    """Async :func:`_settled`."""
+    if writing is not None:
+        await asyncio.wait([writing])
+        if not writing.cancelled():
+            writing.exception()  # retrieved: no "never retrieved" warning
+
+
 def _stopped(effect: Execute, outcomes: dict[str, Outcome], stop: BaseException) -> None:
     """Every task of the step that did not finish ends as ``Failed(stop)``."""
     for task in effect.tasks:
@@ -433,6 +450,7 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
     """
     live: queue.SimpleQueue[Any] | None = None
     held: contextlib.ExitStack | None = None  # the thread's run lock, from first read to end
+    writing: concurrent.futures.Future[Any] | None = None  # a Background write under way
     send: Any = None
     try:
         while True:
@@ -448,9 +466,13 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
                         while (item := live.get()) is not DONE:
                             yield item
                     except BaseException as exc:  # closed, or Ctrl-C, while the step ran
+                        _settled(writing)
+                        writing = None
                         _unwind(program, step, worker.wait()[0], exc, saver)
                     outcomes, stop = worker.box[0]
                 if stop is not None:
+                    _settled(writing)
+                    writing = None
                     _unwind(program, step, outcomes, stop, saver)
                 send = outcomes
             elif kind is Emit:
@@ -470,12 +492,27 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
             elif kind is CacheSet:
                 send = effect.cache.set(effect.pairs)  # type: ignore[union-attr]
             else:
-                send = SAVER_CALLS[kind](saver, effect)  # type: ignore[arg-type]
+                if writing is not None:  # the step before's write first: its error ends the run
+                    done, writing = writing, None
+                    done.result()
+                if kind is Background:
+                    inner = effect.effect  # type: ignore[union-attr]
+                    writing = submit(functools.partial(SAVER_CALLS[type(inner)], saver, inner))  # type: ignore[arg-type]
+                    send = None
+                else:
+                    send = SAVER_CALLS[kind](saver, effect)  # type: ignore[arg-type]
     except StopIteration as stop:
         result = stop.value
+        try:
+            if writing is not None:  # the run ends once its last write is stored
+                done, writing = writing, None
+                done.result()
+        except CheckpointError as exc:
+            raise mirror_error(exc) from exc
     except CheckpointError as exc:
         raise mirror_error(exc) from exc
     finally:
+        _settled(writing)
         program.close()
         if held is not None:
             held.close()
@@ -490,6 +527,7 @@ async def adrive(
     calls = _AsyncCalls(saver) if saver is not None else None
     live: asyncio.Queue[Any] | None = None
     held: contextlib.AsyncExitStack | None = None
+    writing: asyncio.Future[Any] | None = None  # a Background write under way
     send: Any = None
     try:
         while True:
@@ -518,12 +556,16 @@ async def adrive(
                             yield live.get_nowait()
                     except BaseException as exc:  # closed, or cancelled, while the step ran
                         task.cancel()
+                        await _asettled(writing)
+                        writing = None
                         await _aunwind(program, astep, (await _await_step(task))[0], exc, calls)
                     finally:
                         if getter is not None:
                             getter.cancel()
                     outcomes, stop = task.result()
                 if stop is not None:
+                    await _asettled(writing)
+                    writing = None
                     await _aunwind(program, astep, outcomes, stop, calls)
                 send = outcomes
             elif kind is Emit:
@@ -542,12 +584,27 @@ async def adrive(
             elif kind is CacheSet:
                 send = await effect.cache.aset(effect.pairs)  # type: ignore[union-attr]
             else:
-                send = await SAVER_CALLS[kind](calls, effect)  # type: ignore[arg-type]
+                if writing is not None:  # the step before's write first: its error ends the run
+                    adone, writing = writing, None
+                    await adone
+                if kind is Background:
+                    inner = effect.effect  # type: ignore[union-attr]
+                    writing = asyncio.ensure_future(SAVER_CALLS[type(inner)](calls, inner))  # type: ignore[arg-type]
+                    send = None
+                else:
+                    send = await SAVER_CALLS[kind](calls, effect)  # type: ignore[arg-type]
     except StopIteration as stop:
         result = stop.value
+        try:
+            if writing is not None:  # the run ends once its last write is stored
+                adone, writing = writing, None
+                await adone
+        except CheckpointError as exc:
+            raise mirror_error(exc) from exc
     except CheckpointError as exc:
         raise mirror_error(exc) from exc
     finally:
+        await _asettled(writing)
         program.close()
         if held is not None:
             await held.aclose()

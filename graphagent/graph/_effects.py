@@ -20,6 +20,7 @@ from graphagent.graph._nodes import NodeSpec
 from graphagent.graph._state import OverAllState
 
 __all__ = [
+    "Background",
     "CacheGet",
     "CacheSet",
     "Done",
@@ -98,6 +99,15 @@ class PutWrites:
     writes: tuple[PendingWrite, ...]
 
 
+@dataclass(slots=True)
+class Background:
+    """``durability="async"``: perform ``effect`` (a step's ``Put`` or ``PutMany``) while
+    the run goes on; returns nothing. The driver waits for it before the run's next saver
+    effect and before the run ends, and a failure of it ends the run there."""
+
+    effect: Put | PutMany
+
+
 # -- the nodes' and the caller's ------------------------------------------------------
 
 
@@ -164,7 +174,18 @@ class CacheSet:
 
 
 Effect = (
-    Lock | Get | Head | Put | PutMany | PutWrites | Execute | Emit | OpenLive | CacheGet | CacheSet
+    Lock
+    | Get
+    | Head
+    | Put
+    | PutMany
+    | PutWrites
+    | Background
+    | Execute
+    | Emit
+    | OpenLive
+    | CacheGet
+    | CacheSet
 )
 
 Program = Generator[Effect, Any, T]

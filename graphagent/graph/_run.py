@@ -32,6 +32,7 @@ from graphagent.graph._command import (
 )
 from graphagent.graph._constants import INTERRUPT, START, public
 from graphagent.graph._effects import (
+    Background,
     Done,
     Emit,
     Execute,
@@ -97,7 +98,8 @@ def run_program(
             errors through, pauses by raising ``GraphInterrupt``, and collects every
             change it made (beyond its input) into this dict.
         durability: ``"sync"`` (each step stored as it commits), ``"exit"`` (stored
-            once, when the run ends, pauses or fails) or ``"async"`` (as ``"sync"``);
+            once, when the run ends, pauses or fails) or ``"async"`` (each step's write
+            beside the next step);
             ``None``: the plan's.
     """
     run = Run(plan, config, modes, net, durability)
@@ -183,6 +185,7 @@ class Run(Saving):
         # durability="exit": the steps committed since the last write ([] holds none)
         mode = durability_of(durability or plan.durability)
         self.held: list[Any] | None = [] if mode == "exit" else None
+        self.background = mode == "async"  # a step's write runs beside the next step
         ctx: RunContext | None = None
         if self.nested:
             # a nested run shares its root's context (its thread among it) and saves nothing
@@ -450,7 +453,8 @@ class Run(Saving):
         if self.saves:
             checkpoint = write(pos, self.config, changes, "loop", ran, task_counts(sent, keys))
             if self.held is None or (not pos.next and not pos.sends) or self.pauses_after(step):
-                yield self._put(checkpoint)  # the run ends or pauses here: stored now
+                put = self._put(checkpoint)  # (under exit: the run ends or pauses here)
+                yield Background(put) if self.background else put
             else:
                 self.hold(checkpoint)  # durability="exit": stored when the run stops
         if "updates" in modes:

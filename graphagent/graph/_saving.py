@@ -1,7 +1,8 @@
 """How a root run stores its checkpoints: its input held back until its first step, each
-step's checkpoint as it commits (``durability="sync"``, the default), or, with
-``durability="exit"``, the steps held back and stored as one checkpoint when the run
-ends, pauses or fails. No I/O here: these return or yield the effects.
+step's checkpoint as it commits (``durability="sync"``, the default; ``"async"``: the
+write runs while the next step does), or, with ``durability="exit"``, the steps held
+back and stored as one checkpoint when the run ends, pauses or fails. No I/O here:
+these return or yield the effects.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from graphagent.graph._step import Position, combine, write
 __all__ = ["DURABILITY", "Saving", "durability_of"]
 
 DURABILITY = ("sync", "async", "exit")
-"""The durability modes a run takes (``"async"`` is written as ``"sync"``: see
-docs/graphs.md, "Durability")."""
+"""The durability modes a run takes (docs/graphs.md, "Durability")."""
 
 
 def durability_of(value: Any) -> str:
@@ -42,7 +42,7 @@ class Saving:
     """The checkpoint half of :class:`~graphagent.graph._run.Run` (a mixin: the run's
     own slots hold the state)."""
 
-    __slots__ = ("held", "unsaved")
+    __slots__ = ("background", "held", "unsaved")
     pos: Position
     ctx: RunContext
     config: RunnableConfig
@@ -50,6 +50,8 @@ class Saving:
     unsaved: tuple[CheckpointWrite, tuple[PendingWrite, ...]] | None
     # durability="exit": the steps committed since the last write ([] holds none)
     held: list[Any] | None
+    # durability="async": a step's write is performed while the next step runs
+    background: bool
 
     @property
     def thread(self) -> str | None:

@@ -2,8 +2,8 @@
 test_pregel_async.py (tests parametrized on ``durability``: sync, async, exit).
 
 ``"exit"`` stores a run once, when it ends, pauses or fails; ``"sync"`` stores each step as
-it commits; ``"async"`` is stored as ``"sync"`` (docs/graphs.md, "Durability", says why and
-with what numbers). Every test runs on every saver, through ``invoke`` and ``ainvoke``.
+it commits; ``"async"`` stores each step while the next one runs. Every test runs on every
+saver, through ``invoke`` and ``ainvoke``.
 """
 
 from __future__ import annotations
@@ -118,3 +118,38 @@ def test_unknown_durability_is_refused() -> None:
         app.invoke({"log": []}, durability="eventually")
     with pytest.raises(UserError, match="durability"):
         g.compile(durability="never")
+
+
+def test_async_durability_waits_for_its_last_write(saver: CheckpointSaver, run: Run) -> None:
+    """Under async a run returns once its last step is stored; a resume finds every step."""
+    app = _chain(saver, ask=True)
+    cfg = thread()
+    out = run(app, {"log": []}, cfg, "async")
+    assert out["log"] == ["a"] and app.get_state(cfg).next == ("b",)
+    assert run(app, Command(resume="ok"), cfg, "async") == {"log": ["a", "b:ok", "c"]}
+    assert [s.metadata["source"] for s in app.get_state_history(cfg)] == ["loop"] * 3 + ["input"]
+
+
+def test_async_durability_write_failure_ends_the_run(saver: CheckpointSaver) -> None:
+    """A step's write that fails under async ends the run at its next write, with the
+    saver's error; the thread keeps what was stored before."""
+    from graphagent.errors import CheckpointConflictError
+
+    app = _chain(saver)
+    cfg = thread()
+    app.invoke({"log": []}, cfg)
+    calls: list[str] = []
+
+    def node_b(state: Any) -> dict[str, Any]:
+        calls.append("b")
+        # another writer moves the thread's head while this run's step-a write is out
+        app.update_state(cfg, {"log": ["other"]})
+        return {"log": ["b"]}
+
+    g = StateGraph(State).add_node("a", lambda s: {"log": ["a"]}).add_node("b", node_b)
+    g.add_node("c", lambda s: {"log": ["c"]})
+    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", "c").add_edge("c", END)
+    racer = g.compile(saver=saver)
+    with pytest.raises(CheckpointConflictError):
+        racer.invoke({"log": []}, cfg, durability="async")
+    assert "other" in app.get_state(cfg).values["log"]
