@@ -152,4 +152,5 @@ def test_async_durability_write_failure_ends_the_run(saver: CheckpointSaver) -> 
     racer = g.compile(saver=saver)
     with pytest.raises(CheckpointConflictError):
         racer.invoke({"log": []}, cfg, durability="async")
-    assert "other" in app.get_state(cfg).values["log"]
+    # whichever write lost the race, the run's later steps were never stored
+    assert app.get_state(cfg).values["log"].count("c") == 1
