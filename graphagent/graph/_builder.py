@@ -340,6 +340,7 @@ class StateGraph:
             store=store,
             cache=cache,
             durability=durability_of(durability),
+            deferred=frozenset(n for n, spec in topology.nodes.items() if spec.defer),
             managed=MappingProxyType(dict(self.managed)),
             listeners=listener_observers(listeners, "compile(listeners=...)"),
         )

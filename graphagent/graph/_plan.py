@@ -40,6 +40,7 @@ class Plan:
         store: the long-term memory store runs get in ``config.store``, or ``None``.
         cache: where nodes with a cache policy keep their results, or ``None``.
         durability: when runs store their steps: ``"sync"``, ``"async"`` or ``"exit"``.
+        deferred: the nodes added with ``defer=True``.
         managed: managed state keys (``RemainingSteps``, ``IsLastStep``) -> their kind.
         listeners: lifecycle listeners of every run, as engine observers.
     """
@@ -56,6 +57,7 @@ class Plan:
     store: Any = None
     cache: Any = None
     durability: str = "sync"
+    deferred: frozenset[str] = frozenset()
     managed: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     listeners: tuple[Any, ...] = ()
 

@@ -27,6 +27,7 @@ from graphagent.graph._command import (
     Command,
     Interrupt,
     RunContext,
+    TaskScope,
     current_task,
     path_key,
 )
@@ -37,7 +38,6 @@ from graphagent.graph._effects import (
     Emit,
     Execute,
     Outcome,
-    Paused,
     Program,
     PutWrites,
     Task,
@@ -66,9 +66,11 @@ from graphagent.graph._tasks import (
     announce,
     cache_lookup,
     cache_store,
+    collect_all,
     make_tasks,
     managed_values,
     retried,
+    sort_outcome,
     task_counts,
 )
 from graphagent.graph._update import load, update_program
@@ -113,15 +115,18 @@ def run_program(
             return run.finish()
         if "debug" in modes:
             yield from announce(run.pos, tasks)
-        values = run.pos.values
-        if plan.managed:
-            values = managed_values(plan, values, config.recursion_limit - run.steps_run)
-        state = OverAllState(values, plan.schema.empties)
-        hits: dict[str, Any] = {}
-        if plan.cache is not None:
-            tasks, hits, wanted = yield from cache_lookup(plan, tasks, state)
-        outcomes = (yield Execute(tasks, state, config)) if tasks else {}
-        step = run.collect(outcomes, hits)
+        if run.plain_state:  # no managed keys, no cache: the short way, every step
+            state = OverAllState(run.pos.values, plan.schema.empties)
+            step = run.collect((yield Execute(tasks, state, config)))
+        else:
+            values = run.pos.values
+            if plan.managed:
+                values = managed_values(plan, values, config.recursion_limit - run.steps_run)
+            state = OverAllState(values, plan.schema.empties)
+            hits: dict[str, Any] = {}
+            if plan.cache is not None:
+                tasks, hits, wanted = yield from cache_lookup(plan, tasks, state)
+            step = run.collect((yield Execute(tasks, state, config)) if tasks else {}, hits)
         if "debug" in modes:
             yield from retried(run.pos, tasks)
         if step.paused or step.failure is not None:
@@ -149,6 +154,8 @@ class Run(Saving):
         "nested",
         "net",
         "pending",
+        "plain",
+        "plain_state",
         "plan",
         "pos",
         "saves",
@@ -186,6 +193,8 @@ class Run(Saving):
         mode = durability_of(durability or plan.durability)
         self.held: list[Any] | None = [] if mode == "exit" else None
         self.background = mode == "async"  # a step's write runs beside the next step
+        self.plain = mode == "sync"
+        self.plain_state = not plan.managed and plan.cache is None
         ctx: RunContext | None = None
         if self.nested:
             # a nested run shares its root's context (its thread among it) and saves nothing
@@ -363,53 +372,51 @@ class Run(Saving):
         return self._tasks()
 
     def _tasks(self) -> tuple[Task, ...]:
-        pos, ctx = self.pos, self.ctx
+        pos, ctx, base, plan = self.pos, self.ctx, self.base, self.plan
         if not self.nested:
             ctx.anchor = pos.checkpoint_id  # what this step's interrupt ids are made from
-        tasks, self.waiting, self.sent = make_tasks(self.plan, pos, ctx, self.base)
-        return tuple(tasks)
-
-    def collect(self, outcomes: Mapping[str, Outcome], hits: Mapping[str, Any] = {}) -> Step:
-        """Sort the tasks' outcomes (in merge order) and add the work finished earlier
-        and the results found in the cache."""
-        step = Step()
-        pos = self.pos
-        if hits:
-            self.cached = frozenset(hits)
+        if pos.sends or plan.deferred:
+            tasks, self.waiting, self.sent = make_tasks(plan, pos, ctx, base)
+            return tuple(tasks)
+        # the commonest case, nodes due by their edges only: no call, no sends table
+        # (~1.5k instructions a node-step, bench/graph_overhead.py)
         if self.sent is not None:
-            # a fan-out: nodes due by their edges, then the sends as made; no sort
-            done = pos.done
-            for key in (*pos.next, *self.sent):
-                outcome = outcomes.get(key)
-                if outcome is not None:
-                    self._sort(step, key, outcome)
-                elif key in hits:
-                    step.results[key] = hits[key]
-                elif key in done:
-                    update, goto = done[key]
-                    step.results[key] = (update, None if goto is None else tuple(goto))
-            return step
+            self.sent = None
+        nodes, done, answers = plan.topology.nodes, pos.done, ctx.answers
+        found = []
+        for n in pos.next:
+            if n in done:
+                continue
+            path = (*base, n)
+            resume = answers.get(path_key(path), ()) if answers else ()
+            found.append(Task(nodes[n], TaskScope(path, resume, ctx), n))
+        return tuple(found)
+
+    def collect(
+        self, outcomes: Mapping[str, Outcome], hits: Mapping[str, Any] | None = None
+    ) -> Step:
+        """Sort the tasks' outcomes (in merge order) and add the work finished earlier
+        (and, ``hits``, the results found in the cache)."""
+        if self.sent is not None or hits is not None:
+            return self._collect_all(outcomes, hits or {})
+        step = Step()
         for key in sorted(outcomes) if len(outcomes) > 1 else outcomes:
-            self._sort(step, key, outcomes[key])
-        if hits:
-            step.results.update(hits)
+            outcome = outcomes[key]
+            if isinstance(outcome, Done):  # inline, not _sort: every step (~1k instructions)
+                step.results[key] = normalize(key, outcome.value)
+            else:
+                sort_outcome(step, key, outcome)
+        pos = self.pos
         for key, stored in pos.done.items():
             if key in pos.next:
                 update, goto = stored
                 step.results[key] = (update, None if goto is None else tuple(goto))
         return step
 
-    @staticmethod
-    def _sort(step: Step, key: str, outcome: Outcome) -> None:
-        if isinstance(outcome, Done):
-            step.results[key] = normalize(key, outcome.value)
-        elif isinstance(outcome, Paused):
-            step.paused[key] = outcome.signal
-        elif step.failure is None or (
-            # a stop (Ctrl-C, cancellation) is what the run ends with, over any error
-            isinstance(step.failure[1], Exception) and not isinstance(outcome.error, Exception)
-        ):
-            step.failure = (key, outcome.error)
+    def _collect_all(self, outcomes: Mapping[str, Outcome], hits: Mapping[str, Any]) -> Step:
+        """:meth:`collect` for a step with sends or a cache."""
+        self.cached = frozenset(hits)
+        return collect_all(self.pos, self.sent, outcomes, hits)
 
     def commit(self, step: Step) -> Program[None]:
         """Merge a finished step, route, checkpoint it and emit its events."""
@@ -431,6 +438,10 @@ class Run(Saving):
         if plan.managed:  # the engine's to supply: a node's write to them is dropped
             managed = plan.managed
             updates = [(k, {a: b for a, b in u.items() if a not in managed}) for k, u in updates]
+            # routers read them as the step that ran did
+            now = managed_values(plan, {}, self.config.recursion_limit - self.steps_run)
+        else:
+            now = None
         pos.values, changes = merge(plan, pos.values, updates)
         net = self.net
         if net is not None:
@@ -443,20 +454,15 @@ class Run(Saving):
         if ctx.answers or ctx.suspended:
             for key in keys:
                 ctx.forget(path_key((*self.base, key)))
-        now = None
-        if plan.managed:  # routers read them as the step that ran did
-            now = managed_values(plan, {}, self.config.recursion_limit - self.steps_run + 1)
         pos.next = route(plan, pos, self.config, ran, gotos, now)
         if self.waiting:
             pos.next = tuple(sorted({*pos.next, *self.waiting}))
             self.waiting = ()
         if self.saves:
-            checkpoint = write(pos, self.config, changes, "loop", ran, task_counts(sent, keys))
-            if self.held is None or (not pos.next and not pos.sends) or self.pauses_after(step):
-                put = self._put(checkpoint)  # (under exit: the run ends or pauses here)
-                yield Background(put) if self.background else put
+            if self.plain and sent is None:  # every step of a sync run: the short way
+                yield self._put(write(pos, self.config, changes, "loop", ran))
             else:
-                self.hold(checkpoint)  # durability="exit": stored when the run stops
+                yield from self._save(step, changes, ran, task_counts(sent, keys))
         if "updates" in modes:
             # work kept from before a pause was done first, so it is reported first
             for key in sorted(keys, key=lambda n: n not in kept) if kept else keys:
@@ -464,18 +470,30 @@ class Run(Saving):
                 if key in self.cached:  # the result came from the cache (LangGraph's mark)
                     event["__metadata__"] = {"cached": True}
                 yield Emit("updates", event)
-        if self.cached:
-            self.cached = frozenset()
         if "values" in modes:
             yield Emit("values", public(pos.values))
         if "debug" in modes:
             yield Emit("debug", pos.debug_event())
 
+    def _save(
+        self, step: Step, changes: dict[str, Change], ran: list[str], counts: Any
+    ) -> Program[None]:
+        """Store a committed step under its durability, with its fan-out's task counts."""
+        pos = self.pos
+        checkpoint = write(pos, self.config, changes, "loop", ran, counts)
+        if self.held is None or (not pos.next and not pos.sends) or self.pauses_after(step):
+            put = self._put(checkpoint)  # (under exit: the run ends or pauses here)
+            yield Background(put) if self.background else put
+        else:
+            self.hold(checkpoint)  # durability="exit": stored when the run stops
+
     def pauses_after(self, step: Step) -> bool:
         """Whether a node of the committed step is an ``interrupt_after`` breakpoint."""
         after = self.plan.interrupt_after
+        if not after:
+            return False
         sent = self.sent or {}
-        return bool(after) and any(sent.get(k, k) in after for k in step.results)
+        return any(sent.get(k, k) in after for k in step.results)
 
     # -- pausing -----------------------------------------------------------------------
 

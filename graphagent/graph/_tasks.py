@@ -14,19 +14,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from graphagent.graph._command import RunContext, TaskScope, path_key
-from graphagent.graph._effects import CacheGet, CacheSet, Emit, Program, Task
+from graphagent.graph._effects import CacheGet, CacheSet, Done, Emit, Outcome, Paused, Program, Task
 from graphagent.graph._plan import Plan
 from graphagent.graph._policies import cache_namespace
 from graphagent.graph._state import OverAllState
-from graphagent.graph._step import Position, Result
+from graphagent.graph._step import Position, Result, Step, normalize
 
 __all__ = [
     "announce",
     "cache_lookup",
     "cache_store",
+    "collect_all",
     "make_tasks",
     "managed_values",
     "retried",
+    "sort_outcome",
     "task_counts",
 ]
 
@@ -95,6 +97,53 @@ def managed_values(plan: Plan, values: dict[str, Any], remaining: int) -> dict[s
     for key, kind in plan.managed.items():
         values[key] = remaining if kind == "remaining_steps" else remaining <= 1
     return values
+
+
+# -- outcomes ----------------------------------------------------------------------------
+
+
+def sort_outcome(step: Step, key: str, outcome: Outcome) -> None:
+    """File one task's outcome in ``step``: its result, its pause, or its failure (the
+    first, unless a stop comes later: Ctrl-C or cancellation is what the run ends with)."""
+    if isinstance(outcome, Done):
+        step.results[key] = normalize(key, outcome.value)
+    elif isinstance(outcome, Paused):
+        step.paused[key] = outcome.signal
+    elif step.failure is None or (
+        isinstance(step.failure[1], Exception) and not isinstance(outcome.error, Exception)
+    ):
+        step.failure = (key, outcome.error)
+
+
+def collect_all(
+    pos: Position,
+    sent: Mapping[str, str] | None,
+    outcomes: Mapping[str, Outcome],
+    hits: Mapping[str, Result],
+) -> Step:
+    """A step's outcomes with the cache's hits and the work kept from before a pause, in
+    merge order: in a fan-out the nodes due by their edges, then the sends as made."""
+    step = Step()
+    done = pos.done
+    if sent is not None:
+        for key in (*pos.next, *sent):
+            outcome = outcomes.get(key)
+            if outcome is not None:
+                sort_outcome(step, key, outcome)
+            elif key in hits:
+                step.results[key] = hits[key]
+            elif key in done:
+                update, goto = done[key]
+                step.results[key] = (update, None if goto is None else tuple(goto))
+        return step
+    for key in sorted(outcomes):
+        sort_outcome(step, key, outcomes[key])
+    step.results.update(hits)
+    for key, stored in done.items():
+        if key in pos.next:
+            update, goto = stored
+            step.results[key] = (update, None if goto is None else tuple(goto))
+    return step
 
 
 # -- debug events ------------------------------------------------------------------------
