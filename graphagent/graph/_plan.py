@@ -43,6 +43,9 @@ class Plan:
         deferred: the nodes added with ``defer=True``.
         managed: managed state keys (``RemainingSteps``, ``IsLastStep``) -> their kind.
         listeners: lifecycle listeners of every run, as engine observers.
+        input_first: store a run's input checkpoint before its first step runs, rather
+            than with that step's (an entrypoint's tasks keep their results on it as
+            each finishes, so a crash mid-step loses none of them).
     """
 
     name: str
@@ -60,6 +63,7 @@ class Plan:
     deferred: frozenset[str] = frozenset()
     managed: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     listeners: tuple[Any, ...] = ()
+    input_first: bool = False
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
         """Refuse a stored thread this graph cannot continue, naming what to do.

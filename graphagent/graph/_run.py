@@ -106,6 +106,8 @@ def run_program(
     """
     run = Run(plan, config, modes, net, durability)
     yield from run.start(input)
+    if plan.input_first:
+        yield from run.flush()
     while True:
         tasks = run.next_tasks()
         if tasks is None:
@@ -205,7 +207,7 @@ class Run(Saving):
         else:
             self.base = ()
             self.saves = plan.saver is not None and config.thread_id is not None
-        self.ctx = ctx if ctx is not None else RunContext(config.thread_id, self.saves)
+        self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver)
         self.key = path_key(self.base)
         if (plan.interrupt_before or plan.interrupt_after) and not self.ctx.persistent:
             where = "its parent graph needs" if self.nested else "need"
@@ -375,6 +377,8 @@ class Run(Saving):
         pos, ctx, base, plan = self.pos, self.ctx, self.base, self.plan
         if not self.nested:
             ctx.anchor = pos.checkpoint_id  # what this step's interrupt ids are made from
+            # durable sub-tasks store their results at once on a stored checkpoint only
+            ctx.kept_on = pos.checkpoint_id if self.unsaved is None and not self.held else None
         if pos.sends or plan.deferred:
             tasks, self.waiting, self.sent = make_tasks(plan, pos, ctx, base)
             return tuple(tasks)
