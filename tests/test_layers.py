@@ -68,6 +68,7 @@ GRAPH_LAYERS: dict[str, int] = {
     "graphagent.graph._saving": 2,
     "graphagent.graph._update": 2,
     "graphagent.graph._retry": 2,
+    "graphagent.graph._savercalls": 2,
     "graphagent.graph._run": 3,
     "graphagent.graph._drive": 3,
     "graphagent.graph._watch": 3,

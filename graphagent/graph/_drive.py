@@ -2,7 +2,7 @@
 (:func:`drive`) or under an event loop (:func:`adrive`).
 
 Both read one table (:data:`SAVER_CALLS`) for the saver's effects: each is written once,
-over the saver's sync methods or, through :class:`_AsyncCalls`, their async twins. Node
+over the saver's sync methods or, through :class:`AsyncCalls`, their async twins. Node
 calls end in one :data:`~graphagent.graph._effects.Outcome` each, with one mapping from
 what a node raised to what it came to (:func:`_outcome_of`). This is the engine's hot
 path: the shortcuts here are noted with what they save.
@@ -18,10 +18,10 @@ import functools
 import inspect
 import queue
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator
+from typing import Any
 
-from checkpoint.base import CheckpointSaver, CheckpointWrite, PendingWrite
+from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
 from graphagent._executor import in_thread, run_each, submit
 from graphagent._internal import observe
@@ -37,22 +37,18 @@ from graphagent.graph._effects import (
     Emit,
     Execute,
     Failed,
-    Get,
-    Head,
     Lock,
     OpenLive,
     Outcome,
     Paused,
     Program,
-    Put,
-    PutMany,
-    PutWrites,
     Task,
 )
 from graphagent.graph._retry import aretrying, retrying
+from graphagent.graph._savercalls import SAVER_CALLS, AsyncCalls
 from graphagent.graph._state import OverAllState
 
-__all__ = ["DONE", "RESULT", "SAVER_CALLS", "Event", "adrive", "drive", "result_of"]
+__all__ = ["DONE", "RESULT", "Event", "adrive", "drive", "result_of"]
 
 Event = tuple[str, Any]
 """What a driver hands out: ``(stream mode, payload)``, and last ``(RESULT, value)``."""
@@ -289,70 +285,6 @@ def _async_sink() -> tuple[asyncio.Queue[Any], Callable[[Any], None]]:
     return events, put
 
 
-# -- the saver's effects: one table -----------------------------------------------------
-
-
-class _Calls(Protocol):
-    """The saver methods the effects call: the saver's own (sync), or :class:`_AsyncCalls`."""
-
-    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Any: ...
-
-    def head(self, thread_id: str) -> Any: ...
-
-    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> Any: ...
-
-    def put_many(
-        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
-    ) -> Any: ...
-
-    def put_writes(
-        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
-    ) -> Any: ...
-
-
-class _AsyncCalls:
-    """A saver's async methods under their sync names, so one table serves both drivers."""
-
-    __slots__ = ("saver",)
-
-    def __init__(self, saver: CheckpointSaver) -> None:
-        self.saver = saver
-
-    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Awaitable[Any]:
-        return self.saver.aget(thread_id, checkpoint_id)
-
-    def head(self, thread_id: str) -> Awaitable[Any]:
-        return self.saver.ahead(thread_id)
-
-    def put(
-        self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
-    ) -> Awaitable[Any]:
-        return self.saver.aput(thread_id, write, expected_head=expected_head)
-
-    def put_many(
-        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
-    ) -> Awaitable[Any]:
-        return self.saver.aput_many(thread_id, writes, expected_head=expected_head)
-
-    def put_writes(
-        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
-    ) -> Awaitable[Any]:
-        return self.saver.aput_writes(thread_id, checkpoint_id, writes)
-
-
-SAVER_CALLS: dict[type, Callable[[_Calls, Any], Any]] = {
-    Get: lambda io, e: io.get(e.thread_id, e.checkpoint_id),
-    Head: lambda io, e: io.head(e.thread_id),
-    # one write goes through put_many, which every saver here overrides atomically: put
-    # itself only forwards there, a call (and an error-naming wrapper) more per step
-    Put: lambda io, e: io.put_many(e.thread_id, (e.write,), expected_head=e.expected_head),
-    PutMany: lambda io, e: io.put_many(e.thread_id, e.writes, expected_head=e.expected_head),
-    PutWrites: lambda io, e: io.put_writes(e.thread_id, e.checkpoint_id, e.writes),
-}
-"""Effect type -> the saver call that performs it (the sync driver gets its result, the
-async one awaits it)."""
-
-
 # -- the drivers -------------------------------------------------------------------------
 
 
@@ -413,7 +345,7 @@ async def _aunwind(
     effect: Execute,
     outcomes: dict[str, Outcome],
     stop: BaseException,
-    calls: _AsyncCalls | None,
+    calls: AsyncCalls | None,
 ) -> None:
     """Async :func:`_unwind`."""
     _stopped(effect, outcomes, stop)
@@ -524,7 +456,7 @@ async def adrive(
 ) -> AsyncGenerator[Event, None]:
     """:func:`drive` under the event loop: async nodes and the saver's async methods are
     awaited, sync nodes run in worker threads."""
-    calls = _AsyncCalls(saver) if saver is not None else None
+    calls = AsyncCalls(saver) if saver is not None else None
     live: asyncio.Queue[Any] | None = None
     held: contextlib.AsyncExitStack | None = None
     writing: asyncio.Future[Any] | None = None  # a Background write under way
