@@ -111,7 +111,6 @@ class Background:
 # -- the nodes' and the caller's ------------------------------------------------------
 
 
-@dataclass(slots=True)
 class Task:
     """One node execution within a step.
 
@@ -120,15 +119,23 @@ class Task:
         scope: its task path, answers so far, call counters.
         key: the task's name within its step: the node's name, or ``node[i]`` for the
             ``i``-th ``Send`` of the step (outcomes, pending writes and answers use it).
-        input: what the node is called with instead of the state (a ``Send``'s arg).
-        retries: the errors of the attempts that were retried, oldest first.
+        input: ``(what the node is called with instead of the state,)`` (a ``Send``'s
+            arg), or ``None``.
+        retries: the errors of the attempts that were retried, oldest first (set only
+            when a retry happens: read it with ``getattr(task, "retries", None)``).
     """
 
-    spec: NodeSpec
-    scope: TaskScope
-    key: str
-    input: Any = None
-    retries: list[BaseException] | None = None
+    # a plain class: one is made per node-step, and a dataclass's defaults cost a line
+    # each in its __init__ (~0.1k instructions a node-step)
+    __slots__ = ("input", "key", "retries", "scope", "spec")
+
+    def __init__(self, spec: NodeSpec, scope: TaskScope, key: str, input: Any = None) -> None:
+        self.spec = spec
+        self.scope = scope
+        self.key = key
+        self.input = input
+
+    retries: list[BaseException]
 
 
 @dataclass(slots=True)

@@ -39,9 +39,10 @@ def retry_after(task: Task, outcome: Outcome, attempt: int) -> float | None:
     if policy is None or attempt >= policy.max_attempts:
         return None
     pause: float = policy.interval(attempt)
-    if task.retries is None:
-        task.retries = []
-    task.retries.append(error)
+    retries = getattr(task, "retries", None)
+    if retries is None:
+        task.retries = retries = []
+    retries.append(error)
     _log.warning(
         "node %r (task %s) attempt %d of %d failed with %s: %s; retrying in %.3fs",
         task.spec.name,

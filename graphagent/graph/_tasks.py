@@ -163,7 +163,7 @@ def retried(pos: Position, tasks: tuple[Task, ...]) -> Program[None]:
     """Each retried attempt of the step's tasks as a ``task_retry`` debug event."""
     step = pos.step + 1
     for t in tasks:
-        for attempt, error in enumerate(t.retries or (), 1):
+        for attempt, error in enumerate(getattr(t, "retries", None) or (), 1):
             event = {
                 "type": "task_retry",
                 "step": step,
