@@ -542,3 +542,29 @@ def test_remaining_steps_and_is_last_step(run: Run) -> None:
     app = g.add_conditional_edges("loop", again).compile()
     out = run(app, {"seen": []}, {"recursion_limit": 4})
     assert out == {"seen": [(4, False), (3, False), (2, False), (1, True)]}
+
+
+def test_fan_out_is_drawn_in_every_format_and_counted_in_the_overlay(
+    saver: CheckpointSaver,
+) -> None:
+    """A router annotated -> list[Send] draws its edges as fan-out edges; the drawing of a
+    thread's run counts the tasks on the edge and the node."""
+
+    class S(TypedDict):
+        xs: list[int]
+        ys: Annotated[list[int], operator.add]
+
+    def fan_out(state: Any) -> list[Send]:
+        return [Send("sq", {"x": x}) for x in state["xs"]]
+
+    g = StateGraph(S).add_node("sq", lambda s: {"ys": [s["x"] ** 2]})
+    app = g.add_conditional_edges(START, fan_out, ["sq"]).add_edge("sq", END).compile(saver=saver)
+    assert '==>|"Send"|' in app.draw("mermaid")
+    assert "arrowhead=crow" in app.draw("dot") and 'label="Send"' in app.draw("dot")
+    assert "START =>> sq  (Send)" in app.draw("ascii")
+    assert "fan-out: one task per Send" in app.draw("svg")
+    cfg = thread()
+    app.invoke({"xs": [1, 2, 3]}, cfg)
+    assert app.get_state_history(cfg)[0].metadata["tasks"] == {"sq": 3}
+    overlay = app.draw("svg", config=cfg)
+    assert "Send \u00d73" in overlay and "sq (node), ran 3 times" in overlay
