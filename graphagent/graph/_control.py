@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typing_extensions
 
 __all__ = [
+    "SEND_FIELDS",
     "IsLastStep",
     "Overwrite",
     "RemainingSteps",
@@ -77,6 +78,10 @@ class _Managed:
 
     def __repr__(self) -> str:
         return f"managed({self.kind})"
+
+
+SEND_FIELDS = ("node", "arg")
+"""A stored ``Send``'s fields, in stored order (``checkpoint._library`` reads the same)."""
 
 
 def _register_with_serde() -> None:
