@@ -98,6 +98,8 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/turn.py
 	$(BIN)/python bench/history.py
 	$(BIN)/python bench/agent_loop.py
+	$(BIN)/python bench/send_fanout.py
+	$(BIN)/python bench/durability.py
 	$(BIN)/python bench/load.py
 	$(BIN)/python bench/store.py
 

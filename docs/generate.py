@@ -48,6 +48,8 @@ MODULES = {
     "checkpoint.redis": "`RedisSaver` and its async twin (extra `graphagent[redis]`).",
     "checkpoint.memory": "`MemorySaver`: threads in this process's memory.",
     "checkpoint.store": "Long-term memory shared across threads. Guide: [memory](memory.md).",
+    "checkpoint.cache": "Node-result caches for `CachePolicy` (memory, SQLite, Redis). "
+    "Guide: [graphs](graphs.md#caching-node-results).",
 }
 PAGE = Path(__file__).with_name("reference.md")
 PICTURE = Path(__file__).parent / "img" / "weather_assistant.svg"

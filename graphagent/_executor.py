@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import itertools
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -112,6 +113,9 @@ def run_each(
     """
     if not calls:
         return [], None
+    workers = max_workers or DEFAULT_WORKERS
+    if len(calls) > workers:
+        return _pull_each(calls, workers)
     futures = _submit(calls, max_workers)
     results: list[Any] = [_PENDING] * len(calls)
     try:
@@ -129,6 +133,41 @@ def run_each(
         return results, stop
     finally:
         _wait_running(futures)
+
+
+def _pull_each(
+    calls: Sequence[Callable[[], T]], workers: int
+) -> tuple[list[T | None], BaseException | None]:
+    """:func:`run_each` for more calls than workers (a ``Send`` fan-out): ``workers - 1``
+    pool threads and this one take the calls in turn from one counter, instead of one
+    future per call. A future per call cost ~10 us a task (its lock and condition) in
+    bench/send_fanout.py; this costs a counter step. As in :func:`run_all`, this thread
+    runs whatever no worker took, so nested fan-outs never wait for a pool slot."""
+    results: list[Any] = [None] * len(calls)
+    taken = itertools.count()
+    stopped: list[BaseException] = []
+    size = len(calls)
+
+    def take() -> None:
+        while not stopped:
+            index = next(taken)
+            if index >= size:
+                return
+            try:
+                results[index] = contextvars.copy_context().run(calls[index])
+            except BaseException as exc:  # calls return their errors: this is a stop
+                stopped.append(exc)
+                return
+
+    pool = _pool(workers)
+    helpers = [pool.submit(contextvars.copy_context().run, take) for _ in range(workers - 1)]
+    try:
+        take()
+    except BaseException as exc:  # Ctrl-C in this thread
+        stopped.append(exc)
+    finally:
+        _wait_running(helpers)
+    return results, (stopped[0] if stopped else None)
 
 
 def submit(call: Callable[[], T]) -> concurrent.futures.Future[T]:

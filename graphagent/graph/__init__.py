@@ -15,7 +15,9 @@ from graphagent.graph._command import (
 )
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START, is_private
+from graphagent.graph._control import IsLastStep, Overwrite, RemainingSteps, Send
 from graphagent.graph._listen import GraphLifecycleListener
+from graphagent.graph._policies import CachePolicy, RetryPolicy, default_cache_key, default_retry_on
 from graphagent.graph._snapshot import (
     StateHistory,
     StateSnapshot,
@@ -38,22 +40,30 @@ __all__ = [
     "MISSING",
     "START",
     "AppendStrategy",
+    "CachePolicy",
     "Change",
     "Command",
     "CompiledGraph",
     "Drawing",
     "GraphLifecycleListener",
     "Interrupt",
+    "IsLastStep",
     "KeyStrategy",
     "MergeStrategy",
     "OverAllState",
+    "Overwrite",
+    "RemainingSteps",
     "ReplaceStrategy",
+    "RetryPolicy",
+    "Send",
     "StateGraph",
     "StateHistory",
     "StateSnapshot",
     "StateTask",
     "TaskScope",
     "current_task",
+    "default_cache_key",
+    "default_retry_on",
     "get_stream_writer",
     "interrupt",
     "is_private",

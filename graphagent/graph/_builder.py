@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
 from checkpoint.base import CheckpointSaver
+from checkpoint.cache import BaseCache
 from graphagent.errors import GraphValidationError
-from graphagent.graph._annotations import command_destinations, literal_destinations
+from graphagent.graph._annotations import (
+    command_destinations,
+    literal_destinations,
+    returns_sends,
+)
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, RESERVED, START
+from graphagent.graph._control import managed_keys
 from graphagent.graph._listen import listener_observers
 from graphagent.graph._nodes import (
     Branch,
@@ -22,6 +30,8 @@ from graphagent.graph._nodes import (
     with_store,
 )
 from graphagent.graph._plan import Plan, StoredCheck
+from graphagent.graph._policies import CachePolicy, RetryPolicy
+from graphagent.graph._saving import durability_of
 from graphagent.graph._state import parse_schema
 from graphagent.graph._validate import validate
 
@@ -47,6 +57,7 @@ class StateGraph:
 
     def __init__(self, schema: Any = None) -> None:
         self.schema = parse_schema(schema)
+        self.managed = managed_keys(schema)  # RemainingSteps / IsLastStep keys
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[Join] = []
@@ -63,6 +74,11 @@ class StateGraph:
         metadata: Mapping[str, Any] | None = None,
         destinations: Sequence[str] = (),
         afn: Callable[..., Any] | None = None,
+        retry: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        cache: CachePolicy | None = None,
+        defer: bool = False,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        cache_policy: CachePolicy | None = None,
     ) -> StateGraph:
         """Add a node: ``fn(state)`` or ``fn(state, config)``, sync or async, or a compiled graph.
 
@@ -80,6 +96,13 @@ class StateGraph:
                 return annotation ``-> Command[Literal["b", "c"]]`` declares them too.
             afn: an async twin of ``fn`` (same arguments), used when the graph runs
                 under ``ainvoke``/``astream``.
+            retry: retry the node when it fails (:class:`RetryPolicy`, or a list: the
+                first whose ``retry_on`` takes the error applies); overrides the graph's
+                ``compile(retry=...)``. ``retry_policy=`` is LangGraph's name.
+            cache: reuse the node's result for an equal input (:class:`CachePolicy`;
+                needs ``compile(cache=...)``). ``cache_policy=`` is LangGraph's name.
+            defer: run the node only once nothing else is due: the collect step after
+                a fan-out whose branches take different numbers of steps.
         """
         if fn is None and callable(name):
             fn, name = name, getattr(name, "__name__", "")
@@ -97,6 +120,7 @@ class StateGraph:
                 f"node {name!r}: added twice; node names must be unique, rename one"
             )
             return self
+        policies = self._policies(name, retry or retry_policy, cache or cache_policy, defer)
         declared = destinations or (command_destinations(fn) if callable(fn) else ())
         self.commands.extend((name, d) for d in declared)
         if isinstance(fn, CompiledGraph):
@@ -109,6 +133,7 @@ class StateGraph:
                 subgraph=fn.plan,
                 metadata=metadata,
                 afn=fn.as_async_node_function(self.schema),
+                **policies,
             )
             return self
         if not callable(fn):
@@ -125,7 +150,56 @@ class StateGraph:
             kind=kind or "node",
             metadata=metadata,
             afn=afn,
+            **policies,
         )
+        return self
+
+    def _policies(self, name: str, retry: Any, cache: Any, defer: Any) -> dict[str, Any]:
+        """A node's retry and cache policies and its defer flag, checked."""
+        if isinstance(retry, RetryPolicy):
+            retry = (retry,)
+        elif retry is not None:
+            retry = tuple(retry) if isinstance(retry, (list, tuple)) else (retry,)
+            if not retry or not all(isinstance(p, RetryPolicy) for p in retry):
+                self._problems.append(
+                    f"node {name!r}: retry= takes a RetryPolicy (or a list of them, the "
+                    f"first whose retry_on takes an error applies), got {retry!r}"
+                )
+                retry = None
+        if cache is not None and not isinstance(cache, CachePolicy):
+            self._problems.append(f"node {name!r}: cache= takes a CachePolicy, got {cache!r}")
+            cache = None
+        return {"retry": retry, "cache": cache, "defer": bool(defer)}
+
+    def add_sequence(
+        self, nodes: Sequence[Callable[..., Any] | tuple[str, Callable[..., Any]]]
+    ) -> StateGraph:
+        """Add nodes that run one after the other, with an edge from each to the next.
+
+        Each item is a function (the node is named after it) or a ``(name, fn)`` pair.
+        Add the edge into the first and out of the last yourself.
+
+        Example:
+            >>> from graphagent.graph import StateGraph, START, END
+            >>> def a(s): return {"x": s["x"] + 1}
+            >>> def b(s): return {"x": s["x"] * 10}
+            >>> g = StateGraph().add_sequence([a, ("times", b)])
+            >>> g.add_edge(START, "a").add_edge("times", END).compile().invoke({"x": 1})
+            {'x': 20}
+        """
+        if not nodes:
+            self._problems.append("add_sequence: the sequence is empty; give it nodes")
+            return self
+        names: list[str] = []
+        for item in nodes:
+            if isinstance(item, tuple):
+                name, fn = item
+            else:
+                name, fn = getattr(item, "__name__", ""), item
+            self.add_node(name, fn)
+            names.append(name)
+        for a, b in itertools.pairwise(names):
+            self.add_edge(a, b)
         return self
 
     def add_edge(self, source: str | Sequence[str], target: str) -> StateGraph:
@@ -151,9 +225,11 @@ class StateGraph:
         """Route from ``source`` by ``router(state)`` (or ``router(state, config)``).
 
         The router returns a key of ``path_map``, a node name (when there is no map),
-        ``END``, or a list of those to fan out. A list ``path_map`` means each name maps
-        to itself. A router annotated ``-> Literal["b", "c"]`` needs no map: the
-        annotation names its targets.
+        ``END``, or a list of those to fan out; or :class:`Send` objects, one task each
+        (a router annotated ``-> list[Send]`` has its edges drawn as fan-out edges; a
+        path map lists the nodes it sends to, for validation and drawing). A list
+        ``path_map`` means each name maps to itself. A router annotated
+        ``-> Literal["b", "c"]`` needs no map: the annotation names its targets.
         """
         if is_async_callable(router):
             self._problems.append(
@@ -169,7 +245,8 @@ class StateGraph:
             mapping = dict(path_map)
         else:
             mapping = {name: name for name in path_map}
-        self.branches.append(Branch(source, router, accepts_config(router), mapping))
+        fan_out = returns_sends(router)
+        self.branches.append(Branch(source, router, accepts_config(router), mapping, fan_out))
         return self
 
     def set_entry_point(self, node: str) -> StateGraph:
@@ -192,6 +269,9 @@ class StateGraph:
         stored_check: StoredCheck | None = None,
         edge_notes: Mapping[str, str] | None = None,
         store: Any = None,
+        cache: BaseCache | None = None,
+        retry: RetryPolicy | None = None,
+        durability: str = "sync",
         listeners: Sequence[Any] = (),
     ) -> CompiledGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledGraph`.
@@ -215,6 +295,15 @@ class StateGraph:
                 with that message) or ``None``. Agents use it to refuse old layouts.
             edge_notes: what conditional edges' labels mean, by label; drawings print
                 the notes of the labels they show as a key (an agent explains ``again``).
+            cache: where nodes with a :class:`CachePolicy` keep their results
+                (``MemoryCache()``, ``SqliteCache(path)``, ``RedisCache.from_url(url)``);
+                shared by every thread and run of the graph.
+            retry: the :class:`RetryPolicy` of every node that has none of its own.
+            durability: when runs store their steps: ``"sync"`` (each step as it
+                commits, the default), ``"exit"`` (one checkpoint when the run ends,
+                pauses or fails) or ``"async"`` (a step's write runs beside the next
+                step; a failed write ends the run at the next write); a run may
+                override it (``invoke(..., durability=)``).
             listeners: :class:`GraphLifecycleListener` objects told of every run's
                 start, nodes (with their input and update), errors and end.
 
@@ -222,9 +311,22 @@ class StateGraph:
             GraphValidationError: every problem found, each naming the node and the fix;
                 a saver that is not a :class:`~checkpoint.CheckpointSaver`.
         """
-        topology = validate(self, self._problems, interrupt_before, interrupt_after)
+        problems = list(self._problems)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            problems.append(f"compile(retry=...) takes a RetryPolicy, got {retry!r}")
+        if cache is not None and not isinstance(cache, BaseCache):
+            problems.append(
+                f"compile(cache=...) takes a cache (MemoryCache(), SqliteCache(path), "
+                f"RedisCache...), got {type(cache).__name__}"
+            )
+        topology = validate(self, problems, interrupt_before, interrupt_after)
         if saver is not None and checkpointer is not None:
             raise GraphValidationError("pass either saver= or checkpointer=, not both")
+        if isinstance(retry, RetryPolicy):
+            nodes = topology.nodes
+            for key, spec in nodes.items():
+                if spec.retry is None:
+                    nodes[key] = replace(spec, retry=(retry,))
         plan = Plan(
             name=name,
             schema=self.schema,
@@ -236,6 +338,10 @@ class StateGraph:
             agent=agent,
             edge_notes=MappingProxyType(dict(edge_notes or {})),
             store=store,
+            cache=cache,
+            durability=durability_of(durability),
+            deferred=frozenset(n for n, spec in topology.nodes.items() if spec.defer),
+            managed=MappingProxyType(dict(self.managed)),
             listeners=listener_observers(listeners, "compile(listeners=...)"),
         )
         return CompiledGraph(plan)

@@ -13,7 +13,7 @@ from typing_extensions import TypeVar
 
 from graphagent._internal.handoff import set_hand_off
 from graphagent._internal.streaming import set_sink_finder
-from graphagent.errors import GraphBubbleUp, GraphInterrupt
+from graphagent.errors import GraphBubbleUp, GraphInterrupt, InvalidUpdateError
 
 __all__ = [
     "Command",
@@ -22,6 +22,7 @@ __all__ = [
     "RunContext",
     "TaskScope",
     "current_task",
+    "for_parent",
     "get_stream_writer",
     "interrupt",
     "is_interrupt_id",
@@ -107,13 +108,15 @@ class Interrupt:
     path: tuple[str, ...] = ()
 
     @staticmethod
-    def make(value: Any, path: tuple[str, ...], index: int, anchor: str | None) -> Interrupt:
+    def make(
+        value: Any, path: tuple[str, ...], index: int, anchor: str | None, node: str | None = None
+    ) -> Interrupt:
         """Build the interrupt of one ask: its id comes from the checkpoint its step grows
         from (``anchor``), the task path and the call's index in the task, so the same
         ask rebuilt on a rerun has the same id, and no other ask of the thread has it."""
         seed = f"{anchor}\x00{path_key(path)}\x00{index}".encode()
         digest = hashlib.blake2s(seed, digest_size=8).hexdigest()
-        return Interrupt(value=value, id=f"i-{digest}", node=path[-1], path=path)
+        return Interrupt(value=value, id=f"i-{digest}", node=node or path[-1], path=path)
 
     @staticmethod
     def load(stored: Sequence[Any]) -> Interrupt:
@@ -236,9 +239,11 @@ class TaskScope:
         path: tuple[str, ...],
         resume: list[Any] | tuple[Any, ...] = (),
         ctx: RunContext | None = None,
+        node: str | None = None,
     ) -> None:
         self.path = path
-        self.node = path[-1]
+        # a Send's task runs under path segment "node[i]": its node is named apart
+        self.node = node or path[-1]
         self.resume = resume
         self.ctx = ctx
         self.calls = 0
@@ -284,7 +289,7 @@ def interrupt(value: Any) -> Any:
     if index < len(scope.resume):
         return scope.resume[index]
     anchor = scope.ctx.anchor if scope.ctx is not None else None
-    raise GraphInterrupt((Interrupt.make(value, scope.path, index, anchor),))
+    raise GraphInterrupt((Interrupt.make(value, scope.path, index, anchor, scope.node),))
 
 
 def _message_sink() -> Callable[[Any], None] | None:
@@ -323,3 +328,23 @@ def get_stream_writer() -> Callable[[Any], None]:
 
 
 set_hand_off(_hand_off)
+
+
+def for_parent(node: str, command: Command[Any]) -> None:
+    """A ``Command(graph=Command.PARENT)``: stop this (nested) run with it.
+
+    Raises:
+        ParentCommand: the command, for the node of the parent graph that runs this one.
+        InvalidUpdateError: ``graph`` is not ``Command.PARENT``.
+    """
+    if command.graph != Command.PARENT:
+        raise InvalidUpdateError(
+            f"node {node!r} returned Command(graph={command.graph!r}); graph must be None "
+            "(this graph) or Command.PARENT"
+        )
+    if _TASK.get() is None:  # no node of another graph is running this one
+        raise InvalidUpdateError(
+            f"node {node!r} returned Command(graph=Command.PARENT), but its graph runs on "
+            "its own, not as a node of a parent graph"
+        )
+    raise ParentCommand(Command(update=command.update, goto=command.goto))

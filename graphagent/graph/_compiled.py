@@ -29,8 +29,8 @@ from graphagent.graph._command import current_task
 from graphagent.graph._constants import is_private, public
 from graphagent.graph._drive import RESULT, adrive, drive, result_of
 from graphagent.graph._effects import OpenLive, Program
-from graphagent.graph._inspect import subgraph_snapshot, with_task_states
-from graphagent.graph._namespace import ns_path
+from graphagent.graph._inspect import snapshot_of
+from graphagent.graph._maintain import Maintenance
 from graphagent.graph._plan import Plan
 from graphagent.graph._run import run_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
@@ -85,7 +85,7 @@ async def _aresult_of(events: AsyncIterator[tuple[str, Any]]) -> Any:
     return result
 
 
-class CompiledGraph:
+class CompiledGraph(Maintenance):
     """A validated, immutable graph you can run, stream, inspect and draw.
 
     Made by :meth:`StateGraph.compile`. Every run method has an async twin.
@@ -151,7 +151,12 @@ class CompiledGraph:
     # -- programs --------------------------------------------------------------------
 
     def _program(
-        self, input: Any, config: RunnableConfig, modes: frozenset[str], subgraphs: bool = False
+        self,
+        input: Any,
+        config: RunnableConfig,
+        modes: frozenset[str],
+        durability: str | None,
+        subgraphs: bool = False,
     ) -> Program[dict[str, Any]]:
         """The run, with the live channel open first when a mode (or ``subgraphs``) needs one."""
         sink: Sink | None = None
@@ -163,7 +168,11 @@ class CompiledGraph:
             config = config.model_copy(update=update)
             if subgraphs:
                 sink = lambda ns, mode, p: put((SUBGRAPH, (ns, mode, p)))  # noqa: E731
-        return (yield from run_program(self.plan, input, config, modes, sink=sink))
+        return (
+            yield from run_program(
+                self.plan, input, config, modes, durability=durability, sink=sink
+            )
+        )
 
     def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:
         cfg = ensure_config(config, thread_id=thread_id)
@@ -182,6 +191,7 @@ class CompiledGraph:
         *,
         thread_id: str | None = None,
         progress: bool = False,
+        durability: str | None = None,
     ) -> dict[str, Any]:
         """Run the graph to the end (or to an interrupt) and return the final state.
 
@@ -192,6 +202,8 @@ class CompiledGraph:
             thread_id: shortcut for ``config={"thread_id": ...}``.
             progress: show the current node, tool and elapsed time while it runs (in
                 Jupyter one output updated in place; in a terminal a status line).
+            durability: ``"sync"``, ``"exit"`` or ``"async"`` for this run (default:
+                the graph's ``compile(durability=)``); see docs/graphs.md, "Durability".
 
         Example::
 
@@ -201,12 +213,13 @@ class CompiledGraph:
             from graphagent.observability import progress as show
 
             with show():
-                return self.invoke(input, config, thread_id=thread_id)
+                return self.invoke(input, config, thread_id=thread_id, durability=durability)
         cfg = self._config(config, thread_id)
         if self._inside_run(cfg):
             return self.run_nested(input, cfg)[0]
         plan = self.plan
-        events = drive(run_program(plan, input, cfg, frozenset()), plan.saver)
+        program = run_program(plan, input, cfg, frozenset(), durability=durability)
+        events = drive(program, plan.saver)
         return result_of(watched(events, plan, cfg, False, input))  # type: ignore[no-any-return]
 
     async def ainvoke(
@@ -216,18 +229,20 @@ class CompiledGraph:
         *,
         thread_id: str | None = None,
         progress: bool = False,
+        durability: str | None = None,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`; async nodes and async savers are awaited natively."""
         if progress:
             from graphagent.observability import progress as show
 
             with show():
-                return await self.ainvoke(input, config, thread_id=thread_id)
+                return await self.ainvoke(input, config, thread_id=thread_id, durability=durability)
         cfg = self._config(config, thread_id)
         if self._inside_run(cfg):
             return (await self.arun_nested(input, cfg))[0]
         plan = self.plan
-        events = adrive(run_program(plan, input, cfg, frozenset()), plan.saver)
+        program = run_program(plan, input, cfg, frozenset(), durability=durability)
+        events = adrive(program, plan.saver)
         return await _aresult_of(awatched(events, plan, cfg, False, input))  # type: ignore[no-any-return]
 
     def runs_nested(self, config: ConfigLike = None) -> bool:
@@ -256,6 +271,7 @@ class CompiledGraph:
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         stream_mode: str | Sequence[str] | None = None,
+        durability: str | None = None,
         subgraphs: bool = False,
     ) -> Iterator[Any]:
         """Run the graph, yielding events as they happen.
@@ -278,7 +294,7 @@ class CompiledGraph:
         """
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
-        events = drive(self._program(input, cfg, modes, subgraphs), self.plan.saver)
+        events = drive(self._program(input, cfg, modes, durability, subgraphs), self.plan.saver)
         show = Shown(modes, pairs, subgraphs)
         # closed with this stream: a consumer that stops early ends the run here
         with contextlib.closing(watched(events, self.plan, cfg, False, input)) as run:
@@ -294,12 +310,13 @@ class CompiledGraph:
         mode: str | Sequence[str] = "updates",
         thread_id: str | None = None,
         stream_mode: str | Sequence[str] | None = None,
+        durability: str | None = None,
         subgraphs: bool = False,
     ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
         modes, pairs = _parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id)
-        events = adrive(self._program(input, cfg, modes, subgraphs), self.plan.saver)
+        events = adrive(self._program(input, cfg, modes, durability, subgraphs), self.plan.saver)
         show = Shown(modes, pairs, subgraphs)
         # closed with this stream, not later by the garbage collector: aclose() returns
         # once the step it stopped is cancelled and what finished is stored
@@ -436,7 +453,7 @@ class CompiledGraph:
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = saver.get(thread, cfg.checkpoint_id)
-        return self._snapshot(cp, cfg, subgraphs)
+        return snapshot_of(cp, cfg, self, subgraphs)
 
     async def aget_state(
         self,
@@ -449,18 +466,7 @@ class CompiledGraph:
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = await saver.aget(thread, cfg.checkpoint_id)
-        return self._snapshot(cp, cfg, subgraphs)
-
-    def _snapshot(self, cp: Any, cfg: RunnableConfig, subgraphs: bool) -> StateSnapshot:
-        if cfg.checkpoint_ns:
-            path = ns_path(cfg.checkpoint_ns)
-            if cp is None:
-                return StateSnapshot.from_checkpoint(None, cfg)
-            return subgraph_snapshot(cp, cfg, self.plan, path)
-        snap = StateSnapshot.from_checkpoint(cp, cfg, self)
-        if cp is None:
-            return snap
-        return with_task_states(snap, cp, cfg, self.plan, subgraphs)
+        return snapshot_of(cp, cfg, self, subgraphs)
 
     def get_state_history(
         self,

@@ -26,7 +26,7 @@ from graphagent.graph._effects import Emit
 from graphagent.graph._namespace import task_id
 from graphagent.messages import Message, RemoveMessage
 
-__all__ = ["checkpoint_event", "step_events", "task_events", "task_result", "written_messages"]
+__all__ = ["announce", "checkpoint_event", "step_events", "task_result", "written_messages"]
 
 
 def _event(kind: str, step: int, payload: dict[str, Any]) -> dict[str, Any]:
@@ -34,30 +34,22 @@ def _event(kind: str, step: int, payload: dict[str, Any]) -> dict[str, Any]:
     return {"type": kind, "timestamp": now, "step": step, "payload": payload}
 
 
-def task_events(
-    step: int,
-    anchor: str | None,
-    base: tuple[str, ...],
-    names: Iterable[str],
-    values: Mapping[str, Any],
+def announce(
+    pos: Any, tasks: Iterable[Any], anchor: str | None, base: tuple[str, ...]
 ) -> Iterator[Emit]:
-    """One ``"task"`` event per node about to run in ``step``."""
-    state = public(values)
-    for n in names:
-        yield Emit(
-            "debug",
-            _event(
-                "task",
-                step,
-                {
-                    "id": task_id(anchor, (*base, n)),
-                    "name": n,
-                    "path": (*base, n),
-                    "input": state,
-                    "triggers": (),
-                },
-            ),
-        )
+    """One ``"task"`` event per task about to run in the step after ``pos``."""
+    state, step = public(pos.values), pos.step + 1
+    for t in tasks:
+        key = getattr(t, "key", t.spec.name)  # a fan-out's Send tasks have keys of their own
+        path = (*base, key)
+        payload = {
+            "id": task_id(anchor, path),
+            "name": t.spec.name,
+            "path": path,
+            "input": state,
+            "triggers": (),
+        }
+        yield Emit("debug", _event("task", step, payload))
 
 
 def task_result(
@@ -86,20 +78,33 @@ def task_result(
 def checkpoint_event(
     written: CheckpointWrite, values: Mapping[str, Any], config: RunnableConfig
 ) -> dict[str, Any]:
-    """The ``"checkpoint"`` event of a checkpoint the run just stored."""
+    """The ``"checkpoint"`` event of a checkpoint the run stores (its input checkpoint)."""
+    return _checkpoint(
+        written.id, written.parent_id, written.step, written.next, written.metadata, values, config
+    )
+
+
+def _checkpoint(
+    cid: str,
+    parent: str | None,
+    step: int,
+    due: tuple[str, ...],
+    metadata: Mapping[str, Any],
+    values: Mapping[str, Any],
+    config: RunnableConfig,
+) -> dict[str, Any]:
     return _event(
         "checkpoint",
-        written.step,
+        step,
         {
-            "config": config.model_copy(update={"checkpoint_id": written.id}),
-            "checkpoint_id": written.id,
-            "parent_id": written.parent_id,
+            "config": config.model_copy(update={"checkpoint_id": cid}),
+            "checkpoint_id": cid,
+            "parent_id": parent,
             "values": public(values),
-            "metadata": dict(written.metadata),
-            "next": written.next,
+            "metadata": dict(metadata),
+            "next": due,
             "tasks": [
-                {"id": task_id(written.id, (n,)), "name": n, "interrupts": (), "state": None}
-                for n in written.next
+                {"id": task_id(cid, (n,)), "name": n, "interrupts": (), "state": None} for n in due
             ],
         },
     )
@@ -109,16 +114,20 @@ def step_events(
     step: int,
     where: tuple[str | None, tuple[str, ...]],
     results: Mapping[str, tuple[Mapping[str, Any] | None, Any]],
-    written: CheckpointWrite | None,
+    stored: tuple[str | None, str | None, list[str], tuple[str, ...]],
     values: Mapping[str, Any],
     config: RunnableConfig,
 ) -> Iterator[Emit]:
-    """A committed step's events: each task's result, then the checkpoint stored."""
+    """A committed step's events: each task's result, then the checkpoint stored (when
+    the step stored one: ``stored`` is the parent id, the id now, the nodes that ran and
+    the nodes due next)."""
     anchor, base = where
     for node in sorted(results):
         yield Emit("debug", task_result(step, anchor, base, node, results[node][0]))
-    if written is not None:
-        yield Emit("debug", checkpoint_event(written, values, config))
+    parent, now, ran, due = stored
+    if now is not None and now != parent:
+        metadata = {**config.metadata, "source": "loop", "step": step, "nodes": ran}
+        yield Emit("debug", _checkpoint(now, parent, step, due, metadata, values, config))
 
 
 def written_messages(

@@ -19,27 +19,17 @@ from checkpoint.base import Checkpoint
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt, path_key
 from graphagent.graph._constants import public
-from graphagent.graph._namespace import namespace, ns_text, task_id
+from graphagent.graph._namespace import namespace, ns_path, ns_text, task_id
 from graphagent.graph._plan import Plan
 from graphagent.graph._snapshot import StateSnapshot, StateTask
+from graphagent.graph._update import subgraph_plan
 
-__all__ = ["nested_positions", "subgraph_plan", "subgraph_snapshot", "with_task_states"]
+__all__ = ["nested_positions", "snapshot_of", "subgraph_snapshot", "with_task_states"]
 
 
 def nested_positions(cp: Checkpoint) -> dict[str, dict[str, Any]]:
     """The positions of the subgraph runs kept with ``cp``'s paused step, by task path key."""
     return {w.value[0]: dict(w.value[1]) for w in cp.pending_writes if w.kind == "nested"}
-
-
-def subgraph_plan(plan: Plan | None, path: tuple[str, ...]) -> Plan | None:
-    """The plan of the subgraph added as node ``path[-1]``, walking down from ``plan``
-    (``None`` when a node on the way runs its graph inside its own function)."""
-    for name in path:
-        if plan is None:
-            return None
-        spec = plan.topology.nodes.get(name)
-        plan = spec.subgraph if spec is not None else None
-    return plan
 
 
 class _Reader:
@@ -139,3 +129,17 @@ def subgraph_snapshot(
     if path_key(path) not in reader.positions:
         return StateSnapshot.from_checkpoint(None, config)
     return reader.snapshot(path)
+
+
+def snapshot_of(
+    cp: Checkpoint | None, config: RunnableConfig, graph: Any, deep: bool
+) -> StateSnapshot:
+    """What ``graph.get_state(config, subgraphs=deep)`` returns for checkpoint ``cp``: its
+    snapshot with its tasks' subgraph states, or (``config.checkpoint_ns``) the snapshot of
+    the subgraph paused there."""
+    if config.checkpoint_ns:
+        if cp is None:
+            return StateSnapshot.from_checkpoint(None, config)
+        return subgraph_snapshot(cp, config, graph.plan, ns_path(config.checkpoint_ns))
+    snap = StateSnapshot.from_checkpoint(cp, config, graph)
+    return snap if cp is None else with_task_states(snap, cp, config, graph.plan, deep)

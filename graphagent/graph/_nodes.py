@@ -82,6 +82,9 @@ class NodeSpec:
         afn: an async implementation of the same node, used by ``ainvoke``/``astream``
             (so a node can call a sync client under ``invoke`` and an async one under
             ``ainvoke``).
+        retry: the retry policies of the node, in order (``None``: it is not retried).
+        cache: how the node's results are reused for equal inputs (``None``: never).
+        defer: the node waits until nothing else is due (a map-reduce's collect step).
     """
 
     name: str
@@ -92,16 +95,21 @@ class NodeSpec:
     subgraph: Any = None
     metadata: Mapping[str, Any] | None = None
     afn: Callable[..., Any] | None = None
+    retry: Any = None
+    cache: Any = None
+    defer: bool = False
 
 
 @dataclass(frozen=True)
 class Branch:
-    """Conditional edges out of ``source``: ``router`` picks, ``path_map`` translates."""
+    """Conditional edges out of ``source``: ``router`` picks, ``path_map`` translates;
+    ``sends``: the router's return annotation names ``Send`` (drawn as fan-out edges)."""
 
     source: str
     router: Callable[..., Any]
     takes_config: bool
     path_map: Mapping[Any, str] | None
+    sends: bool = False
 
     def targets(self) -> tuple[str, ...]:
         """Every node this branch can route to (empty when it has no path map)."""

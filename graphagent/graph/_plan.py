@@ -38,6 +38,10 @@ class Plan:
         agent: the agent whose graph this is (traces name it), or ``None``.
         edge_notes: what conditional edges' labels mean, by label (drawings print a key).
         store: the long-term memory store runs get in ``config.store``, or ``None``.
+        cache: where nodes with a cache policy keep their results, or ``None``.
+        durability: when runs store their steps: ``"sync"``, ``"async"`` or ``"exit"``.
+        deferred: the nodes added with ``defer=True``.
+        managed: managed state keys (``RemainingSteps``, ``IsLastStep``) -> their kind.
         listeners: lifecycle listeners of every run, as engine observers.
         input_first: store a run's input checkpoint before its first step runs, rather
             than with that step's (an entrypoint's tasks keep their results on it as
@@ -54,6 +58,10 @@ class Plan:
     agent: Any = None
     edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     store: Any = None
+    cache: Any = None
+    durability: str = "sync"
+    deferred: frozenset[str] = frozenset()
+    managed: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     listeners: tuple[Any, ...] = ()
     input_first: bool = False
 

@@ -9,27 +9,24 @@ take shortcuts, each noted with what it saves.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from checkpoint.base import Change, Checkpoint, CheckpointWrite, PendingWrite, new_checkpoint_id
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
-    EmptyInputError,
     GraphInterrupt,
     InvalidRouteError,
     InvalidUpdateError,
-    UserError,
 )
 from graphagent.graph._command import (
     Command,
     Interrupt,
-    ParentCommand,
     RunContext,
-    is_interrupt_id,
-    path_key,
+    for_parent,
 )
 from graphagent.graph._constants import END, is_private, public
+from graphagent.graph._control import Overwrite, Send
 from graphagent.graph._nodes import Branch
 from graphagent.graph._plan import Plan
 from graphagent.graph._state import OverAllState
@@ -40,7 +37,6 @@ __all__ = [
     "Position",
     "Result",
     "Step",
-    "answers_by_path",
     "attach_node",
     "combine",
     "merge",
@@ -61,10 +57,11 @@ BREAKPOINT = "__breakpoint__"
 """The task name of a pending write that marks a pause at a breakpoint."""
 
 _REPLACE = ReplaceStrategy()
+_OVERWRITE = "__overwrite__"
 
 
 class Position:
-    """Where a run stands: state values, step, what runs next, the checkpoint it is on.
+    r"""Where a run stands: state values, step, what runs next, the checkpoint it is on.
 
     Attributes:
         values: the state values.
@@ -74,8 +71,9 @@ class Position:
         checkpoint_id: the checkpoint the run is on (``None``: none yet).
         head: the thread's head as the run last read or wrote it (the expected head of
             its next write).
-        done: work of the next step kept from before a pause: node -> ``[update, goto]``.
+        done: work of the next step kept from before a pause: task -> ``[update, goto]``.
         skip_breakpoint: the next step runs past an ``interrupt_before`` breakpoint.
+        sends: the sends due in the next step, in order: ``(node, arg)`` pairs.
     """
 
     # a plain class with slots: a run reads these fields several times a step
@@ -85,6 +83,7 @@ class Position:
         "done",
         "head",
         "next",
+        "sends",
         "skip_breakpoint",
         "step",
         "values",
@@ -99,6 +98,7 @@ class Position:
         self.head: str | None = None
         self.done: dict[str, Any] = {}
         self.skip_breakpoint = False
+        self.sends: list[tuple[str, Any]] = []
 
     def restore(self, plan: Plan, thread: str | None, saved: Checkpoint) -> None:
         """Stand on stored checkpoint ``saved`` (its pending work is the caller's).
@@ -111,7 +111,14 @@ class Position:
         self.step = saved.step
         self.next = saved.next
         self.checkpoint_id = saved.id
-        self.barriers = {k: list(v) for k, v in saved.extra.get("barriers", {}).items()}
+        extra = saved.extra
+        self.barriers = {k: list(v) for k, v in extra.get("barriers", {}).items()}
+        sends = extra.get("sends")
+        if sends:
+            # the stored ``next`` names the Send's nodes too (for get_state); the nodes
+            # due by their edges are kept apart
+            self.sends = [(n, a) for n, a in sends]
+            self.next = tuple(extra["pull"])
 
     def dump(self, done: dict[str, Any], skip: bool) -> dict[str, Any]:
         """A nested run's position as it is kept with its root's paused step."""
@@ -122,6 +129,7 @@ class Position:
             "barriers": self.barriers,
             "done": done,
             "skip": skip,
+            "sends": [[n, a] for n, a in self.sends],
         }
 
     def load(self, position: Mapping[str, Any]) -> None:
@@ -131,6 +139,7 @@ class Position:
         self.barriers = {k: list(v) for k, v in position["barriers"].items()}
         self.done = dict(position["done"])
         self.skip_breakpoint = bool(position["skip"])
+        self.sends = [(n, a) for n, a in position.get("sends", ())]
 
 
 class Step:
@@ -190,8 +199,18 @@ def merge(
     values = dict(values)
     changes: dict[str, Change] = {}
     replaced: dict[str, str] = {}
+    overwritten: dict[str, str] | None = None
     for node, update in updates:
         for key, new in update.items():
+            # one test for the rare cases (~0.1k instructions a key, bench/graph_overhead.py)
+            if (
+                new.__class__ is Overwrite
+                or overwritten is not None
+                or (new.__class__ is dict and _OVERWRITE in new)
+            ):
+                overwritten, done = _overwrite(plan, values, changes, overwritten, node, key, new)
+                if done:
+                    continue
             strategy = strategies.get(key)
             if strategy is None:
                 if schema.closed:
@@ -226,6 +245,40 @@ def merge(
     return values, changes
 
 
+def _overwrite(
+    plan: Plan,
+    values: dict[str, Any],
+    changes: dict[str, Change],
+    overwritten: dict[str, str] | None,
+    node: str,
+    key: str,
+    new: Any,
+) -> tuple[dict[str, str] | None, bool]:
+    """An ``Overwrite`` (or its JSON form) set past the key's strategy; after one, the
+    key's other writes in the step are dropped. Returns the overwritten keys and whether
+    ``new`` was handled here (else it merges as usual)."""
+    if new.__class__ is dict and _OVERWRITE in new and len(new) == 1:
+        new = Overwrite(new[_OVERWRITE])  # its JSON form (LangGraph's too)
+    if new.__class__ is not Overwrite:
+        return overwritten, overwritten is not None and key in overwritten
+    overwritten = {} if overwritten is None else overwritten
+    if key in overwritten:
+        raise InvalidUpdateError(
+            f"nodes {overwritten[key]!r} and {node!r} both sent Overwrite(...) "
+            f"for key {key!r} in the same step; only one may"
+        )
+    schema = plan.schema
+    if schema.closed and key not in schema.strategies:
+        raise InvalidUpdateError(
+            f"node {node!r} wrote key {key!r}, which is not in the state schema "
+            f"{schema.name} (keys: {', '.join(sorted(schema.strategies))})"
+        )
+    overwritten[key] = node
+    values[key] = new.value
+    changes[key] = Change("set", new.value)
+    return overwritten, True
+
+
 # -- routing -------------------------------------------------------------------------
 
 
@@ -235,13 +288,17 @@ def route(
     config: RunnableConfig,
     ran: list[str],
     gotos: dict[str, tuple[str, ...]],
+    managed: Mapping[str, Any] | None = None,
 ) -> tuple[str, ...]:
     """The nodes due after ``ran`` finished (state already merged); joins that ``ran``
-    completes are released from ``position.barriers``."""
+    completes are released from ``position.barriers``; sends made go to
+    ``position.sends``. Routers read ``managed`` keys (the step's managed values) too."""
     topo = plan.topology
     edges, branches, joins_by_source = topo.edges, topo.branches, topo.joins_by_source
     barriers = position.barriers
-    targets: list[str] = []
+    if position.sends:
+        position.sends = []  # the step that ran them is over
+    targets: list[Any] = []
     state: OverAllState | None = None  # built for the first router only
     for node in ran:
         goto = gotos.get(node) if gotos else None
@@ -251,7 +308,8 @@ def route(
             targets.extend(edges.get(node, ()))
             for branch in branches.get(node, ()):
                 if state is None:
-                    state = OverAllState(position.values, plan.schema.empties)
+                    values = {**position.values, **managed} if managed else position.values
+                    state = OverAllState(values, plan.schema.empties)
                 targets.extend(_branch(branch, state, config))
         for index in joins_by_source.get(node, ()):
             join = topo.joins[index]
@@ -265,10 +323,13 @@ def route(
     if len(targets) == 1:  # the commonest case, one edge on: no set, no sort (0.2-0.3 µs
         # a step, of ~5 µs per node-step in bench/graph_overhead.py)
         target = targets[0]
-        if target in nodes:
+        if target.__class__ is str and target in nodes:
             return (target,)
     due: set[str] = set()
     for target in targets:
+        if target.__class__ is Send:
+            position.sends.append(_sent(target, nodes, ran))
+            continue
         if target == END:
             continue
         if target not in nodes:
@@ -280,17 +341,28 @@ def route(
     return tuple(sorted(due))
 
 
-def _branch(branch: Branch, state: OverAllState, config: RunnableConfig) -> list[str]:
+def _sent(send: Send, nodes: Mapping[str, Any], ran: list[str]) -> tuple[str, Any]:
+    if send.node not in nodes:
+        raise InvalidRouteError(
+            f"routing after {', '.join(ran)!s} sent to {send.node!r}, which is not a node; "
+            f"known nodes: {', '.join(sorted(nodes))}"
+        )
+    return send.node, send.arg
+
+
+def _branch(branch: Branch, state: OverAllState, config: RunnableConfig) -> list[Any]:
     try:
         picked = branch.router(state, config) if branch.takes_config else branch.router(state)
     except Exception as exc:
         raise attach_node(exc, branch.source) from None
     keys = list(picked) if isinstance(picked, (list, tuple, set, frozenset)) else [picked]
     if branch.path_map is None:
-        return [str(k) for k in keys]
-    out = []
+        return [k if k.__class__ is Send else str(k) for k in keys]
+    out: list[Any] = []
     for key in keys:
-        if key in branch.path_map:
+        if key.__class__ is Send:  # a Send names its node: no path map to translate
+            out.append(key)
+        elif key in branch.path_map:
             out.append(branch.path_map[key])
         elif key == END:
             out.append(END)
@@ -319,13 +391,15 @@ def normalize(node: str, ret: Any) -> Result:
         return ret, None
     if isinstance(ret, Command):
         goto = ret.goto
-        gotos = None if goto is None else ((goto,) if isinstance(goto, str) else tuple(goto))
+        gotos = (
+            None if goto is None else ((goto,) if isinstance(goto, (str, Send)) else tuple(goto))
+        )
         if ret.update is not None and not isinstance(ret.update, Mapping):
             raise InvalidUpdateError(
                 f"node {node!r} returned Command(update={ret.update!r:.60}); update must be a dict"
             )
         if ret.graph is not None:
-            _for_parent(node, ret)
+            for_parent(node, ret)
         return ret.update, gotos
     dump = getattr(ret, "model_dump", None)
     if dump is not None:
@@ -336,45 +410,40 @@ def normalize(node: str, ret: Any) -> Result:
     )
 
 
-def _for_parent(node: str, command: Command[Any]) -> None:
-    """A ``Command(graph=Command.PARENT)``: stop this (nested) run with it.
-
-    Raises:
-        ParentCommand: the command, for the node of the parent graph that runs this one.
-        InvalidUpdateError: ``graph`` is not ``Command.PARENT``.
-    """
-    if command.graph != Command.PARENT:
-        raise InvalidUpdateError(
-            f"node {node!r} returned Command(graph={command.graph!r}); graph must be None "
-            "(this graph) or Command.PARENT"
-        )
-    raise ParentCommand(Command(update=command.update, goto=command.goto))
-
-
 def write(
     position: Position,
     config: RunnableConfig,
     changes: dict[str, Change],
     source: str,
     ran: list[str] | None = None,
+    tasks: Mapping[str, int] | None = None,
 ) -> CheckpointWrite:
     """The checkpoint for ``position``, as a write on top of the one it is on.
 
     ``ran`` (the nodes whose step this closes) goes into the metadata as ``nodes``, so a
-    history timeline can say who wrote each checkpoint.
+    history timeline can say who wrote each checkpoint; ``tasks``, how many tasks each
+    ran in a step with sends (the run overlay counts a fan-out's edge by them).
     """
     meta = {**config.metadata, "source": source, "step": position.step}
     if ran:
         meta["nodes"] = ran
+    if tasks:
+        meta["tasks"] = dict(tasks)
+    extra: dict[str, Any] = {"barriers": position.barriers} if position.barriers else {}
+    due = position.next
+    if position.sends:
+        extra["sends"] = [[n, a] for n, a in position.sends]
+        extra["pull"] = list(due)
+        due = tuple(sorted({*due, *(n for n, _ in position.sends)}))
     return CheckpointWrite(
         new_checkpoint_id(),
         position.checkpoint_id,
         position.step,
         changes,
-        position.next,
+        due,
         meta,
         time.time(),
-        {"barriers": position.barriers} if position.barriers else {},
+        extra,
     )
 
 
@@ -385,69 +454,29 @@ def shown(update: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return public(update)
 
 
-def with_goto(plan: Plan, due: tuple[str, ...], goto: str | Sequence[str]) -> tuple[str, ...]:
-    """``due`` with a ``Command(goto=...)`` input's nodes added.
+def with_goto(plan: Plan, position: Position, goto: Any) -> tuple[str, ...]:
+    r"""What is due next with a ``Command(goto=...)`` input's nodes added (its sends
+    join ``position.sends``).
 
     Raises:
         InvalidRouteError: ``goto`` names a node the plan does not have.
     """
-    targets = [goto] if isinstance(goto, str) else list(goto)
+    targets = [goto] if isinstance(goto, (str, Send)) else list(goto)
     nodes = plan.topology.nodes
-    unknown = [t for t in targets if t != END and t not in nodes]
+    due = position.next
+    for send in [t for t in targets if t.__class__ is Send]:
+        position.sends.append(_sent(send, nodes, ["the input"]))
+    names: list[str] = [t for t in targets if isinstance(t, str)]
+    unknown = [t for t in names if t != END and t not in nodes]
     if unknown:
         raise InvalidRouteError(
             f"Command(goto=...) names {', '.join(map(repr, unknown))}, not a node of this "
             f"graph; known nodes: {', '.join(sorted(nodes))}"
         )
-    return tuple(sorted({*due, *(t for t in targets if t != END)}))
+    return tuple(sorted({*due, *(t for t in names if t != END)}))
 
 
 # -- pausing and resuming ------------------------------------------------------------
-
-
-def answers_by_path(
-    pending: Sequence[Interrupt], answer: Any, thread: str | None
-) -> list[tuple[str, Any]]:
-    """``Command(resume=answer)`` as ``(task path key, answer)`` pairs, one per answered
-    pending interrupt, in task-path order.
-
-    Raises:
-        EmptyInputError: nothing is pending.
-        UserError: ``answer`` names an interrupt id that is not pending (answered
-            already, or asked elsewhere), or several are pending and ``answer`` answers
-            none of them by id.
-    """
-    if not pending:
-        raise EmptyInputError(
-            f"thread {thread!r} has no pending interrupt to resume; send new input instead"
-        )
-    ids = {i.id for i in pending}
-    if isinstance(answer, Mapping):
-        stale = [k for k in answer if is_interrupt_id(k) and k not in ids]
-        if stale:
-            raise UserError(
-                f"thread {thread!r}: Command(resume=...) answers interrupt "
-                f"{', '.join(map(repr, stale))}, which is not pending (answered already, or "
-                f"asked on another thread); nothing was run. Pending: "
-                f"{', '.join(sorted(ids))} (get_state(config).interrupts)"
-            )
-    by_id = isinstance(answer, Mapping) and answer and set(answer) <= ids
-    if len(pending) == 1 and not by_id:
-        answers = {pending[0].id: answer}
-    elif by_id:
-        # some may be answered now: the tasks asking the others run again and ask again
-        answers = dict(answer)
-    else:
-        raise UserError(
-            f"thread {thread!r} has {len(pending)} pending interrupts; resume with "
-            "Command(resume={interrupt_id: answer, ...}) answering one or more of them by id "
-            "(ids in get_state(config).interrupts)"
-        )
-    return [
-        (path_key(i.path), answers[i.id])
-        for i in sorted(pending, key=lambda i: (i.path, i.id))
-        if i.id in answers
-    ]
 
 
 def take_pending(

@@ -1,16 +1,18 @@
-"""``update_state`` as a program: write values into a thread as if a node returned them.
+"""Reading a thread to stand on it (:func:`load`), and ``update_state`` /
+``bulk_update_state`` as programs: writes to a thread made as if nodes had returned them.
+No I/O here: the drivers (``_drive``) perform the effects.
 
-On the thread's graph (``config.checkpoint_ns`` empty) the values are merged into a new
-checkpoint. Without ``as_node`` at a breakpoint they are written as the node that ran last,
-whose edges are evaluated again (edit the answer, then let the graph route on it). On a
-paused subgraph (``checkpoint_ns`` naming it) they are merged into the subgraph's own
-position kept with the parent's paused step, and the parent gets a new checkpoint holding
-the paused step with that position.
+On the thread's graph (``config.checkpoint_ns`` empty) ``update_state`` merges the values
+into a new checkpoint. Without ``as_node`` at a breakpoint they are written as the node
+that ran last, whose edges are evaluated again (edit the answer, then let the graph route
+on it). On a paused subgraph (``checkpoint_ns`` naming it) they are merged into the
+subgraph's own position kept with the parent's paused step, and the parent gets a new
+checkpoint holding the paused step with that position.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checkpoint.base import Change, Checkpoint, PendingWrite
@@ -18,14 +20,34 @@ from graphagent.config import RunnableConfig
 from graphagent.errors import InvalidRouteError, InvalidUpdateError, UserError
 from graphagent.graph._command import path_key
 from graphagent.graph._constants import END, START
-from graphagent.graph._effects import Program, Put, PutWrites
-from graphagent.graph._inspect import subgraph_plan
+from graphagent.graph._effects import Get, Head, Lock, Program, Put, PutWrites
 from graphagent.graph._namespace import ns_path
 from graphagent.graph._plan import Plan
-from graphagent.graph._run import load
 from graphagent.graph._step import BREAKPOINT, Position, combine, merge, route, write
 
-__all__ = ["update_program"]
+__all__ = ["StateUpdate", "bulk_update_program", "load", "subgraph_plan", "update_program"]
+
+StateUpdate = tuple[Mapping[str, Any] | None, str | None]
+"""One write of a super-step given to ``bulk_update_state``: ``(values, as_node)``."""
+
+
+def load(
+    plan: Plan, thread: str, checkpoint_id: str | None
+) -> Program[tuple[Position, Checkpoint | None]]:
+    """Take the thread's run lock, read the checkpoint and stand on it.
+
+    Returns the position (with the thread's head as the expected head of the next
+    write) and the checkpoint read (``None``: a new thread; the position is the start).
+    """
+    yield Lock(thread)
+    saved = yield Get(thread, checkpoint_id)
+    position = Position()
+    if saved is None:
+        return position, None
+    position.restore(plan, thread, saved)
+    # the head is the checkpoint read, unless that was an older one (a replay or fork)
+    position.head = saved.id if checkpoint_id is None else (yield Head(thread))
+    return position, saved
 
 
 def update_program(
@@ -52,7 +74,7 @@ def update_program(
     pos.values, changes = merge(plan, pos.values, [(as_node or "__update__", dict(values or {}))])
     pos.step += 1
     if as_node == END:
-        pos.next = ()
+        pos.next, pos.sends = (), []
     elif as_node is not None:
         if saved is not None:
             _rearm_joins(plan, pos, as_node, saved.next)
@@ -67,6 +89,55 @@ def update_program(
         # the edit answers the breakpoint: invoke(None) runs on from it, past it
         yield PutWrites(thread, checkpoint.id, (PendingWrite(BREAKPOINT, "breakpoint", []),))
     return checkpoint.id
+
+
+def bulk_update_program(
+    plan: Plan, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+) -> Program[str]:
+    """``update_state`` (one super-step of one write) and ``bulk_update_state`` as a
+    program: each super-step's writes merge as if their ``as_node`` had returned them in
+    one step, and make one checkpoint. Returns the last checkpoint's id. On an older
+    ``checkpoint_id`` this forks.
+    """
+    thread = config.thread_id
+    if plan.saver is None or thread is None:
+        raise UserError("update_state needs a saver and a thread_id in the config")
+    if not supersteps or any(not updates for updates in supersteps):
+        raise UserError(
+            "bulk_update_state takes a list of super-steps, each a non-empty list of "
+            "(values, as_node) updates"
+        )
+    nodes = plan.topology.nodes
+    for updates in supersteps:
+        for _, as_node in updates:
+            if as_node not in (None, START, END) and as_node not in nodes:
+                raise InvalidRouteError(
+                    f"as_node={as_node!r} is not a node of this graph; known nodes: "
+                    f"{', '.join(sorted(nodes))}"
+                )
+    pos, saved = yield from load(plan, thread, config.checkpoint_id)
+    checkpoint_id = ""
+    for updates in supersteps:
+        # one super-step's writes merge as one step's: two replacing one key are refused
+        writes: list[tuple[str, Mapping[str, Any]]] = [
+            (a or "__update__", dict(v or {})) for v, a in updates
+        ]
+        pos.values, changes = merge(plan, pos.values, writes)
+        pos.step += 1
+        writers = [a for _, a in updates if a is not None]
+        if writers and all(a == END for a in writers):
+            pos.next, pos.sends = (), []
+        elif writers:
+            pos.next = route(plan, pos, config, [a for a in writers if a != END], {})
+        checkpoint = write(pos, config, changes, "update", writers or None)
+        yield Put(thread, checkpoint, pos.head)
+        pos.checkpoint_id = pos.head = checkpoint_id = checkpoint.id
+    untargeted = len(supersteps) == 1 and not any(a for _, a in supersteps[0])
+    if untargeted and saved is not None and saved.pending_writes:
+        # the step stays where it paused: finished work, questions, nested runs and a
+        # passed breakpoint carry over, so invoke(None) or a resume continues it
+        yield PutWrites(thread, checkpoint_id, tuple(saved.pending_writes))
+    return checkpoint_id
 
 
 def _rearm_joins(plan: Plan, pos: Position, node: str, due: tuple[str, ...]) -> None:
@@ -188,3 +259,14 @@ def _moved(
         out["next"] = list(route(sub, pos, config, [as_node], {}))
         out["done"], out["skip"], out["barriers"] = {}, True, pos.barriers
     return out
+
+
+def subgraph_plan(plan: Plan | None, path: tuple[str, ...]) -> Plan | None:
+    """The plan of the subgraph added as node ``path[-1]``, walking down from ``plan``
+    (``None`` when a node on the way runs its graph inside its own function)."""
+    for name in path:
+        if plan is None:
+            return None
+        spec = plan.topology.nodes.get(name)
+        plan = spec.subgraph if spec is not None else None
+    return plan

@@ -192,7 +192,8 @@ def _mermaid(graph: Plan, path: tuple[str, ...], ids: _Ids, lines: list[str], in
         shape = f'(["{text}"])' if kind in ("start", "end", "any") else f'("{text}")'
         lines.append(f"{indent}{node_id}{shape}:::ga_{style}")
     for src, dst, data in g.edges(data=True):
-        arrow = "-.->" if data.get("conditional") else "-->"
+        # a fan-out (one task per Send) is a thick arrow
+        arrow = "==>" if data.get("send") else "-.->" if data.get("conditional") else "-->"
         text = str(data.get("label", ""))
         tag = f'|"{_mermaid_text(text)}"|' if text else ""
         lines.append(f"{indent}{ids((*path, src))} {arrow}{tag} {ids((*path, dst))}")
@@ -239,7 +240,9 @@ def _dot(graph: Plan, path: tuple[str, ...], ids: _Ids, lines: list[str], indent
         if dst in inner:
             attrs.append(f"lhead={_q('cluster_' + b)}")
             b = ids((*path, dst, START))
-        if data.get("conditional"):
+        if data.get("send"):  # a fan-out: one task per Send
+            attrs.append("style=bold, penwidth=2, arrowhead=crow")
+        elif data.get("conditional"):
             attrs.append("style=dashed")
         if data.get("label"):
             attrs.append(f"label={_q(data['label'])}")
@@ -268,9 +271,9 @@ def _ascii(graph: Plan, indent: str) -> str:
             out.append(indent + "|".center(width).rstrip())
             out.append(indent + "v".center(width).rstrip())
     out.append("")
-    out.append(f"{indent}edges (-.-> conditional):")
+    out.append(f"{indent}edges (-.-> conditional, =>> fan-out: one task per Send):")
     for src, dst, data in g.edges(data=True):
-        arrow = "-.->" if data.get("conditional") else "--->"
+        arrow = "=>>" if data.get("send") else "-.->" if data.get("conditional") else "--->"
         tag = f"  ({data['label']})" if data.get("label") else ""
         if dst == ANY:
             tag = "  (no path map: may go to any node)"
