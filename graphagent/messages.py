@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graphagent._internal.ids import new_message_id
 
 __all__ = [
+    "REMOVE_ALL_MESSAGES",
     "AnyMessage",
     "AssistantMessage",
     "Message",
@@ -162,6 +163,10 @@ class RemoveMessage(Message):
         super().__init__(**data)
 
 
+REMOVE_ALL_MESSAGES = "__remove_all__"
+"""The id of a :class:`RemoveMessage` that clears the whole list:
+``RemoveMessage(REMOVE_ALL_MESSAGES)`` followed by new messages replaces the history."""
+
 AnyMessage = Union[  # noqa: UP007 - a runtime alias, valid on Python 3.10
     SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage
 ]
@@ -208,36 +213,49 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def add_messages(left: Sequence[Any] | None, right: Any) -> list[Message]:
-    """Merge ``right`` (one message or several) into ``left`` by message id.
+def add_messages(left: Any, right: Any) -> list[Message]:
+    """Merge ``right`` (one message or several) into ``left`` (the same) by message id.
 
     A message whose id is in ``left`` replaces it in place; :class:`RemoveMessage`
-    deletes the message with its id (an unknown id is an error); others append.
-    Neither argument is modified.
+    deletes the message with its id (an unknown id is an error; the same id removed
+    twice in one update is removed once; an id removed and written again in one update
+    is appended anew); others append.
+    ``RemoveMessage(REMOVE_ALL_MESSAGES)`` drops everything before it, ``left``
+    included: what follows it in ``right`` is the new list. Neither argument is modified.
 
     Raises:
         ValueError: a :class:`RemoveMessage` names an id that is not in the list.
+
+    Example:
+        >>> first = UserMessage("hi", id="1")
+        >>> [m.text for m in add_messages(first, [RemoveMessage("1"), UserMessage("new")])]
+        ['new']
     """
-    merged: list[Message | None] = [coerce_message(m) for m in (left or ())]
+    incoming = [coerce_message(m) for m in _as_list(right)]
+    cut = None
+    for at, msg in enumerate(incoming):
+        if isinstance(msg, RemoveMessage) and msg.id == REMOVE_ALL_MESSAGES:
+            cut = at
+    if cut is not None:
+        return add_messages([], incoming[cut + 1 :])
+    merged: list[Message | None] = [coerce_message(m) for m in _as_list(left)] if left else []
     index = {m.id: i for i, m in enumerate(merged) if m is not None}
-    removed = False
-    for raw in _as_list(right):
-        msg = coerce_message(raw)
+    removed: set[str] = set()
+    for msg in incoming:
         position = index.get(msg.id)
         if isinstance(msg, RemoveMessage):
-            if position is None:
+            if position is not None:
+                merged[position] = None
+                del index[msg.id]
+                removed.add(msg.id)
+            elif msg.id not in removed:  # the same removal twice in one update is once
                 raise ValueError(f"RemoveMessage names id {msg.id!r}, which is not in the list")
-            merged[position] = None
-            del index[msg.id]
-            removed = True
         elif position is not None:
             merged[position] = msg
         else:
             index[msg.id] = len(merged)
             merged.append(msg)
-    if removed:
-        return [m for m in merged if m is not None]
-    return [m for m in merged if m is not None] if None in merged else merged  # type: ignore[return-value]
+    return [m for m in merged if m is not None] if removed else merged  # type: ignore[return-value]
 
 
 # How each message is stored: one flat list per message (its tool calls as lists inside

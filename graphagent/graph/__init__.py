@@ -7,6 +7,8 @@ from graphagent.graph._builder import StateGraph
 from graphagent.graph._command import Command, Interrupt, interrupt
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START, is_private
+from graphagent.graph._push import push_message
+from graphagent.graph._runtime import Runtime, get_runtime
 from graphagent.graph._snapshot import (
     StateHistory,
     StateSnapshot,
@@ -19,6 +21,8 @@ from graphagent.graph._strategies import (
     AppendStrategy,
     KeyStrategy,
     MergeStrategy,
+    RemoveValue,
+    ReplaceAll,
     ReplaceStrategy,
 )
 from graphagent.graph.draw._formats import Drawing
@@ -36,12 +40,17 @@ __all__ = [
     "KeyStrategy",
     "MergeStrategy",
     "OverAllState",
+    "RemoveValue",
+    "ReplaceAll",
     "ReplaceStrategy",
+    "Runtime",
     "StateGraph",
     "StateHistory",
     "StateSnapshot",
+    "get_runtime",
     "interrupt",
     "is_private",
     "listed_snapshots",
     "message_count",
+    "push_message",
 ]

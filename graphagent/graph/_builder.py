@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -11,17 +12,17 @@ from graphagent.errors import GraphValidationError
 from graphagent.graph._annotations import command_destinations, literal_destinations
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, RESERVED, START
-from graphagent.graph._nodes import (
-    Branch,
-    Join,
-    NodeSpec,
-    accepts_config,
-    is_async_callable,
-    wants_store,
-    with_store,
+from graphagent.graph._inject import (
+    injected,
+    input_class,
+    is_state_class,
+    node_view,
+    with_injected,
+    with_view,
 )
+from graphagent.graph._nodes import Branch, Join, NodeSpec, accepts_config, is_async_callable
 from graphagent.graph._plan import Plan, StoredCheck
-from graphagent.graph._state import parse_schema
+from graphagent.graph._state import Schema, parse_schema
 from graphagent.graph._validate import validate
 
 __all__ = ["StateGraph"]
@@ -32,8 +33,19 @@ class StateGraph:
 
     Args:
         schema: the state's keys and how updates merge: a dict of key -> strategy
-            (keys not named replace), or a TypedDict / pydantic model whose fields use
-            ``Annotated[T, strategy]``. ``None`` means every key replaces.
+            (keys not named replace), or a TypedDict / pydantic model / dataclass whose
+            fields use ``Annotated[T, strategy]``. ``None`` means every key replaces.
+            (``state_schema=`` is the same, by LangGraph's name.)
+        input_schema: a class naming the keys graph input may set; other input keys are
+            dropped. Its keys join the state.
+        output_schema: a class naming the keys a run returns (and ``"values"`` stream
+            events show). Its keys join the state.
+        context_schema: the type of the run's context object: ``invoke(...,
+            context={...})`` turns a dict into it (a dataclass or pydantic model; a
+            TypedDict is kept as the dict). Nodes read it as ``runtime.context``.
+        default_strategy: how keys the schema does not name merge (Spring AI Alibaba's
+            default key strategy; ``ReplaceStrategy()`` unless given). An open schema's
+            only: a class schema refuses keys it does not name.
 
     Example:
         >>> from graphagent.graph import StateGraph, START, END, AppendStrategy
@@ -44,14 +56,52 @@ class StateGraph:
         ['a', 'b']
     """
 
-    def __init__(self, schema: Any = None) -> None:
-        self.schema = parse_schema(schema)
+    def __init__(
+        self,
+        schema: Any = None,
+        *,
+        state_schema: Any = None,
+        input_schema: Any = None,
+        output_schema: Any = None,
+        context_schema: Any = None,
+        default_strategy: Any = None,
+    ) -> None:
+        if schema is not None and state_schema is not None:
+            raise GraphValidationError("pass the state schema once: schema or state_schema=")
+        schema = state_schema if schema is None else schema
+        self.schema = parse_schema(schema, default_strategy)
+        self.state_class = schema if isinstance(schema, type) else None
+        self.context_schema = context_schema
+        if input_schema is not None:
+            self.schema.input_keys = frozenset(self._join(input_schema).strategies)
+        if output_schema is not None:
+            self.schema.output_keys = frozenset(self._join(output_schema).strategies)
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[Join] = []
         self.branches: list[Branch] = []
         self.commands: list[tuple[str, str]] = []
         self._problems: list[str] = []
+
+    def _join(self, cls: Any) -> Schema:
+        """Take ``cls``'s keys into the state (an input, output or node schema)."""
+        other = parse_schema(cls)
+        self.schema.add(other)
+        return other
+
+    def _prepare(self, fn: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:
+        """A node function as the engine calls it, and whether it takes the config:
+        ``store`` / ``runtime`` parameters injected, an annotated input class applied."""
+        names = injected(fn)
+        call = with_injected(fn, names) if names else fn
+        takes_config = bool(names) or accepts_config(fn)
+        cls = input_class(fn)
+        if cls is None or (cls is self.state_class and not _builds(cls)):
+            return call, takes_config
+        narrow = cls is not self.state_class
+        if narrow:
+            self._join(cls)
+        return with_view(call, node_view(cls, narrow), takes_config), True
 
     def add_node(
         self,
@@ -113,14 +163,21 @@ class StateGraph:
         if not callable(fn):
             self._problems.append(f"node {name!r}: {fn!r} is not callable; pass a function")
             return self
-        if wants_store(fn):
-            fn = with_store(fn)
-            afn = with_store(afn) if afn is not None and wants_store(afn) else afn
+        is_async = is_async_callable(fn)
+        call, takes_config = self._prepare(fn)
+        if afn is not None:
+            acall, atakes = self._prepare(afn)
+            if atakes != takes_config:  # the engine calls both the same way
+                afn = acall if atakes else with_view(afn, lambda s: s, False)
+                call = call if takes_config else with_view(fn, lambda s: s, False)
+                takes_config = True
+            else:
+                afn = acall
         self.nodes[name] = NodeSpec(
             name,
-            fn,
-            is_async=is_async_callable(fn),
-            takes_config=accepts_config(fn) or wants_store(fn),
+            call,
+            is_async=is_async,
+            takes_config=takes_config,
             kind=kind or "node",
             metadata=metadata,
             afn=afn,
@@ -232,6 +289,7 @@ class StateGraph:
             agent=agent,
             edge_notes=MappingProxyType(dict(edge_notes or {})),
             store=store,
+            context_schema=self.context_schema,
         )
         return CompiledGraph(plan)
 
@@ -253,6 +311,12 @@ def _saver(value: Any) -> CheckpointSaver | None:
             f"RedisSaver...), got {type(value).__name__}"
         )
     return value
+
+
+def _builds(cls: type) -> bool:
+    """Whether a node annotated with ``cls`` is handed an instance of it (a pydantic
+    model or a dataclass) rather than the state mapping."""
+    return is_state_class(cls) and not typing.is_typeddict(cls)
 
 
 def _agent_graph(fn: Any) -> Any:

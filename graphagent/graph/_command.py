@@ -112,14 +112,16 @@ class RunContext:
     position of each nested run that paused, per path. A nested compiled graph run
     inside a node finds both here, so its interrupts resume where they asked.
     ``anchor`` is the checkpoint the top-level run's current step grows from (interrupt
-    ids are made from it).
+    ids are made from it). ``config`` is the top-level run's config (what
+    ``get_runtime()`` reads).
     """
 
-    __slots__ = ("anchor", "answers", "lock", "persistent", "suspended", "thread")
+    __slots__ = ("anchor", "answers", "config", "lock", "persistent", "suspended", "thread")
 
-    def __init__(self, thread: str | None, persistent: bool) -> None:
+    def __init__(self, thread: str | None, persistent: bool, config: Any = None) -> None:
         self.thread = thread
         self.persistent = persistent
+        self.config = config
         self.anchor: str | None = None
         self.answers: dict[str, list[Any]] = {}
         self.suspended: dict[str, dict[str, Any]] = {}
@@ -163,9 +165,10 @@ class RunContext:
 
 
 class TaskScope:
-    """Per-node-execution context: its task path, answers so far, and call counters."""
+    """Per-node-execution context: its task path, answers so far, call counters, and
+    what ``push_message`` wrote (``pushed``: state key -> messages, or ``None``)."""
 
-    __slots__ = ("calls", "ctx", "node", "path", "resume", "runs")
+    __slots__ = ("calls", "ctx", "node", "path", "pushed", "resume", "runs")
 
     def __init__(
         self,
@@ -179,6 +182,7 @@ class TaskScope:
         self.ctx = ctx
         self.calls = 0
         self.runs = 0
+        self.pushed: dict[str, list[Any]] | None = None
 
     def nested_path(self) -> tuple[str, ...]:
         """The base path of the next nested graph run inside this task."""

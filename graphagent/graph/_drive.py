@@ -46,6 +46,7 @@ from graphagent.graph._effects import (
     Task,
 )
 from graphagent.graph._plan import Plan
+from graphagent.graph._push import with_pushed
 from graphagent.graph._state import OverAllState
 
 __all__ = ["RESULT", "SAVER_CALLS", "Event", "adrive", "awatched", "drive", "result_of", "watched"]
@@ -87,6 +88,8 @@ def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve:
         # (~0.2 µs a node, of ~5 µs per node-step in bench/graph_overhead.py)
         if resolve and ret.__class__ is not dict and inspect.isawaitable(ret):
             ret = asyncio.run(_awaited(ret))
+        if task.scope.pushed:  # push_message() in the node
+            ret = with_pushed(ret, task.scope.pushed)
         return Done(ret)
     except (Exception, GraphBubbleUp) as exc:
         return _outcome_of(task, exc, resolve)
@@ -118,6 +121,8 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
             ret = fn(state, config) if spec.takes_config else fn(state)
         while ret.__class__ is not dict and inspect.isawaitable(ret):
             ret = await ret
+        if task.scope.pushed:
+            ret = with_pushed(ret, task.scope.pushed)
         return Done(ret)
     except (Exception, GraphBubbleUp) as exc:
         return _outcome_of(task, exc)

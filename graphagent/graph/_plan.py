@@ -38,6 +38,8 @@ class Plan:
         agent: the agent whose graph this is (traces name it), or ``None``.
         edge_notes: what conditional edges' labels mean, by label (drawings print a key).
         store: the long-term memory store runs get in ``config.store``, or ``None``.
+        context_schema: the type of the run's context object (``invoke(context=...)``
+            turns a dict into it), or ``None``.
     """
 
     name: str
@@ -50,6 +52,7 @@ class Plan:
     agent: Any = None
     edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     store: Any = None
+    context_schema: Any = None
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
         """Refuse a stored thread this graph cannot continue, naming what to do.

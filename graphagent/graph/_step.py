@@ -25,8 +25,8 @@ from graphagent.graph._command import Command, Interrupt, RunContext, is_interru
 from graphagent.graph._constants import END, is_private, public
 from graphagent.graph._nodes import Branch
 from graphagent.graph._plan import Plan
-from graphagent.graph._state import OverAllState
-from graphagent.graph._strategies import MISSING, ReplaceStrategy
+from graphagent.graph._state import OverAllState, as_input
+from graphagent.graph._strategies import MISSING
 
 __all__ = [
     "BREAKPOINT",
@@ -52,8 +52,6 @@ Result = tuple[Mapping[str, Any] | None, tuple[str, ...] | None]
 
 BREAKPOINT = "__breakpoint__"
 """The task name of a pending write that marks a pause at a breakpoint."""
-
-_REPLACE = ReplaceStrategy()
 
 
 class Position:
@@ -203,7 +201,7 @@ def merge(
                         f"{schema.name} (keys: {', '.join(sorted(strategies))}); add it to "
                         "the schema or fix the key"
                     )
-                strategy = _REPLACE
+                strategy = schema.fallback
             if strategy.replaces:
                 if key in replaced:
                     raise InvalidUpdateError(
@@ -323,18 +321,31 @@ def normalize(node: str, ret: Any) -> Result:
     if isinstance(ret, Command):
         goto = ret.goto
         gotos = None if goto is None else ((goto,) if isinstance(goto, str) else tuple(goto))
-        if ret.update is not None and not isinstance(ret.update, Mapping):
-            raise InvalidUpdateError(
-                f"node {node!r} returned Command(update={ret.update!r:.60}); update must be a dict"
-            )
-        return ret.update, gotos
-    dump = getattr(ret, "model_dump", None)
-    if dump is not None:
-        return ret.model_dump(exclude_unset=True), None
+        update = ret.update
+        if update is not None and not isinstance(update, Mapping):
+            update = _as_update(node, update, "Command(update=...)")
+        return update, gotos
+    update = _as_update(node, ret, None)
+    if update is not None:
+        return update, None
     raise InvalidUpdateError(
         f"node {node!r} returned {type(ret).__name__} {ret!r:.60}; a node returns a dict of "
         "state keys to update, None, or a Command"
     )
+
+
+def _as_update(node: str, value: Any, where: str | None) -> Mapping[str, Any] | None:
+    """A pydantic model (its fields that were set) or a dataclass (its fields) a node
+    returned, as an update; ``None`` for anything else, or an error inside a Command."""
+    try:
+        return as_input(value)
+    except InvalidUpdateError:
+        if where is None:
+            return None
+        raise InvalidUpdateError(
+            f"node {node!r} returned {where} with {type(value).__name__} {value!r:.60}; an "
+            "update is a dict of state keys (or a pydantic model / dataclass of the state)"
+        ) from None
 
 
 def write(
