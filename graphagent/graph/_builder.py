@@ -95,7 +95,7 @@ class StateGraph:
         names = injected(fn)
         call = with_injected(fn, names) if names else fn
         takes_config = bool(names) or accepts_config(fn)
-        cls = input_class(fn)
+        cls = input_class(fn, self.state_class)
         if cls is None or (cls is self.state_class and not _builds(cls)):
             return call, takes_config
         narrow = cls is not self.state_class

@@ -42,11 +42,24 @@ def _parameters(fn: Any) -> list[inspect.Parameter]:
 
 
 def _hints(fn: Any) -> dict[str, Any]:
+    """``fn``'s resolved annotations; one that cannot be resolved (a name local to a
+    function, under ``from __future__ import annotations``) is left out, not the rest."""
     target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004
     try:
         return typing.get_type_hints(target)
-    except Exception:  # unresolvable forward references: no annotations to go by
-        return {}
+    except Exception:
+        pass
+    out: dict[str, Any] = {}
+    namespace = getattr(target, "__globals__", {})
+    for name, raw in getattr(target, "__annotations__", {}).items():
+        if not isinstance(raw, str):
+            out[name] = raw
+            continue
+        try:
+            out[name] = eval(raw, namespace)
+        except Exception:
+            continue
+    return out
 
 
 def _is_runtime(hint: Any) -> bool:
@@ -129,12 +142,19 @@ def is_state_class(cls: Any) -> bool:
     )
 
 
-def input_class(fn: Any) -> type | None:
-    """The state class ``fn``'s first parameter is annotated with, or ``None``."""
+def input_class(fn: Any, state_class: type | None = None) -> type | None:
+    """The state class ``fn``'s first parameter is annotated with, or ``None``.
+
+    An annotation that cannot be resolved (a class local to a function, under
+    ``from __future__ import annotations``) still counts when it names ``state_class``.
+    """
     params = [p for p in _parameters(fn) if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if not params or params[0].annotation is inspect.Parameter.empty:
         return None
     hint = _hints(fn).get(params[0].name)
+    raw = params[0].annotation
+    if hint is None and state_class is not None and raw == state_class.__name__:
+        return state_class
     return hint if is_state_class(hint) else None
 
 
