@@ -42,6 +42,8 @@ class RunnableConfig(BaseModel):
             per run, never stored (a user id, a database handle). Nodes read it as
             ``runtime.context`` (a ``runtime`` parameter, or ``get_runtime()``), tools as
             ``ctx.runtime.context``; ``None`` without one.
+        listeners: :class:`~graphagent.graph.GraphLifecycleListener` objects told of
+            this run's start, nodes, errors and end (besides the compiled graph's).
 
     Example:
         >>> cfg = RunnableConfig(thread_id="u42", metadata={"user_id": "ada"})
@@ -68,6 +70,8 @@ class RunnableConfig(BaseModel):
         if isinstance(value, uuid.UUID) or (type(value) is int):
             return str(value)
         return value
+
+    listeners: tuple[Any, ...] = Field(default=(), exclude=True, repr=False)
 
 
 ConfigLike = RunnableConfig | Mapping[str, Any] | None

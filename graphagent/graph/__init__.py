@@ -7,6 +7,7 @@ from graphagent.graph._builder import StateGraph
 from graphagent.graph._command import Command, Interrupt, interrupt
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START, is_private
+from graphagent.graph._listen import GraphLifecycleListener
 from graphagent.graph._push import push_message
 from graphagent.graph._runtime import Runtime, get_runtime
 from graphagent.graph._snapshot import (
@@ -36,6 +37,7 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "Drawing",
+    "GraphLifecycleListener",
     "Interrupt",
     "KeyStrategy",
     "MergeStrategy",

@@ -20,6 +20,7 @@ from graphagent.graph._inject import (
     with_injected,
     with_view,
 )
+from graphagent.graph._listen import listener_observers
 from graphagent.graph._nodes import Branch, Join, NodeSpec, accepts_config, is_async_callable
 from graphagent.graph._plan import Plan, StoredCheck
 from graphagent.graph._state import Schema, parse_schema
@@ -248,6 +249,7 @@ class StateGraph:
         stored_check: StoredCheck | None = None,
         edge_notes: Mapping[str, str] | None = None,
         store: Any = None,
+        listeners: Sequence[Any] = (),
     ) -> CompiledGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledGraph`.
 
@@ -270,6 +272,8 @@ class StateGraph:
                 with that message) or ``None``. Agents use it to refuse old layouts.
             edge_notes: what conditional edges' labels mean, by label; drawings print
                 the notes of the labels they show as a key (an agent explains ``again``).
+            listeners: :class:`GraphLifecycleListener` objects told of every run's
+                start, nodes (with their input and update), errors and end.
 
         Raises:
             GraphValidationError: every problem found, each naming the node and the fix;
@@ -290,6 +294,7 @@ class StateGraph:
             edge_notes=MappingProxyType(dict(edge_notes or {})),
             store=store,
             context_schema=self.context_schema,
+            listeners=listener_observers(listeners, "compile(listeners=...)"),
         )
         return CompiledGraph(plan)
 

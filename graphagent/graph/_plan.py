@@ -40,6 +40,7 @@ class Plan:
         store: the long-term memory store runs get in ``config.store``, or ``None``.
         context_schema: the type of the run's context object (``invoke(context=...)``
             turns a dict into it), or ``None``.
+        listeners: lifecycle listeners of every run, as engine observers.
     """
 
     name: str
@@ -53,6 +54,7 @@ class Plan:
     edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     store: Any = None
     context_schema: Any = None
+    listeners: tuple[Any, ...] = ()
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
         """Refuse a stored thread this graph cannot continue, naming what to do.
