@@ -104,6 +104,15 @@ class StateGraph:
             self._join(cls)
         return with_view(call, node_view(cls, narrow), takes_config), True
 
+    def _sub_builder(self, name: Any, builder: StateGraph) -> CompiledGraph | None:
+        """An uncompiled graph given as a node: compiled here (its own schema and
+        strategies, no saver of its own), or its problems added to this graph's."""
+        try:
+            return builder.compile(name=str(name))
+        except GraphValidationError as exc:
+            self._problems.append(f"node {name!r} (an uncompiled StateGraph): {exc}")
+            return None
+
     def add_node(
         self,
         name: str | Callable[..., Any],
@@ -121,8 +130,9 @@ class StateGraph:
 
         Args:
             name: the node's name (or the function, named after itself).
-            fn: the callable, a compiled graph to run as a subgraph, or an agent
-                (which runs as its graph, ``agent.graph``).
+            fn: the callable, a compiled graph to run as a subgraph, an uncompiled
+                ``StateGraph`` (compiled here, run as a subgraph with its own
+                strategies), or an agent (which runs as its graph, ``agent.graph``).
             kind: what the node is, for drawing (``"node"`` unless given).
             metadata: free-form details kept on the node.
             destinations: nodes this node may jump to with ``Command(goto=...)``;
@@ -134,6 +144,10 @@ class StateGraph:
         if fn is None and callable(name):
             fn, name = name, getattr(name, "__name__", "")
         fn = _agent_graph(fn)
+        if isinstance(fn, StateGraph):
+            fn = self._sub_builder(name, fn)
+            if fn is None:
+                return self
         if not isinstance(name, str) or not name:
             self._problems.append(f"node {name!r}: a node needs a non-empty string name")
             return self
