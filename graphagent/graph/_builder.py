@@ -257,6 +257,7 @@ class StateGraph:
         *,
         interrupt_before: Sequence[str] | str = (),
         interrupt_after: Sequence[str] | str = (),
+        interrupt_before_edge: bool = False,
         name: str = "graph",
         checkpointer: CheckpointSaver | bool | None = None,
         agent: Any = None,
@@ -271,6 +272,10 @@ class StateGraph:
             saver: where threads are checkpointed (``MemorySaver()``, ``RedisSaver``).
             interrupt_before: pause before these nodes run (``"*"`` for all).
             interrupt_after: pause after these nodes run (``"*"`` for all).
+            interrupt_before_edge: a pause after a node comes before its conditional
+                edges are taken: they are taken when the run continues, on the state as
+                it is then (edit it with ``update_state`` to steer the route). Spring AI
+                Alibaba's ``interruptBeforeEdge``.
             name: the graph's name, used when drawing.
             checkpointer: LangGraph's name for ``saver``. ``False`` is the same as no
                 saver: the graph never checkpoints a thread of its own (run inside a
@@ -308,6 +313,7 @@ class StateGraph:
             edge_notes=MappingProxyType(dict(edge_notes or {})),
             store=store,
             context_schema=self.context_schema,
+            interrupt_before_edge=interrupt_before_edge,
             listeners=listener_observers(listeners, "compile(listeners=...)"),
         )
         return CompiledGraph(plan)

@@ -40,6 +40,8 @@ class Plan:
         store: the long-term memory store runs get in ``config.store``, or ``None``.
         context_schema: the type of the run's context object (``invoke(context=...)``
             turns a dict into it), or ``None``.
+        interrupt_before_edge: a pause after a node leaves its conditional edges to be
+            taken when the run continues, on the state as it is then.
         listeners: lifecycle listeners of every run, as engine observers.
     """
 
@@ -54,6 +56,7 @@ class Plan:
     edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     store: Any = None
     context_schema: Any = None
+    interrupt_before_edge: bool = False
     listeners: tuple[Any, ...] = ()
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:

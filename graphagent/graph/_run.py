@@ -57,6 +57,7 @@ from graphagent.graph._step import (
     answers_by_path,
     attach_node,
     combine,
+    deferred_route,
     merge,
     normalize,
     parent_changes,
@@ -330,6 +331,7 @@ class Run:
 
     def _load_pending(self, saved: Checkpoint) -> None:
         self.pending, self.at_breakpoint = take_pending(saved, self.pos, self.ctx)
+        self.pos.next = deferred_route(self.plan, self.pos, self.config)
 
     def _answer(self, answer: Any) -> None:
         """Hand ``Command(resume=answer)`` to the pending interrupts, by task path."""
@@ -348,6 +350,7 @@ class Run:
             return  # it ended inside a task that paused later: its result stands
         pos.values = parent_changes(self.plan, pos.values, position["input"], input, net)
         pos.load(position)
+        pos.next = deferred_route(self.plan, pos, self.config)
 
     def _net_dump(self) -> dict[str, list[Any]]:
         return {k: [kind, payload] for k, (kind, payload) in (self.net or {}).items()}
@@ -452,7 +455,8 @@ class Run:
         if ctx.answers or ctx.suspended:
             for node in ran:
                 ctx.forget(path_key((*self.base, node)))
-        pos.next = route(plan, pos, self.config, ran, gotos)
+        defer = plan.interrupt_before_edge and self.pauses_after(step)
+        pos.next = route(plan, pos, self.config, ran, gotos, defer)
         if self.saves:
             yield self._put(write(pos, self.config, changes, "loop", ran))
         if "updates" in modes:

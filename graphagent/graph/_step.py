@@ -67,12 +67,15 @@ class Position:
             its next write).
         done: work of the next step kept from before a pause: node -> ``[update, goto]``.
         skip_breakpoint: the next step runs past an ``interrupt_before`` breakpoint.
+        deferred: nodes whose conditional edges wait for the run to continue (a pause
+            after them with ``interrupt_before_edge``): routed then, on the state as it is.
     """
 
     # a plain class with slots: a run reads these fields several times a step
     __slots__ = (
         "barriers",
         "checkpoint_id",
+        "deferred",
         "done",
         "head",
         "next",
@@ -90,6 +93,7 @@ class Position:
         self.head: str | None = None
         self.done: dict[str, Any] = {}
         self.skip_breakpoint = False
+        self.deferred: list[str] = []
 
     def restore(self, plan: Plan, thread: str | None, saved: Checkpoint) -> None:
         """Stand on stored checkpoint ``saved`` (its pending work is the caller's).
@@ -103,6 +107,7 @@ class Position:
         self.next = saved.next
         self.checkpoint_id = saved.id
         self.barriers = {k: list(v) for k, v in saved.extra.get("barriers", {}).items()}
+        self.deferred = list(saved.extra.get("deferred", ()))
 
     def dump(self, done: dict[str, Any], skip: bool) -> dict[str, Any]:
         """A nested run's position as it is kept with its root's paused step."""
@@ -113,6 +118,7 @@ class Position:
             "barriers": self.barriers,
             "done": done,
             "skip": skip,
+            "deferred": list(self.deferred),
         }
 
     def load(self, position: Mapping[str, Any]) -> None:
@@ -122,6 +128,7 @@ class Position:
         self.barriers = {k: list(v) for k, v in position["barriers"].items()}
         self.done = dict(position["done"])
         self.skip_breakpoint = bool(position["skip"])
+        self.deferred = list(position.get("deferred", ()))
 
     def debug_event(self) -> dict[str, Any]:
         """The ``debug`` stream's event for the checkpoint the run is on."""
@@ -236,9 +243,11 @@ def route(
     config: RunnableConfig,
     ran: list[str],
     gotos: dict[str, tuple[str, ...]],
+    defer: bool = False,
 ) -> tuple[str, ...]:
     """The nodes due after ``ran`` finished (state already merged); joins that ``ran``
-    completes are released from ``position.barriers``."""
+    completes are released from ``position.barriers``. With ``defer`` the conditional
+    edges wait (``position.deferred`` names their sources; :func:`deferred_route`)."""
     topo = plan.topology
     edges, branches, joins_by_source = topo.edges, topo.branches, topo.joins_by_source
     barriers = position.barriers
@@ -250,6 +259,9 @@ def route(
             targets.extend(goto)
         else:
             targets.extend(edges.get(node, ()))
+            if defer and node in branches:
+                position.deferred.append(node)
+                continue
             for branch in branches.get(node, ()):
                 if state is None:
                     state = OverAllState(position.values, plan.schema.empties)
@@ -278,6 +290,28 @@ def route(
                 f"known nodes: {', '.join(sorted(nodes))}"
             )
         due.add(target)
+    return tuple(sorted(due))
+
+
+def deferred_route(plan: Plan, position: Position, config: RunnableConfig) -> tuple[str, ...]:
+    """``position.next`` with the conditional edges a pause deferred taken now, on the
+    state as it stands (edited by ``update_state`` meanwhile, say)."""
+    if not position.deferred:
+        return position.next
+    sources, position.deferred = position.deferred, []
+    state = OverAllState(position.values, plan.schema.empties)
+    nodes = plan.topology.nodes
+    due = set(position.next)
+    for source in sources:
+        for branch in plan.topology.branches[source]:
+            for target in _branch(branch, state, config):
+                if target != END and target not in nodes:
+                    raise InvalidRouteError(
+                        f"routing after {source} named {target!r}, which is not a node; "
+                        f"known nodes: {', '.join(sorted(nodes))}"
+                    )
+                due.add(target)
+    due.discard(END)
     return tuple(sorted(due))
 
 
@@ -371,8 +405,19 @@ def write(
         position.next,
         meta,
         time.time(),
-        {"barriers": position.barriers} if position.barriers else {},
+        _extra(position),
     )
+
+
+def _extra(position: Position) -> dict[str, Any]:
+    """What a checkpoint keeps of the position besides values and next: joins waiting,
+    conditional edges deferred."""
+    extra: dict[str, Any] = {}
+    if position.barriers:
+        extra["barriers"] = position.barriers
+    if position.deferred:
+        extra["deferred"] = list(position.deferred)
+    return extra
 
 
 def shown(update: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
