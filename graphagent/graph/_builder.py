@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
 from checkpoint.base import CheckpointSaver
+from graphagent._executor import executor_of
 from graphagent.errors import GraphValidationError
 from graphagent.graph._annotations import command_destinations, literal_destinations
 from graphagent.graph._compiled import CompiledGraph
@@ -122,6 +124,7 @@ class StateGraph:
         metadata: Mapping[str, Any] | None = None,
         destinations: Sequence[str] = (),
         afn: Callable[..., Any] | None = None,
+        executor: Any = None,
     ) -> StateGraph:
         """Add a node: ``fn(state)`` or ``fn(state, config)``, sync or async, or a compiled graph.
 
@@ -140,6 +143,10 @@ class StateGraph:
                 return annotation ``-> Command[Literal["b", "c"]]`` declares them too.
             afn: an async twin of ``fn`` (same arguments), used when the graph runs
                 under ``ainvoke``/``astream``.
+            executor: where this node runs when it runs beside others in a step (and
+                a sync node under ``ainvoke``): a number of worker threads (a shared pool
+                of that size) or a ``concurrent.futures.ThreadPoolExecutor``. Default:
+                the graph's (``compile(executor=...)``), else the shared 16-worker pool.
         """
         if fn is None and callable(name):
             fn, name = name, getattr(name, "__name__", "")
@@ -173,6 +180,7 @@ class StateGraph:
                 subgraph=fn.plan,
                 metadata=metadata,
                 afn=fn.as_async_node_function(self.schema),
+                executor=self._executor(f"node {name!r}", executor),
             )
             return self
         if not callable(fn):
@@ -196,8 +204,16 @@ class StateGraph:
             kind=kind or "node",
             metadata=metadata,
             afn=afn,
+            executor=self._executor(f"node {name!r}", executor),
         )
         return self
+
+    def _executor(self, where: str, value: Any) -> Any:
+        try:
+            return executor_of(value)
+        except TypeError as exc:
+            self._problems.append(f"{where}: {exc}")
+            return None
 
     def add_edge(self, source: str | Sequence[str], target: str) -> StateGraph:
         """Add an edge. A list of sources is a join: ``target`` waits for all of them."""
@@ -258,6 +274,7 @@ class StateGraph:
         interrupt_before: Sequence[str] | str = (),
         interrupt_after: Sequence[str] | str = (),
         interrupt_before_edge: bool = False,
+        executor: Any = None,
         name: str = "graph",
         checkpointer: CheckpointSaver | bool | None = None,
         agent: Any = None,
@@ -276,6 +293,11 @@ class StateGraph:
                 edges are taken: they are taken when the run continues, on the state as
                 it is then (edit it with ``update_state`` to steer the route). Spring AI
                 Alibaba's ``interruptBeforeEdge``.
+            executor: where nodes that run beside others in a step run (and sync nodes
+                under ``ainvoke``), unless a node names its own: a number of worker
+                threads (a shared pool of that size) or a
+                ``concurrent.futures.ThreadPoolExecutor``. Default: the shared 16-worker
+                pool.
             name: the graph's name, used when drawing.
             checkpointer: LangGraph's name for ``saver``. ``False`` is the same as no
                 saver: the graph never checkpoints a thread of its own (run inside a
@@ -298,7 +320,13 @@ class StateGraph:
             GraphValidationError: every problem found, each naming the node and the fix;
                 a saver that is not a :class:`~checkpoint.CheckpointSaver`.
         """
+        pool = self._executor("compile(executor=...)", executor)
         topology = validate(self, self._problems, interrupt_before, interrupt_after)
+        if pool is not None:
+            nodes = {
+                n: s if s.executor else replace(s, executor=pool) for n, s in topology.nodes.items()
+            }
+            topology = replace(topology, nodes=nodes)
         if saver is not None and checkpointer is not None:
             raise GraphValidationError("pass either saver= or checkpointer=, not both")
         plan = Plan(

@@ -109,7 +109,8 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
     fn = spec.afn if spec.afn is not None else spec.fn if spec.is_async else None
     ret: Any = None
     if fn is None:
-        outcome = await in_thread(functools.partial(_call_node, task, state, config, False))
+        call = functools.partial(_call_node, task, state, config, False)
+        outcome = await in_thread(call, spec.executor)
         if type(outcome) is not Done or not inspect.isawaitable(outcome.value):
             return outcome
         ret = outcome.value  # a sync callable that returned an awaitable: await it here
@@ -173,7 +174,8 @@ def execute(effect: Execute) -> Executed:
         except BaseException as exc:  # _call returns every Exception as an outcome
             return {}, exc
     calls = [functools.partial(_call, t, state, config) for t in tasks]
-    outcomes, stop = run_each(calls)
+    pools = [t.spec.executor for t in tasks]
+    outcomes, stop = run_each(calls, pools=pools if any(pools) else None)
     return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True) if o is not None}, stop
 
 

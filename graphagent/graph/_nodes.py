@@ -26,6 +26,9 @@ class NodeSpec:
         afn: an async implementation of the same node, used by ``ainvoke``/``astream``
             (so a node can call a sync client under ``invoke`` and an async one under
             ``ainvoke``).
+        executor: where the node runs when it runs beside others in a step (and, under
+            ``ainvoke``, when it is sync): a ``concurrent.futures.Executor``, or
+            ``None`` for the shared pool.
     """
 
     name: str
@@ -36,6 +39,7 @@ class NodeSpec:
     subgraph: Any = None
     metadata: Mapping[str, Any] | None = None
     afn: Callable[..., Any] | None = None
+    executor: Any = None
 
 
 @dataclass(frozen=True)
