@@ -65,6 +65,7 @@ GRAPH_LAYERS: dict[str, int] = {
     "graphagent.graph._step": 2,
     "graphagent.graph._run": 3,
     "graphagent.graph._drive": 3,
+    "graphagent.graph._race": 3,
     "graphagent.graph._watch": 3,
     "graphagent.graph.draw": 4,
     "graphagent.graph._snapshot": 5,

@@ -82,6 +82,7 @@ class StateGraph:
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[Join] = []
+        self.races: dict[str, str] = {}
         self.branches: list[Branch] = []
         self.commands: list[tuple[str, str]] = []
         self._problems: list[str] = []
@@ -215,18 +216,42 @@ class StateGraph:
             self._problems.append(f"{where}: {exc}")
             return None
 
-    def add_edge(self, source: str | Sequence[str], target: str) -> StateGraph:
-        """Add an edge. A list of sources is a join: ``target`` waits for all of them."""
+    def add_edge(
+        self, source: str | Sequence[str], target: str, *, aggregation: str = "all_of"
+    ) -> StateGraph:
+        """Add an edge. A list of sources is a join: ``target`` waits for all of them.
+
+        With ``aggregation="any_of"`` (Spring AI Alibaba's ``NodeAggregationStrategy``)
+        the sources race instead: when several of them run in one step, the first to
+        finish without failing wins, the others are dropped (cancelled under
+        ``ainvoke``), and ``target`` runs next on the winner's update alone. A source
+        that runs in a step of its own simply leads to ``target``.
+        """
+        if aggregation not in ("all_of", "any_of"):
+            self._problems.append(
+                f"edge to {target!r}: aggregation={aggregation!r}; use 'all_of' (wait for "
+                "every source) or 'any_of' (the first to finish)"
+            )
+            return self
         if isinstance(source, str):
             self.edges.append((source, target))
+            return self
+        sources = tuple(dict.fromkeys(source))
+        if not sources:
+            self._problems.append(f"edge to {target!r}: the list of sources is empty")
+        elif aggregation == "any_of":
+            for name in sources:
+                if self.races.get(name, target) != target:
+                    self._problems.append(
+                        f"node {name!r} races for both {self.races[name]!r} and {target!r}; "
+                        "a node can race in one any_of join only"
+                    )
+                self.races[name] = target
+                self.edges.append((name, target))
+        elif len(sources) == 1:
+            self.edges.append((sources[0], target))
         else:
-            sources = tuple(dict.fromkeys(source))
-            if not sources:
-                self._problems.append(f"edge to {target!r}: the list of sources is empty")
-            elif len(sources) == 1:
-                self.edges.append((sources[0], target))
-            else:
-                self.joins.append(Join(sources, target))
+            self.joins.append(Join(sources, target))
         return self
 
     def add_conditional_edges(
@@ -322,10 +347,8 @@ class StateGraph:
         """
         pool = self._executor("compile(executor=...)", executor)
         topology = validate(self, self._problems, interrupt_before, interrupt_after)
-        if pool is not None:
-            nodes = {
-                n: s if s.executor else replace(s, executor=pool) for n, s in topology.nodes.items()
-            }
+        if pool is not None or self.races:
+            nodes = {n: _frozen_node(s, pool, self.races.get(n)) for n, s in topology.nodes.items()}
             topology = replace(topology, nodes=nodes)
         if saver is not None and checkpointer is not None:
             raise GraphValidationError("pass either saver= or checkpointer=, not both")
@@ -364,6 +387,14 @@ def _saver(value: Any) -> CheckpointSaver | None:
             f"RedisSaver...), got {type(value).__name__}"
         )
     return value
+
+
+def _frozen_node(spec: NodeSpec, pool: Any, race: str | None) -> NodeSpec:
+    """A node as ``compile()`` freezes it: the graph's executor unless it has its own,
+    and the ``any_of`` join it races for."""
+    if (spec.executor is not None or pool is None) and race is None:
+        return spec
+    return replace(spec, executor=spec.executor or pool, race=race)
 
 
 def _builds(cls: type) -> bool:

@@ -46,6 +46,7 @@ from graphagent.graph._effects import (
     Task,
 )
 from graphagent.graph._push import with_pushed
+from graphagent.graph._race import arace, race, race_groups
 from graphagent.graph._state import OverAllState
 
 __all__ = ["DONE", "RESULT", "SAVER_CALLS", "Event", "adrive", "drive", "result_of"]
@@ -173,6 +174,9 @@ def execute(effect: Execute) -> Executed:
             return {tasks[0].spec.name: _call(tasks[0], state, config)}, None
         except BaseException as exc:  # _call returns every Exception as an outcome
             return {}, exc
+    groups = race_groups(tasks)
+    if groups is not None:
+        return race(tasks, groups, lambda t: _call(t, state, config))
     calls = [functools.partial(_call, t, state, config) for t in tasks]
     pools = [t.spec.executor for t in tasks]
     outcomes, stop = run_each(calls, pools=pools if any(pools) else None)
@@ -215,6 +219,9 @@ async def aexecute(effect: Execute) -> Executed:
             return {tasks[0].spec.name: await _acall(tasks[0], state, config)}, None
         except BaseException as exc:  # _acall returns every Exception as an outcome
             return {}, exc
+    groups = race_groups(tasks)
+    if groups is not None:
+        return await arace(tasks, groups, lambda t: _acall(t, state, config))
     running = {asyncio.ensure_future(_acall(t, state, config)): t.spec.name for t in tasks}
     outcomes: dict[str, Outcome] = {}
     pending = set(running)

@@ -29,6 +29,7 @@ class NodeSpec:
         executor: where the node runs when it runs beside others in a step (and, under
             ``ainvoke``, when it is sync): a ``concurrent.futures.Executor``, or
             ``None`` for the shared pool.
+        race: the ``any_of`` join this node races for (its target's name), or ``None``.
     """
 
     name: str
@@ -40,6 +41,7 @@ class NodeSpec:
     metadata: Mapping[str, Any] | None = None
     afn: Callable[..., Any] | None = None
     executor: Any = None
+    race: str | None = None
 
 
 @dataclass(frozen=True)
