@@ -96,7 +96,7 @@ class Runtime(Generic[C]):
 
 
 def get_runtime(context_schema: type[C] | None = None) -> Runtime[C]:
-    """The runtime of the run whose node (or tool, or router) is calling.
+    """The runtime of the run whose node (or a tool it runs) is calling.
 
     Args:
         context_schema: the context's type, for type checkers only (not checked).
@@ -108,7 +108,7 @@ def get_runtime(context_schema: type[C] | None = None) -> Runtime[C]:
     config = scope.ctx.config if scope is not None and scope.ctx is not None else None
     if config is None:
         raise UserError(
-            "get_runtime() is called from inside a node, a router or a tool of a running "
+            "get_runtime() is called from inside a node (or a tool it runs) of a running "
             "graph; outside a run there is no runtime"
         )
     return Runtime.of(config)

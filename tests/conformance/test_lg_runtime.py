@@ -308,3 +308,12 @@ def test_tools_read_the_runtime_through_tool_context() -> None:
     agent = ReactAgent(name="a", model=model, tools=[whoami])
     agent.invoke("who am I?", {"context": Context("user-7")})
     assert seen == [Context("user-7")]
+
+
+def test_a_router_reads_the_context_from_its_config() -> None:
+    """A router taking ``config`` sees the run's context as ``config.context``."""
+    g = StateGraph(State, context_schema=Context)
+    g.add_node("a", lambda s: {"message": "a"}).add_node("b", lambda s: {"message": "b"})
+    g.add_conditional_edges(START, lambda s, config: config.context.api_key, ["a", "b"])
+    app = g.add_edge("a", END).add_edge("b", END).compile()
+    assert app.invoke({"message": ""}, context=Context("b")) == {"message": "b"}
