@@ -350,6 +350,8 @@ class StateGraph:
         if pool is not None or self.races:
             nodes = {n: _frozen_node(s, pool, self.races.get(n)) for n, s in topology.nodes.items()}
             topology = replace(topology, nodes=nodes)
+            for source, target in self.races.items():  # drawn as what they are
+                topology.digraph.edges[source, target]["label"] = "any of"
         if saver is not None and checkpointer is not None:
             raise GraphValidationError("pass either saver= or checkpointer=, not both")
         plan = Plan(

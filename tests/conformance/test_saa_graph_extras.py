@@ -134,6 +134,7 @@ def test_any_of_takes_the_first_branch_to_finish() -> None:
         return {"messages": ["slow"]}
 
     app = _racing(_log("fastNode"), slow).compile()
+    assert 'n_slowNode1 -->|"any of"| n_merge' in app.draw("mermaid")
     try:
         out = app.invoke({"messages": []})
         assert out == {"messages": ["fastNode", "merge"]}
