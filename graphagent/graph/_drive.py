@@ -324,7 +324,9 @@ class _AsyncCalls:
 SAVER_CALLS: dict[type, Callable[[_Calls, Any], Any]] = {
     Get: lambda io, e: io.get(e.thread_id, e.checkpoint_id),
     Head: lambda io, e: io.head(e.thread_id),
-    Put: lambda io, e: io.put(e.thread_id, e.write, expected_head=e.expected_head),
+    # one write goes through put_many, which every saver here overrides atomically: put
+    # itself only forwards there, a call (and an error-naming wrapper) more per step
+    Put: lambda io, e: io.put_many(e.thread_id, (e.write,), expected_head=e.expected_head),
     PutMany: lambda io, e: io.put_many(e.thread_id, e.writes, expected_head=e.expected_head),
     PutWrites: lambda io, e: io.put_writes(e.thread_id, e.checkpoint_id, e.writes),
 }
