@@ -93,6 +93,7 @@ lab: $(LAB_STAMP) $(MCP_NODE)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py
+	$(BIN)/python bench/func_overhead.py
 	$(BIN)/python bench/checkpoint_growth.py
 	$(BIN)/python bench/turn.py
 	$(BIN)/python bench/history.py

@@ -21,6 +21,8 @@ MODULES = {
     "[seeing graphs and state](visualize.md).",
     "graphagent.graph.draw": "What the command line shows of graphs and threads: the drawing "
     "formats and a snapshot's rows as text. Guide: [seeing graphs and state](visualize.md).",
+    "graphagent.func": "Durable functions: `@entrypoint` and `@task`. Guide: "
+    "[durable functions](functional.md).",
     "graphagent.tools": "Tools from functions and methods. Guide: [tools](tools.md).",
     "graphagent.models": "Chat model clients and test doubles. Guide: [models](models.md).",
     "graphagent.messages": "Messages and the `add_messages` rule.",

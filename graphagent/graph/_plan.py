@@ -43,6 +43,9 @@ class Plan:
         interrupt_before_edge: a pause after a node leaves its conditional edges to be
             taken when the run continues, on the state as it is then.
         listeners: lifecycle listeners of every run, as engine observers.
+        input_first: store a run's input checkpoint before its first step runs, rather
+            than with that step's (an entrypoint's tasks keep their results on it as
+            each finishes, so a crash mid-step loses none of them).
     """
 
     name: str
@@ -58,6 +61,7 @@ class Plan:
     context_schema: Any = None
     interrupt_before_edge: bool = False
     listeners: tuple[Any, ...] = ()
+    input_first: bool = False
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
         """Refuse a stored thread this graph cannot continue, naming what to do.

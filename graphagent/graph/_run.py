@@ -57,7 +57,6 @@ from graphagent.graph._step import (
     answers_by_path,
     attach_node,
     combine,
-    deferred_route,
     merge,
     normalize,
     parent_changes,
@@ -114,6 +113,8 @@ def run_program(
     """
     run = Run(plan, config, modes, net)
     yield from run.start(input)
+    if plan.input_first:
+        yield from run.flush()
     while True:
         tasks = run.next_tasks()
         if tasks is None:
@@ -221,7 +222,7 @@ class Run:
         else:
             self.base = ()
             self.saves = plan.saver is not None and config.thread_id is not None
-        self.ctx = ctx if ctx is not None else RunContext(config.thread_id, self.saves, config)
+        self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver, config)
         self.key = path_key(self.base)
         if (plan.interrupt_before or plan.interrupt_after) and not self.ctx.persistent:
             where = "its parent graph needs" if self.nested else "need"
@@ -331,7 +332,7 @@ class Run:
 
     def _load_pending(self, saved: Checkpoint) -> None:
         self.pending, self.at_breakpoint = take_pending(saved, self.pos, self.ctx)
-        self.pos.next = deferred_route(self.plan, self.pos, self.config)
+        self.pos.next = self.pos.deferred_route(self.plan, self.config)
 
     def _answer(self, answer: Any) -> None:
         """Hand ``Command(resume=answer)`` to the pending interrupts, by task path."""
@@ -350,7 +351,7 @@ class Run:
             return  # it ended inside a task that paused later: its result stands
         pos.values = parent_changes(self.plan, pos.values, position["input"], input, net)
         pos.load(position)
-        pos.next = deferred_route(self.plan, pos, self.config)
+        pos.next = pos.deferred_route(self.plan, self.config)
 
     def _net_dump(self) -> dict[str, list[Any]]:
         return {k: [kind, payload] for k, (kind, payload) in (self.net or {}).items()}
@@ -363,8 +364,7 @@ class Run:
             self.ctx.suspend(
                 self.key, {"finished": True, "values": dict(values), "net": self._net_dump()}
             )
-            return public(values)
-        return self.plan.schema.output(values)
+        return public(values) if self.nested else self.plan.schema.output(values)
 
     # -- each step ---------------------------------------------------------------------
 
@@ -405,6 +405,8 @@ class Run:
         nodes, done = self.plan.topology.nodes, pos.done
         if not self.nested:
             ctx.anchor = pos.checkpoint_id  # what this step's interrupt ids are made from
+            # durable sub-tasks store their results at once on a stored checkpoint only
+            ctx.kept_on = pos.checkpoint_id if self.unsaved is None else None
         answers = ctx.answers
         tasks = []
         for n in pos.next:
@@ -455,8 +457,7 @@ class Run:
         if ctx.answers or ctx.suspended:
             for node in ran:
                 ctx.forget(path_key((*self.base, node)))
-        defer = plan.interrupt_before_edge and self.pauses_after(step)
-        pos.next = route(plan, pos, self.config, ran, gotos, defer)
+        pos.next = route(plan, pos, self.config, ran, gotos)
         if self.saves:
             yield self._put(write(pos, self.config, changes, "loop", ran))
         if "updates" in modes:

@@ -130,6 +130,10 @@ class Position:
         self.skip_breakpoint = bool(position["skip"])
         self.deferred = list(position.get("deferred", ()))
 
+    def deferred_route(self, plan: Plan, config: RunnableConfig) -> tuple[str, ...]:
+        """:attr:`next` with the conditional edges a pause deferred taken now."""
+        return deferred_route(plan, self, config)
+
     def debug_event(self) -> dict[str, Any]:
         """The ``debug`` stream's event for the checkpoint the run is on."""
         return {
@@ -243,16 +247,17 @@ def route(
     config: RunnableConfig,
     ran: list[str],
     gotos: dict[str, tuple[str, ...]],
-    defer: bool = False,
 ) -> tuple[str, ...]:
     """The nodes due after ``ran`` finished (state already merged); joins that ``ran``
-    completes are released from ``position.barriers``. With ``defer`` the conditional
-    edges wait (``position.deferred`` names their sources; :func:`deferred_route`)."""
+    completes are released from ``position.barriers``. Past an ``interrupt_after`` node
+    of a plan with ``interrupt_before_edge`` the conditional edges wait
+    (``position.deferred`` names their sources; :meth:`Position.deferred_route`)."""
     topo = plan.topology
     edges, branches, joins_by_source = topo.edges, topo.branches, topo.joins_by_source
     barriers = position.barriers
     targets: list[str] = []
     state: OverAllState | None = None  # built for the first router only
+    defer = plan.interrupt_before_edge and not plan.interrupt_after.isdisjoint(ran)
     for node in ran:
         goto = gotos.get(node) if gotos else None
         if goto is not None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphagent.config import RunnableConfig, ensure_config
 from graphagent.graph import Runtime
+from graphagent.tools._cancel import CancellationToken
 
 if TYPE_CHECKING:
     from graphagent.messages import Message
@@ -33,6 +34,9 @@ class ToolContext:
         history: the conversation up to and including the assistant message that
             asked for this call (Spring AI's tool-call history); in an agent it is
             ``state["messages"]``.
+        cancellation: this call's :class:`CancellationToken`: set when the call ran
+            past the tool timeout; a long sync tool checks it and stops (Python cannot
+            stop its thread from outside).
 
     Example:
         >>> from graphagent.tools import tool, ToolContext
@@ -43,7 +47,15 @@ class ToolContext:
         ...     return ctx.metadata.get("user_id", "anonymous")
     """
 
-    __slots__ = ("_updates", "config", "context", "history", "state", "tool_call_id")
+    __slots__ = (
+        "_updates",
+        "cancellation",
+        "config",
+        "context",
+        "history",
+        "state",
+        "tool_call_id",
+    )
 
     def __init__(
         self,
@@ -62,6 +74,7 @@ class ToolContext:
             history = self.state.get("messages") or ()
         self.history: tuple[Message, ...] = tuple(history)
         self._updates: list[dict[str, Any]] = []
+        self.cancellation = CancellationToken()
 
     @property
     def store(self) -> Any:
@@ -100,6 +113,7 @@ class ToolContext:
         ctx.history = self.history
         ctx.tool_call_id = tool_call_id
         ctx._updates = []
+        ctx.cancellation = CancellationToken()
         return ctx
 
     def __repr__(self) -> str:
