@@ -190,8 +190,7 @@ class RemoveMessage(Message):
 
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
-"""The id of a :class:`RemoveMessage` that clears the whole list:
-``RemoveMessage(REMOVE_ALL_MESSAGES)`` followed by new messages replaces the history."""
+"""``RemoveMessage(REMOVE_ALL_MESSAGES)`` clears the list (what follows it is the new one)."""
 
 AnyMessage = Union[  # noqa: UP007 - a runtime alias, valid on Python 3.10
     SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage
@@ -232,9 +231,7 @@ def coerce_message(value: Any) -> Message:
 
 
 def _as_list(value: Any) -> list[Any]:
-    if isinstance(value, (str, Message, Mapping)):
-        return [value]
-    if isinstance(value, Iterable):
+    if isinstance(value, Iterable) and not isinstance(value, (str, Message, Mapping)):
         return list(value)
     return [value]
 
@@ -243,27 +240,17 @@ def add_messages(left: Any, right: Any) -> list[Message]:
     """Merge ``right`` (one message or several) into ``left`` (the same) by message id.
 
     A message whose id is in ``left`` replaces it in place; :class:`RemoveMessage`
-    deletes the message with its id (an unknown id is an error; the same id removed
-    twice in one update is removed once; an id removed and written again in one update
-    is appended anew); others append.
-    ``RemoveMessage(REMOVE_ALL_MESSAGES)`` drops everything before it, ``left``
-    included: what follows it in ``right`` is the new list. Neither argument is modified.
+    deletes the message with its id (an unknown id is an error, the same id twice is
+    removed once; written again, it appends anew); others append. What follows the last
+    ``RemoveMessage(REMOVE_ALL_MESSAGES)`` is the new list. Neither argument is modified.
 
     Raises:
         ValueError: a :class:`RemoveMessage` names an id that is not in the list.
-
-    Example:
-        >>> first = UserMessage("hi", id="1")
-        >>> [m.text for m in add_messages(first, [RemoveMessage("1"), UserMessage("new")])]
-        ['new']
     """
     incoming = [coerce_message(m) for m in _as_list(right)]
-    cut = None
-    for at, msg in enumerate(incoming):
-        if isinstance(msg, RemoveMessage) and msg.id == REMOVE_ALL_MESSAGES:
-            cut = at
-    if cut is not None:
-        return add_messages([], incoming[cut + 1 :])
+    ids = [m.id if isinstance(m, RemoveMessage) else None for m in incoming]
+    if REMOVE_ALL_MESSAGES in ids:  # the last one: what follows it is the new list
+        return add_messages([], incoming[len(ids) - ids[::-1].index(REMOVE_ALL_MESSAGES) :])
     merged: list[Message | None] = [coerce_message(m) for m in _as_list(left)] if left else []
     index = {m.id: i for i, m in enumerate(merged) if m is not None}
     removed: set[str] = set()
