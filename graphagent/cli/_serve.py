@@ -1,0 +1,105 @@
+"""``graphagent serve TARGET...``: the Agent Protocol server; ``graphagent worker``: its workers.
+
+Kept apart from the other commands so that the command line loads without the ``server``
+extra; Starlette and uvicorn are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from graphagent.cli._common import CliError, load_object
+from graphagent.cli._mcp import _check_free
+
+__all__ = ["add_serve_commands"]
+
+DEFAULT_DB = ".graphagent/server.sqlite"
+
+
+def _targets(specs: list[str]) -> list[Any]:
+    out: list[Any] = []
+    for spec in specs:
+        obj = load_object(spec)
+        out.extend(obj if isinstance(obj, (list, tuple)) else [obj])
+    return out
+
+
+def _auth(spec: str | None) -> Any:
+    if spec is None:
+        return None
+    fn = load_object(spec, call=False) if ":" in spec else None
+    if not callable(fn):
+        raise CliError(f"--auth {spec}: expected module:function, a function of the headers")
+    return fn
+
+
+def _storage(args: argparse.Namespace) -> dict[str, Any]:
+    """The saver, store and records the flags name (default: one SQLite file)."""
+    given = [flag for flag in ("db", "postgres", "redis") if getattr(args, flag)]
+    if len(given) > 1:
+        raise CliError("pass one of --db PATH, --postgres URL or --redis URL")
+    if args.redis or args.postgres:
+        raise CliError("--redis and --postgres (shared queues for workers) are not built yet")
+    from checkpoint import AsyncSqliteSaver, SqliteStore
+
+    path = args.db or DEFAULT_DB
+    if path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return {"saver": AsyncSqliteSaver(path), "store": SqliteStore(path), "docs": path}
+
+
+def _serve(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
+    try:
+        from graphagent.server import create_app
+    except ImportError as exc:
+        raise CliError(f"{exc}") from exc
+    import uvicorn
+
+    targets = _targets(args.target)
+    options = _storage(args)
+    options.update(auth=_auth(args.auth), name=args.name)
+    if args.no_run:
+        if not (args.redis or args.postgres):
+            raise CliError("--no-run needs --redis or --postgres: workers take the runs there")
+        options["run"] = False
+    _check_free(args.host, args.port)
+    try:
+        app = create_app(targets, **options)
+    except (TypeError, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+    names = ", ".join(a.name for a in app.state.service.assistants)
+    print(f"serving {names} at http://{args.host}:{args.port} (API docs at /docs)", file=out)
+    out.flush()
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on")
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", nargs="+", help="module:object or file.py:object (agent, graph)")
+    parser.add_argument("--postgres", metavar="URL", help="PostgreSQL: threads, runs and queue")
+    parser.add_argument("--redis", metavar="URL", help="Redis: threads, runs and queue")
+    parser.add_argument("--prefix", default="graphagent", help="Redis key prefix / PG schema")
+
+
+def add_serve_commands(sub: Any) -> None:
+    """Add ``serve`` and ``worker`` to the ``graphagent`` command's subparsers."""
+    serve = sub.add_parser(
+        "serve",
+        help="serve agents and graphs over HTTP (the Agent Protocol; langgraph-sdk works)",
+        description="Serve agents and compiled graphs over HTTP: assistants, threads, runs "
+        "and store, as LangGraph's server does. Threads are kept in a SQLite file unless "
+        "--postgres or --redis names a shared store, which workers can then share.",
+        epilog="example: graphagent serve graphagent.demo:agent --port 2024",
+    )
+    _common(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=2024, help="port (default 2024)")
+    serve.add_argument("--db", metavar="PATH", help=f"SQLite file (default {DEFAULT_DB})")
+    serve.add_argument("--auth", metavar="MODULE:FN", help="fn(headers) -> user id")
+    serve.add_argument("--name", default="graphagent", help="the server's name")
+    serve.add_argument("--no-run", action="store_true", help="API only: workers run the runs")
+    serve.add_argument("--log-level", default="warning", help="uvicorn's log level")
+    serve.set_defaults(run=_serve, db=None)
