@@ -41,8 +41,10 @@ def _storage(args: argparse.Namespace) -> dict[str, Any]:
     given = [flag for flag in ("db", "postgres", "redis") if getattr(args, flag)]
     if len(given) > 1:
         raise CliError("pass one of --db PATH, --postgres URL or --redis URL")
-    if args.redis or args.postgres:
-        raise CliError("--redis and --postgres (shared queues for workers) are not built yet")
+    if args.postgres:
+        raise CliError("--postgres is not built yet: use --redis URL for a cluster")
+    if args.redis:
+        return {"redis": args.redis}
     from checkpoint import AsyncSqliteSaver, SqliteStore
 
     path = args.db or DEFAULT_DB
@@ -60,20 +62,53 @@ def _serve(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) ->
 
     targets = _targets(args.target)
     options = _storage(args)
-    options.update(auth=_auth(args.auth), name=args.name)
-    if args.no_run:
-        if not (args.redis or args.postgres):
-            raise CliError("--no-run needs --redis or --postgres: workers take the runs there")
-        options["run"] = False
+    auth = _auth(args.auth)
+    if args.no_run and "redis" not in options:
+        raise CliError("--no-run needs --redis: workers take the runs there")
     _check_free(args.host, args.port)
     try:
-        app = create_app(targets, **options)
+        if "redis" in options:
+            from graphagent.server import redis_service
+
+            service = redis_service(
+                targets,
+                options["redis"],
+                prefix=args.prefix,
+                run=not args.no_run,
+                auth=auth,
+                name=args.name,
+            )
+            app = create_app(targets, service=service)
+        else:
+            app = create_app(targets, auth=auth, name=args.name, **options)
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc)) from exc
     names = ", ".join(a.name for a in app.state.service.assistants)
     print(f"serving {names} at http://{args.host}:{args.port} (API docs at /docs)", file=out)
     out.flush()
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on")
+    return 0
+
+
+def _worker(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:
+    try:
+        from graphagent.server import run_worker
+    except ImportError as exc:
+        raise CliError(f"{exc}") from exc
+    if args.postgres:
+        raise CliError("--postgres is not built yet: use --redis URL for a cluster")
+    if not args.redis:
+        raise CliError("a worker takes runs from the cluster's queue: pass --redis URL")
+    targets = _targets(args.target)
+    print(f"worker taking runs of {', '.join(args.target)}", file=out)
+    out.flush()
+    run_worker(
+        targets,
+        args.redis,
+        prefix=args.prefix,
+        concurrency=args.concurrency,
+        lease_ms=args.lease_ms,
+    )
     return 0
 
 
@@ -103,3 +138,19 @@ def add_serve_commands(sub: Any) -> None:
     serve.add_argument("--no-run", action="store_true", help="API only: workers run the runs")
     serve.add_argument("--log-level", default="warning", help="uvicorn's log level")
     serve.set_defaults(run=_serve, db=None)
+    worker = sub.add_parser(
+        "worker",
+        help="execute the runs that graphagent serve --redis queues",
+        description="Take runs from the queue of a cluster of graphagent serve --redis "
+        "servers (any number of workers, on any machines) and execute them.",
+        epilog="example: graphagent worker graphagent.demo:agent --redis redis://localhost:6379",
+    )
+    _common(worker)
+    worker.add_argument("--concurrency", type=int, default=16, help="runs at once (default 16)")
+    worker.add_argument(
+        "--lease-ms",
+        type=int,
+        default=5000,
+        help="a dead worker's runs are taken over after this long (default 5000)",
+    )
+    worker.set_defaults(run=_worker)

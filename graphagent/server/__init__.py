@@ -6,6 +6,9 @@ Needs the ``server`` extra (Starlette, uvicorn, sse-starlette).
   threads, runs (background, wait, SSE streams, join, cancel, multitask strategies),
   the store, an OpenAPI page at ``/docs`` and the studio at ``/``.
 - :func:`serve` runs it under uvicorn (``graphagent serve module:agent --port P``).
+- :func:`redis_service` and :func:`run_worker`: servers and workers on any number of
+  machines sharing threads, runs, the queue and the event streams in Redis
+  (``graphagent serve ... --redis URL``, ``graphagent worker ... --redis URL``).
 
 The official ``langgraph-sdk`` client drives it unchanged::
 
@@ -30,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     ) from exc
 
 from graphagent.server._assistants import Assistant, assistant_uuid
+from graphagent.server._cluster import redis_service, run_worker
 from graphagent.server._errors import ApiError
 from graphagent.server._serve import create_app, serve
 from graphagent.server._service import Service
@@ -40,5 +44,7 @@ __all__ = [
     "Service",
     "assistant_uuid",
     "create_app",
+    "redis_service",
+    "run_worker",
     "serve",
 ]

@@ -43,6 +43,9 @@ class Events(Protocol):
     async def has(self, run_id: str) -> bool:
         """Whether the run's stream is kept (a run that ended long ago may have none)."""
 
+    async def ended(self, run_id: str) -> bool:
+        """Whether the run's stream holds its end."""
+
     async def close(self) -> None:
         """Let go of connections."""
 
@@ -112,6 +115,10 @@ class LocalEvents:
 
     async def has(self, run_id: str) -> bool:
         return run_id in self._logs
+
+    async def ended(self, run_id: str) -> bool:
+        log = self._logs.get(run_id)
+        return log is not None and log.done
 
     async def close(self) -> None:
         self._logs.clear()

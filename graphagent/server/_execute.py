@@ -130,10 +130,22 @@ class Executor:
         self.tasks: dict[str, asyncio.Task[Any]] = {}
         self.stops: dict[str, str] = {}
 
-    async def execute(self, run_id: str) -> None:
-        """Run ``run_id`` if it is still pending (its thread's lock is the caller's)."""
+    async def execute(self, run_id: str, *, recovered: bool = False) -> None:
+        """Run ``run_id`` if it is still pending (its thread's lock is the caller's).
+
+        ``recovered``: the run's executor died (its lease ran out); a run it left
+        ``running`` resumes from its last checkpoint.
+        """
         run = await self.docs.get("run", run_id)
-        if run is None or run["status"] != "pending":
+        if run is None:
+            return
+        resuming = recovered and run["status"] == "running"
+        if recovered and run["status"] not in ACTIVE and not await self.events.ended(run_id):
+            # its executor died between recording the end and publishing it
+            thread = await self.docs.get("thread", run["_parent"])
+            await self._publish_end(run_id, dict((thread or {}).get("values") or {}))
+            return
+        if run["status"] != "pending" and not resuming:
             return
         thread = await self.docs.get("thread", run["_parent"])
         assistant = self.assistants.find(run["assistant_id"])
@@ -141,6 +153,12 @@ class Executor:
             await self._finish(run, "error", {"__error__": {"error": "NotFound"}})
             return
         head = await assistant.graph.aget_state({"thread_id": thread["_key"]})
+        if not resuming:
+            run["_head"] = head.checkpoint_id
+        # a run that wrote a checkpoint before its executor died continues from there;
+        # one that had written nothing starts again from its input
+        progressed = resuming and head.checkpoint_id != run.get("_head")
+        run["_attempt"] = int(run.get("_attempt") or 0) + 1
         status, errored = "success", False
         result: dict[str, Any] | None = None
         try:
@@ -149,13 +167,17 @@ class Executor:
             await self.docs.put("run", run_id, run)
             thread["status"] = "busy"
             await self.docs.put("thread", thread["_key"], thread)
-            await self.events.publish(run_id, "metadata", {"run_id": run_id, "attempt": 1})
-            await self._drive(run, thread, assistant)
+            attempt = {"run_id": run_id, "attempt": run["_attempt"]}
+            await self.events.publish(run_id, "metadata", attempt)
+            if not (progressed and not head.next):  # else it had ended: nothing to run
+                await self._drive(run, thread, assistant, progressed)
         except (asyncio.CancelledError, Stopped):
             action = self.stops.pop(run_id, "interrupt")
+            if action == "lost":
+                return  # another executor took the run over: it settles it
             status = "interrupted"
             if action == "rollback":
-                await self._rollback(thread, assistant, head)
+                await self._rollback(thread, assistant, run.get("_head"))
                 status = "rollback"
         except Exception as exc:
             log.warning("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
@@ -177,16 +199,15 @@ class Executor:
         await self._publish_end(run_id, result)
 
     async def _drive(
-        self, run: dict[str, Any], thread: dict[str, Any], assistant: Assistant
+        self, run: dict[str, Any], thread: dict[str, Any], assistant: Assistant, resume: bool
     ) -> None:
         run_id = run["run_id"]
         wanted = stream_modes(run["kwargs"].get("stream_mode"))
         graph_modes = sorted({_MODES[m] for m in wanted})
         info = {"graph_id": assistant.name, "run_id": run_id, "thread_id": run["thread_id"]}
         cfg = run_config(thread["_key"], run)
-        events = assistant.graph.astream(
-            _graph_input(assistant, run["kwargs"]), cfg, mode=graph_modes
-        )
+        graph_input = None if resume else _graph_input(assistant, run["kwargs"])
+        events = assistant.graph.astream(graph_input, cfg, mode=graph_modes)
         publish = self.events.publish
         async for mode, payload in events:
             if mode == "messages":
@@ -200,17 +221,17 @@ class Executor:
                 await publish(run_id, mode, to_wire(payload))
 
     async def _rollback(
-        self, thread: dict[str, Any], assistant: Assistant, head: StateSnapshot
+        self, thread: dict[str, Any], assistant: Assistant, head: str | None
     ) -> None:
-        """Put the thread back where it was before the run."""
+        """Put the thread back where it was before the run (at checkpoint ``head``)."""
         key = thread["_key"]
-        if not head.exists:
+        if head is None:
             await assistant.graph.adelete_thread({"thread_id": key})
             thread["values"], thread["interrupts"] = None, {}
             return
         # a fork from the checkpoint before the run: the run's checkpoints leave the
         # thread's history, which now continues from where the run started
-        config = {"thread_id": key, "checkpoint_id": head.checkpoint_id}
+        config = {"thread_id": key, "checkpoint_id": head}
         await assistant.graph.aupdate_state(config, {}, as_node=None)
 
     async def _record(self, run: dict[str, Any], status: str) -> None:

@@ -66,3 +66,17 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
         proc.wait(10)
     if proc.stdout:
         proc.stdout.close()
+
+
+def drop_prefix(redis_url: str, prefix: str) -> None:
+    """Delete every key a test cluster made under ``prefix``."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        keys += list(client.scan_iter(match=f"{{{prefix}*", count=1000))
+        for start in range(0, len(keys), 500):
+            client.delete(*keys[start : start + 500])
+    finally:
+        client.close()

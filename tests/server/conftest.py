@@ -8,31 +8,48 @@ of what only graphagent serves are marked ``ours``.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from _serving import TARGETS, free_port, start_server, stop, wait_ready
+from _serving import TARGETS, drop_prefix, free_port, start_server, stop, wait_ready
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 REFERENCE = os.environ.get("GRAPHAGENT_SERVER_URL")
 
 
-@pytest.fixture(scope="session")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of a ``graphagent serve`` of the test targets on a SQLite file."""
+@pytest.fixture(scope="session", params=["sqlite", "redis"])
+def server_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The base URL of a ``graphagent serve`` of the test targets: alone on a SQLite file,
+    or API-only on Redis with a ``graphagent worker`` executing the runs."""
     if REFERENCE:
+        if request.param != "sqlite":
+            pytest.skip("one reference server")
         yield REFERENCE
         return
     port = free_port()
-    db = tmp_path_factory.mktemp("serve") / "server.sqlite"
-    proc = start_server(["serve", *TARGETS, "--port", str(port), "--db", str(db)])
     url = f"http://127.0.0.1:{port}"
+    if request.param == "sqlite":
+        db = tmp_path_factory.mktemp("serve") / "server.sqlite"
+        procs = [start_server(["serve", *TARGETS, "--port", str(port), "--db", str(db)])]
+    else:
+        redis_url = request.getfixturevalue("redis_url")
+        prefix = f"srvtest-{uuid.uuid4().hex[:8]}"
+        cluster = ["--redis", redis_url, "--prefix", prefix]
+        procs = [
+            start_server(["serve", *TARGETS, "--port", str(port), "--no-run", *cluster]),
+            start_server(["worker", *TARGETS, *cluster]),
+        ]
+        request.addfinalizer(lambda: drop_prefix(redis_url, prefix))
     try:
-        wait_ready(url, proc)
+        wait_ready(url, procs[0])
         yield url
     finally:
-        stop(proc)
+        for proc in procs:
+            stop(proc)
 
 
 @pytest.fixture

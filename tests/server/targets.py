@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 from graphagent import ReactAgent
@@ -92,3 +93,32 @@ def user_of(headers: Any) -> str:
     if not token.startswith("Bearer "):
         raise PermissionError("send Authorization: Bearer <user>")
     return str(token.removeprefix("Bearer "))
+
+
+@tool
+def slow_lookup(city: str) -> str:
+    """Look a city up, slowly (long enough for the fault test to kill a worker mid-run).
+
+    Args:
+        city: the city's name.
+    """
+    time.sleep(0.4)
+    return f"sunny in {city}"
+
+
+def _slow_script(messages: list[Message], tools: Any) -> AssistantMessage:
+    last = messages[-1]
+    if isinstance(last, ToolResponseMessage):
+        return AssistantMessage(f"It is {last.text}.")
+    city = last.text.rsplit(" ", 1)[-1]
+    args = json.dumps({"city": city})
+    return AssistantMessage(
+        "", tool_calls=(ToolCall(id=f"c-{city}", name="slow_lookup", arguments=args),)
+    )
+
+
+slow_agent = ReactAgent(
+    name="slow_assistant",
+    model=FunctionChatModel(_slow_script, keep_calls=False),
+    tools=[slow_lookup],
+)
