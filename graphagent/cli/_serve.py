@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from graphagent.cli._common import CliError, load_object
@@ -45,12 +44,9 @@ def _storage(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError("--postgres is not built yet: use --redis URL for a cluster")
     if args.redis:
         return {"redis": args.redis}
-    from checkpoint import AsyncSqliteSaver, SqliteStore
+    from graphagent.server import sqlite_options
 
-    path = args.db or DEFAULT_DB
-    if path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return {"saver": AsyncSqliteSaver(path), "store": SqliteStore(path), "docs": path}
+    return sqlite_options(args.db or DEFAULT_DB)
 
 
 def _serve(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -> int:

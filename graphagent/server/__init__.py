@@ -35,16 +35,19 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 from graphagent.server._assistants import Assistant, assistant_uuid
 from graphagent.server._cluster import redis_service, run_worker
 from graphagent.server._errors import ApiError
+from graphagent.server._local import InlineSqliteSaver, sqlite_options
 from graphagent.server._serve import create_app, serve
 from graphagent.server._service import Service
 
 __all__ = [
     "ApiError",
     "Assistant",
+    "InlineSqliteSaver",
     "Service",
     "assistant_uuid",
     "create_app",
     "redis_service",
     "run_worker",
     "serve",
+    "sqlite_options",
 ]

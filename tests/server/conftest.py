@@ -18,6 +18,9 @@ from langgraph_sdk.client import LangGraphClient
 
 REFERENCE = os.environ.get("GRAPHAGENT_SERVER_URL")
 
+# LangGraph's graphs for `langgraph dev` (reference/run.sh), not tests
+collect_ignore = ["reference"]
+
 
 @pytest.fixture(scope="session", params=["sqlite", "redis"])
 def server_url(
