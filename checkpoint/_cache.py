@@ -35,7 +35,8 @@ from itertools import islice
 from typing import Any, cast
 
 from checkpoint import _layout as layout
-from checkpoint.errors import SerializationError, located
+from checkpoint._stored import located
+from checkpoint.errors import SerializationError
 from checkpoint.serde import Serde
 
 __all__ = ["ReadCache", "ReadPlan"]

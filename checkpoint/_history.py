@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from checkpoint import _layout as layout
+from checkpoint._stored import located
 from checkpoint.base import Checkpoint, CheckpointHistory, PendingWrite
-from checkpoint.errors import SerializationError, located
+from checkpoint.errors import SerializationError
 
 __all__ = ["History", "needed_fields"]
 

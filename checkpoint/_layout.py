@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from checkpoint._record import LAYOUT, Record, damaged, decode_record, own_map
+from checkpoint._stored import STORED_WAY_OUT, located
 from checkpoint.base import Checkpoint, CheckpointWrite, PendingWrite
-from checkpoint.errors import STORED_WAY_OUT, CheckpointConflictError, SerializationError, located
+from checkpoint.errors import CheckpointConflictError, SerializationError
 
 __all__ = [
     "FREE_CLAIM",

@@ -18,7 +18,7 @@ from typing import Any
 
 from checkpoint.errors import SerializationError
 
-__all__ = ["FIELDS", "StoredObject", "decode", "encode"]
+__all__ = ["FIELDS", "OPTIONAL", "StoredObject", "decode", "encode"]
 
 _CALL = "graphagent.ToolCall"
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -39,6 +39,14 @@ FIELDS: dict[str, tuple[str, ...]] = {
     ),
 }
 """Stored name -> its fields, in stored order (new fields go at the end)."""
+
+OPTIONAL: dict[str, str] = {
+    "graphagent.UserMessage": "parts",
+    "graphagent.AssistantMessage": "reasoning",
+    "graphagent.ToolResponseMessage": "parts",
+}
+"""Stored name -> the one field stored after the others only when it is not empty (a
+user's or a tool result's images and files, an answer's reasoning)."""
 
 _CALL_FIELDS = FIELDS[_CALL]
 _WITH_CALLS = "graphagent.AssistantMessage"
@@ -88,6 +96,8 @@ def decode(name: str, stored: Any) -> StoredObject | None:
     fields = FIELDS.get(name)
     if fields is None:
         return None
+    if type(stored) is list and len(stored) == len(fields) + 1 and name in OPTIONAL:
+        fields = (*fields, OPTIONAL[name])
     if type(stored) is not list or len(stored) != len(fields):
         raise SerializationError(
             f"stored {name} does not have its {len(fields)} stored fields: {stored!r:.80}"
@@ -118,6 +128,9 @@ def encode(obj: StoredObject) -> list[Any]:
             f"types ({', '.join(sorted(FIELDS))}) are stored that way"
         )
     stored = [obj.get(f) for f in fields]
+    optional = OPTIONAL.get(obj.type)
+    if optional is not None and obj.get(optional):
+        stored.append(obj[optional])
     if obj.type == _WITH_CALLS:
         stored[3] = [[c.get(f) for f in _CALL_FIELDS] for c in stored[3] or ()]
     return stored

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from typing_extensions import Self
 
 from checkpoint._cache import ReadCache
+from checkpoint._lockwait import ahold
 from checkpoint.base import (
     Checkpoint,
     CheckpointHistory,
@@ -34,7 +35,7 @@ from checkpoint.base import (
     LockOps,
     PendingWrite,
 )
-from checkpoint.locks import LockPolicy, ahold
+from checkpoint.locks import LockPolicy
 
 __all__ = [
     "AsyncOnly",

@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from checkpoint.errors import STORED_WAY_OUT, SerializationError, located
+from checkpoint._stored import STORED_WAY_OUT, located
+from checkpoint.errors import SerializationError
 
 __all__ = ["LAYOUT", "Record", "damaged", "decode_record", "own_map"]
 

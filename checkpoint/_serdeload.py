@@ -17,7 +17,8 @@ import msgpack
 
 from checkpoint import _library
 from checkpoint._library import StoredObject
-from checkpoint.errors import STORED_WAY_OUT, SerializationError
+from checkpoint._stored import STORED_WAY_OUT
+from checkpoint.errors import SerializationError
 
 __all__ = ["MAX_DEPTH", "Loading"]
 

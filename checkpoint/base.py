@@ -26,8 +26,10 @@ from contextlib import (
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, TypeVar, overload
 
-from checkpoint.errors import CheckpointNotFoundError, SerializationError, located
-from checkpoint.locks import LockPolicy, ahold, hold
+from checkpoint._lockwait import ahold, hold
+from checkpoint._stored import located
+from checkpoint.errors import CheckpointNotFoundError, SerializationError
+from checkpoint.locks import LockPolicy
 
 __all__ = [
     "DELETE_KEPT",

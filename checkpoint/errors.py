@@ -18,21 +18,13 @@ everything a run raises.
 from __future__ import annotations
 
 __all__ = [
-    "STORED_WAY_OUT",
     "CheckpointConflictError",
     "CheckpointError",
     "CheckpointNotFoundError",
     "CheckpointStorageError",
     "SerializationError",
     "ThreadLockedError",
-    "located",
 ]
-
-STORED_WAY_OUT = (
-    "To go on: continue from an earlier checkpoint of the thread (list its history and run "
-    "from one before this), restore the store from a backup, or delete the thread"
-)
-"""What to do about stored bytes that cannot be read (every such error ends with it)."""
 
 
 class CheckpointError(Exception):
@@ -81,14 +73,3 @@ class SerializationError(CheckpointError):
         if self.checkpoint_id is not None and f"checkpoint {self.checkpoint_id!r}" not in text:
             where.append(f"checkpoint {self.checkpoint_id!r}")
         return f"{', '.join(where)}: {text}" if where else text
-
-
-def located(
-    exc: SerializationError, thread_id: str | None = None, checkpoint_id: str | None = None
-) -> SerializationError:
-    """``exc``, noting where the stored bytes it is about were read (first place wins)."""
-    if thread_id is not None and exc.thread_id is None:
-        exc.thread_id = thread_id
-    if checkpoint_id is not None and exc.checkpoint_id is None:
-        exc.checkpoint_id = checkpoint_id
-    return exc

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from checkpoint import _layout as layout
 from checkpoint._cache import ReadCache
 from checkpoint._history import History, needed_fields
+from checkpoint._stored import located
 from checkpoint.base import (
     DELETE_KEPT,
     Checkpoint,
@@ -32,7 +33,7 @@ from checkpoint.base import (
     new_checkpoint_id,
     refuse_if_deleted,
 )
-from checkpoint.errors import CheckpointNotFoundError
+from checkpoint.errors import CheckpointNotFoundError, SerializationError
 from checkpoint.locks import LockPolicy
 from checkpoint.serde import Serde, default_serde
 
@@ -136,45 +137,53 @@ class MemorySaver(CheckpointSaver):
         self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
     ) -> None:
         """Store a chain of writes as one step (see :meth:`CheckpointSaver.put_many`)."""
-        if len(writes) != 1:
-            chain_of(writes)
-        dumps = self.serde.dumps
-        with self._lock:
-            t = self._threads.get(thread_id)
-            if t is None:
-                t = _Thread()
-            if t.head != expected_head:
-                raise layout.conflict(
-                    thread_id, expected_head, t.head, store="memory", gone="deleted"
-                )
-            if t.head is None and self._deleted:
-                refuse_if_deleted(thread_id, writes[0].id, self._deleted.pop(thread_id, None))
-            parent_id = writes[0].parent_id
-            parent = self._record(thread_id, t, parent_id) if parent_id is not None else None
-            # plan (encode) every write before storing any: a value that cannot be
-            # encoded fails the whole step with nothing stored
-            plans = layout.plan_chain(parent, writes, on_head=parent_id == t.head, dumps=dumps)
-            for plan in plans:
-                if not plan.plain:
-                    # checked (and copied) as the other savers would store them
-                    record = plan.record
-                    record.metadata, record.extra = self.serde.loads(
-                        dumps([record.metadata, record.extra])
+        # errors about stored bytes name the thread here, in line: the wrapper every
+        # saver gets for this (CheckpointSaver.__init_subclass__) costs a call per step
+        try:
+            if len(writes) != 1:
+                chain_of(writes)
+            dumps = self.serde.dumps
+            with self._lock:
+                t = self._threads.get(thread_id)
+                if t is None:
+                    t = _Thread()
+                if t.head != expected_head:
+                    raise layout.conflict(
+                        thread_id, expected_head, t.head, store="memory", gone="deleted"
                     )
-            data, records, order = t.data, t.records, t.order
-            log_each = layout.logging_puts()
-            for plan in plans:
-                data.update(plan.data)
-                records[plan.record.id] = plan.record
-                order.append(plan.record.id)
-                if log_each:
-                    layout.log_put(thread_id, plan)
-            if parent_id is not None:
-                t.writes.pop(parent_id, None)
-            t.head = writes[-1].id
-            self._threads[thread_id] = t
-            if self.keep_last is not None and len(order) > self.keep_last:
-                self._prune(thread_id, t, self.keep_last)
+                if t.head is None and self._deleted:
+                    refuse_if_deleted(thread_id, writes[0].id, self._deleted.pop(thread_id, None))
+                parent_id = writes[0].parent_id
+                parent = self._record(thread_id, t, parent_id) if parent_id is not None else None
+                # plan (encode) every write before storing any: a value that cannot be
+                # encoded fails the whole step with nothing stored
+                plans = layout.plan_chain(parent, writes, on_head=parent_id == t.head, dumps=dumps)
+                for plan in plans:
+                    if not plan.plain:
+                        # checked (and copied) as the other savers would store them
+                        record = plan.record
+                        record.metadata, record.extra = self.serde.loads(
+                            dumps([record.metadata, record.extra])
+                        )
+                data, records, order = t.data, t.records, t.order
+                log_each = layout.logging_puts()
+                for plan in plans:
+                    data.update(plan.data)
+                    records[plan.record.id] = plan.record
+                    order.append(plan.record.id)
+                    if log_each:
+                        layout.log_put(thread_id, plan)
+                if parent_id is not None:
+                    t.writes.pop(parent_id, None)
+                t.head = writes[-1].id
+                self._threads[thread_id] = t
+                if self.keep_last is not None and len(order) > self.keep_last:
+                    self._prune(thread_id, t, self.keep_last)
+        except SerializationError as exc:
+            located(exc, thread_id)
+            raise
+
+    put_many.names_thread = True  # type: ignore[attr-defined]
 
     def _prune(self, thread_id: str, t: _Thread, keep: int) -> None:
         drop_ids, keep_ids = t.order[:-keep], t.order[-keep:]

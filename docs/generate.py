@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+import typing
 from pathlib import Path
 
 MODULES = {
@@ -88,13 +89,21 @@ def render() -> str:
                 summary = (
                     f"a `{type(obj).__name__}`: `{sorted(obj) if isinstance(obj, dict) else obj}`"
                 )
-            elif type(obj).__module__ in ("types", "typing"):
-                summary = f"type alias: `{obj}`"
+            elif not isinstance(obj, type) and type(obj).__module__ in ("types", "typing"):
+                summary = f"type alias: `{_alias(obj)}`"
             else:
                 summary = _summary(obj)
             out.append(f"| `{_signature(name, obj)}` | {summary} |")
         out.append("")
     return "\n".join(out)
+
+
+def _alias(obj: object) -> str:
+    """A union alias as its members' public names (``GetOp | PutOp``), not their modules."""
+    args = typing.get_args(obj)
+    if type(obj).__name__ in ("UnionType", "_UnionGenericAlias") and args:
+        return " | ".join(getattr(a, "__name__", repr(a)) for a in args)
+    return str(obj)
 
 
 def picture() -> str:

@@ -36,6 +36,8 @@ class RunnableConfig(BaseModel):
         emit: set while a ``"messages"`` stream is read: ``emit("messages", payload)``
             hands model tokens and tool results to the caller as they happen (agents use
             it; ``None`` otherwise).
+        listeners: :class:`~graphagent.graph.GraphLifecycleListener` objects told of
+            this run's start, nodes, errors and end (besides the compiled graph's).
 
     Example:
         >>> cfg = RunnableConfig(thread_id="u42", metadata={"user_id": "ada"})
@@ -53,6 +55,7 @@ class RunnableConfig(BaseModel):
     writer: Callable[[Any], None] = Field(default=_discard, exclude=True, repr=False)
     emit: Callable[[str, Any], None] | None = Field(default=None, exclude=True, repr=False)
     store: Any = Field(default=None, exclude=True, repr=False)
+    listeners: tuple[Any, ...] = Field(default=(), exclude=True, repr=False)
 
 
 ConfigLike = RunnableConfig | Mapping[str, Any] | None

@@ -22,10 +22,20 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphagent._internal.ids import new_message_id
+from graphagent._internal.parts import (
+    ContentPart,
+    FilePart,
+    ImagePart,
+    part_from_stored,
+    stored_part,
+)
 
 __all__ = [
     "AnyMessage",
     "AssistantMessage",
+    "ContentPart",
+    "FilePart",
+    "ImagePart",
     "Message",
     "RemoveMessage",
     "SystemMessage",
@@ -71,14 +81,22 @@ class SystemMessage(Message):
 
 
 class UserMessage(Message):
-    """What the user said."""
+    """What the user said: text, and any images or files (``parts``) after it."""
 
     role: ClassVar[str] = "user"
+
+    parts: tuple[ContentPart, ...] = ()
 
     if TYPE_CHECKING:  # pydantic would otherwise hide the positional ``content``
 
         def __init__(
-            self, content: str = "", /, *, id: str = ..., metadata: dict[str, Any] = ...
+            self,
+            content: str = "",
+            /,
+            *,
+            id: str = ...,
+            metadata: dict[str, Any] = ...,
+            parts: tuple[ImagePart | FilePart, ...] | list[ImagePart | FilePart] = ...,
         ) -> None: ...
 
 
@@ -106,12 +124,16 @@ class ToolCall(BaseModel):
 class AssistantMessage(Message):
     """What the model answered: text, tool calls, or both.
 
-    ``metadata`` holds provider details such as ``usage`` and ``finish_reason``.
+    ``reasoning`` is the model's thinking where the provider returns it (DeepSeek's
+    ``reasoning_content``, Qwen's thinking, Anthropic's thinking blocks); it is kept and
+    shown but not part of ``text``. ``metadata`` holds provider details such as ``usage``
+    and ``finish_reason``.
     """
 
     role: ClassVar[str] = "assistant"
 
     tool_calls: tuple[ToolCall, ...] = ()
+    reasoning: str = ""
 
     if TYPE_CHECKING:  # pydantic would otherwise hide the positional ``content``
 
@@ -123,16 +145,19 @@ class AssistantMessage(Message):
             id: str = ...,
             metadata: dict[str, Any] = ...,
             tool_calls: tuple[ToolCall, ...] | list[ToolCall] = ...,
+            reasoning: str = ...,
         ) -> None: ...
 
 
 class ToolResponseMessage(Message):
-    """A tool's result, sent back to the model for the call ``tool_call_id``."""
+    """A tool's result, sent back to the model for the call ``tool_call_id`` (text, and
+    any images or files in ``parts``)."""
 
     role: ClassVar[str] = "tool"
 
     tool_call_id: str
     name: str
+    parts: tuple[ContentPart, ...] = ()
 
     if TYPE_CHECKING:  # pydantic would otherwise hide the positional ``content``
 
@@ -145,6 +170,7 @@ class ToolResponseMessage(Message):
             metadata: dict[str, Any] = ...,
             tool_call_id: str,
             name: str,
+            parts: tuple[ImagePart | FilePart, ...] | list[ImagePart | FilePart] = ...,
         ) -> None: ...
 
 
@@ -251,6 +277,16 @@ _STORED_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {
     ToolCall: ("id", "name", "arguments"),
 }
 _CALL_FIELDS = _STORED_FIELDS[ToolCall]
+# A field stored only when it is not empty, after the others (parts, reasoning): a message
+# without it keeps its stored shape, and threads stored before it load unchanged.
+_OPTIONAL: dict[type[BaseModel], str] = {
+    UserMessage: "parts",
+    AssistantMessage: "reasoning",
+    ToolResponseMessage: "parts",
+}
+_UNSET: dict[type[BaseModel], dict[str, Any]] = {
+    cls: {name: cls.model_fields[name].default} for cls, name in _OPTIONAL.items()
+}
 
 
 def _encode_simple(message: Any) -> list[Any]:
@@ -258,15 +294,27 @@ def _encode_simple(message: Any) -> list[Any]:
     return [d["content"], d["id"], d["metadata"]]
 
 
+def _encode_user(message: Any) -> list[Any]:
+    d = message.__dict__
+    if d["parts"]:
+        return [d["content"], d["id"], d["metadata"], [stored_part(p) for p in d["parts"]]]
+    return [d["content"], d["id"], d["metadata"]]
+
+
 def _encode_assistant(message: Any) -> list[Any]:
     d = message.__dict__
     calls = [[c.id, c.name, c.arguments] for c in d["tool_calls"]]
+    if d["reasoning"]:
+        return [d["content"], d["id"], d["metadata"], calls, d["reasoning"]]
     return [d["content"], d["id"], d["metadata"], calls]
 
 
 def _encode_tool(message: Any) -> list[Any]:
     d = message.__dict__
-    return [d["content"], d["id"], d["metadata"], d["tool_call_id"], d["name"]]
+    out = [d["content"], d["id"], d["metadata"], d["tool_call_id"], d["name"]]
+    if d["parts"]:
+        out.append([stored_part(p) for p in d["parts"]])
+    return out
 
 
 def _encode_call(call: Any) -> list[Any]:
@@ -422,11 +470,16 @@ def _decoder(cls: type[BaseModel]) -> Any:
     which coerces or refuses it as before."""
     names = _STORED_FIELDS[cls]
     size = len(names)
+    optional = _OPTIONAL.get(cls)
+    unset = _UNSET.get(cls, {})
 
     def validated(stored: list[Any]) -> Any:
-        fields = dict(zip(names, stored, strict=True))
+        named = (*names, optional) if optional and len(stored) > size else names
+        fields = dict(zip(named, stored, strict=True))
         if cls is AssistantMessage:
             fields["tool_calls"] = [dict(zip(_CALL_FIELDS, c, strict=True)) for c in stored[3]]
+        if optional == "parts" and len(stored) > size:
+            fields["parts"] = [part_from_stored(p) for p in stored[size]]
         return cls(**fields)  # validated as by model_validate, without its keyword handling
 
     fields_set = _ALL_SET[cls]
@@ -440,7 +493,10 @@ def _decoder(cls: type[BaseModel]) -> Any:
                 metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
                 if metadata is not None:
                     message = _new(cls)
-                    _put(message, "__dict__", {"content": content, "id": mid, "metadata": metadata})
+                    fields = {"content": content, "id": mid, "metadata": metadata}
+                    if unset:
+                        fields.update(unset)
+                    _put(message, "__dict__", fields)
                     _fields_set(message, fields_set)
                     _extra(message, None)
                     _private(message, None)
@@ -449,6 +505,8 @@ def _decoder(cls: type[BaseModel]) -> Any:
 
     def decode(stored: list[Any]) -> Any:
         if type(stored) is not list or len(stored) != size:
+            if optional is not None and type(stored) is list and len(stored) == size + 1:
+                return validated(stored)  # with parts or reasoning: rare, so validated
             raise ValueError(f"expected {size} stored fields, got {stored!r:.80}")
         if cls is ToolCall:
             if all(type(v) is str for v in stored):
@@ -461,13 +519,13 @@ def _decoder(cls: type[BaseModel]) -> Any:
         if metadata is None:
             return validated(stored)
         if size == 3:
-            return _built(cls, {"content": content, "id": mid, "metadata": metadata})
+            return _built(cls, {"content": content, "id": mid, "metadata": metadata, **unset})
         if cls is AssistantMessage:
             calls = () if stored[3] == [] else _calls(stored[3])
             if calls is None:
                 return validated(stored)
             fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": calls}
-            return _built(cls, fields)
+            return _built(cls, {**fields, **unset})
         call_id, name = stored[3], stored[4]
         if type(call_id) is not str or type(name) is not str:
             return validated(stored)
@@ -477,6 +535,7 @@ def _decoder(cls: type[BaseModel]) -> Any:
             "metadata": metadata,
             "tool_call_id": call_id,
             "name": name,
+            **unset,
         }
         return _built(cls, fields)
 
@@ -487,7 +546,7 @@ _ALL_SET: dict[type[BaseModel], set[str]] = {cls: set(cls.model_fields) for cls 
 
 _ENCODERS: dict[type[BaseModel], Callable[[Any], list[Any]]] = {
     SystemMessage: _encode_simple,
-    UserMessage: _encode_simple,
+    UserMessage: _encode_user,
     RemoveMessage: _encode_simple,
     AssistantMessage: _encode_assistant,
     ToolResponseMessage: _encode_tool,

@@ -29,6 +29,7 @@ __all__ = [
     "IDLE",
     "INTERRUPTED",
     "ChatInfo",
+    "Listening",
     "NodeInfo",
     "Observer",
     "RunInfo",
@@ -68,21 +69,27 @@ def content_captured() -> bool:
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """A graph run starting: ``agent`` is set when the graph is an agent's."""
+    """A graph run starting: ``agent`` is set when the graph is an agent's; ``input``
+    and ``config`` are what the run was given."""
 
     graph: str
     thread_id: str | None
     nested: bool
     agent: Any = None
+    input: Any = None
+    config: Any = None
 
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
-    """A node starting, in super-step ``step`` (``path``: parent nodes down to it)."""
+    """A node starting (``path``: parent nodes down to it), with the state and config
+    it is called with; its watch records the update it returned."""
 
     name: str
     kind: str
     path: tuple[str, ...]
+    state: Any = None
+    config: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +275,48 @@ def observing(observer: Observer) -> Iterator[None]:
             _update()
 
 
+class Listening:
+    """Observers scoped to one run, made current around each stretch of the run's work.
+
+    A run is a generator: its work happens inside the caller's ``next()`` calls, so the
+    observers are set around each of them (:meth:`active`) and the process-wide
+    :data:`ACTIVE` flag is held on from construction until :meth:`close`. Observers
+    already current (a nested run under its parent's) are left out, so nothing hears an
+    operation twice.
+    """
+
+    __slots__ = ("_open", "observers")
+
+    def __init__(self, observers: Sequence[Observer]) -> None:
+        current = _SCOPED.get()
+        self.observers = tuple(o for o in observers if o not in current)
+        self._open = bool(self.observers)
+        if self._open:
+            with _LOCK:
+                _SCOPES[0] += 1
+                _update()
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """Make the observers current for the enclosed work."""
+        if not self.observers:
+            yield
+            return
+        token = _SCOPED.set((*_SCOPED.get(), *self.observers))
+        try:
+            yield
+        finally:
+            _SCOPED.reset(token)
+
+    def close(self) -> None:
+        """Release the hold on :data:`ACTIVE` (idempotent)."""
+        if self._open:
+            self._open = False
+            with _LOCK:
+                _SCOPES[0] -= 1
+                _update()
+
+
 def register_log(kind: str, logger: logging.Logger, observer: Observer) -> None:
     """Let ``observer`` see operations of ``kind`` while ``logger`` is enabled for DEBUG."""
     _LOGS[kind] = observer
@@ -290,25 +339,36 @@ def _watch(scopes: list[Scope | None]) -> Watch:
     return Watch(kept) if kept else IDLE
 
 
-def run(graph: str, thread_id: str | None, *, nested: bool, agent: Any = None) -> Watch:
-    """Watch a graph run (IDLE when nobody listens)."""
+def run(
+    graph: str,
+    thread_id: str | None,
+    *,
+    nested: bool,
+    agent: Any = None,
+    input: Any = None,
+    config: Any = None,
+) -> Watch:
+    """Watch a graph run (IDLE when nobody listens); ``record`` it with the final values."""
     if not ACTIVE:
         return IDLE
     observers = _observers("run")
     if not observers:
         return IDLE
-    info = RunInfo(graph, thread_id, nested, agent)
+    info = RunInfo(graph, thread_id, nested, agent, input, config)
     return _watch([o.run(info) for o in observers])
 
 
-def node(name: str, kind: str, path: tuple[str, ...]) -> Watch:
-    """Watch one node execution (callers on hot paths check :data:`ACTIVE` first)."""
+def node(
+    name: str, kind: str, path: tuple[str, ...], state: Any = None, config: Any = None
+) -> Watch:
+    """Watch one node execution (callers on hot paths check :data:`ACTIVE` first);
+    ``record`` it with the node's update."""
     if not ACTIVE:
         return IDLE
     observers = _observers("node")
     if not observers:
         return IDLE
-    info = NodeInfo(name, kind, path)
+    info = NodeInfo(name, kind, path, state, config)
     return _watch([o.node(info) for o in observers])
 
 

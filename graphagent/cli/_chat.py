@@ -111,12 +111,21 @@ class Chat:
     ) -> bool:
         name, out = self.agent.name, self.out
         mid_line = False  # the agent's name is written with its first words, not before
+        thinking = False  # the model's reasoning is written apart, as "name (thinking)> "
         try:
             for chunk, _info in self.agent.stream(payload, thread_id=self.thread, mode="messages"):
+                thought = getattr(chunk, "reasoning", "")
                 if getattr(chunk, "role", None) == "tool":
                     write(f"{chr(10) if mid_line else ''}  [{chunk.name}] {chunk.text}\n")
-                    mid_line = False
+                    mid_line = thinking = False
+                elif thought:
+                    head = "" if thinking else f"{chr(10) if mid_line else ''}{name} (thinking)> "
+                    write(head + thought)
+                    mid_line = thinking = True
                 elif chunk.text:
+                    if thinking:
+                        write("\n")
+                        mid_line = thinking = False
                     write(chunk.text if mid_line else f"{name}> {chunk.text}")
                     mid_line = True
                 hide(mid_line)

@@ -14,7 +14,15 @@ from typing import Any, NoReturn, TextIO
 from graphagent.graph import CompiledGraph
 from graphagent.tools import ToolCallback
 
-__all__ = ["CliError", "Parser", "Run", "graph_of", "load_object", "write_text"]
+__all__ = [
+    "CliError",
+    "Parser",
+    "Run",
+    "action_adder",
+    "graph_of",
+    "load_object",
+    "write_text",
+]
 
 Run = Callable[[argparse.Namespace, TextIO, Callable[[str], str]], int]
 """A command: its parsed arguments, where output goes, and how to read a typed line."""
@@ -30,6 +38,27 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # one line, like every other error of this command; --help shows the usage
         self.exit(2, f"graphagent: error: {message} (see graphagent --help)\n")
+
+
+def action_adder(
+    actions: Any, flags: argparse.ArgumentParser, more_help: str
+) -> Callable[[str, str, str, Any], argparse.ArgumentParser]:
+    """How a command with actions (``threads list``, ``store get``...) adds one: its help,
+    a description ending in ``more_help``, an example, the shared ``flags`` and what it runs.
+    """
+
+    def add(name: str, text: str, example: str, run: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = actions.add_parser(
+            name,
+            parents=[flags],
+            help=text,
+            description=f"{text[0].upper()}{text[1:]}. {more_help}",
+            epilog=f"example: {example}",
+        )
+        parser.set_defaults(run=run)
+        return parser
+
+    return add
 
 
 def load_object(spec: str, *, call: bool = True) -> Any:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from checkpoint.store import BaseStore, PostgresStore, RedisStore, SqliteStore
-from graphagent.cli._common import CliError, Parser
+from graphagent.cli._common import CliError, Parser, action_adder
 
 __all__ = ["add_store_command"]
 
@@ -120,16 +120,7 @@ def add_store_command(sub: Any) -> None:
     flags.add_argument("--redis", help="Redis URL (default: $REDIS_URL)")
     flags.add_argument("--prefix", default="graphagent", help="Redis key prefix")
 
-    def action(name: str, text: str, example: str, run: Any) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = actions.add_parser(
-            name,
-            parents=[flags],
-            help=text,
-            description=f"{text[0].upper()}{text[1:]}. {_HELP}",
-            epilog=f"example: {example}",
-        )
-        parser.set_defaults(run=run)
-        return parser
+    action = action_adder(actions, flags, _HELP)
 
     ls = action(
         "ls",

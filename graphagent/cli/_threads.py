@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from graphagent.cli._common import CliError, Parser
+from graphagent.cli._common import CliError, Parser, action_adder
 from graphagent.cli._stores import Stored, add_store_flags, default_saver, stored_saver
 from graphagent.config import RunnableConfig
 from graphagent.graph import is_private, listed_snapshots, message_count
@@ -144,16 +144,7 @@ def add_threads_command(sub: Any) -> None:
     store = argparse.ArgumentParser(add_help=False)
     add_store_flags(store, verb="read")
 
-    def action(name: str, text: str, example: str, run: Any) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = actions.add_parser(
-            name,
-            parents=[store],
-            help=text,
-            description=f"{text[0].upper()}{text[1:]}. {_STORE_HELP}",
-            epilog=f"example: {example}",
-        )
-        parser.set_defaults(run=run)
-        return parser
+    action = action_adder(actions, store, _STORE_HELP)
 
     listing = action(
         "list",

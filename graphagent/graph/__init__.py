@@ -7,6 +7,7 @@ from graphagent.graph._builder import StateGraph
 from graphagent.graph._command import Command, Interrupt, interrupt
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START, is_private
+from graphagent.graph._listen import GraphLifecycleListener
 from graphagent.graph._snapshot import (
     StateHistory,
     StateSnapshot,
@@ -32,6 +33,7 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "Drawing",
+    "GraphLifecycleListener",
     "Interrupt",
     "KeyStrategy",
     "MergeStrategy",

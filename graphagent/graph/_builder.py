@@ -11,6 +11,7 @@ from graphagent.errors import GraphValidationError
 from graphagent.graph._annotations import command_destinations, literal_destinations
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, RESERVED, START
+from graphagent.graph._listen import listener_observers
 from graphagent.graph._nodes import (
     Branch,
     Join,
@@ -191,6 +192,7 @@ class StateGraph:
         stored_check: StoredCheck | None = None,
         edge_notes: Mapping[str, str] | None = None,
         store: Any = None,
+        listeners: Sequence[Any] = (),
     ) -> CompiledGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledGraph`.
 
@@ -213,6 +215,8 @@ class StateGraph:
                 with that message) or ``None``. Agents use it to refuse old layouts.
             edge_notes: what conditional edges' labels mean, by label; drawings print
                 the notes of the labels they show as a key (an agent explains ``again``).
+            listeners: :class:`GraphLifecycleListener` objects told of every run's
+                start, nodes (with their input and update), errors and end.
 
         Raises:
             GraphValidationError: every problem found, each naming the node and the fix;
@@ -232,6 +236,7 @@ class StateGraph:
             agent=agent,
             edge_notes=MappingProxyType(dict(edge_notes or {})),
             store=store,
+            listeners=listener_observers(listeners, "compile(listeners=...)"),
         )
         return CompiledGraph(plan)
 

@@ -27,12 +27,13 @@ from graphagent.config import ConfigLike, RunnableConfig, ensure_config
 from graphagent.errors import UserError
 from graphagent.graph._command import current_task
 from graphagent.graph._constants import is_private, public
-from graphagent.graph._drive import RESULT, adrive, awatched, drive, result_of, watched
+from graphagent.graph._drive import RESULT, adrive, drive, result_of
 from graphagent.graph._effects import OpenLive, Program
 from graphagent.graph._plan import Plan
 from graphagent.graph._run import run_program, update_program
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._state import OverAllState, Schema
+from graphagent.graph._watch import awatched, watched
 from graphagent.graph.draw._formats import Drawing, draw, svg_bundle
 from graphagent.graph.draw._overlay import run_overlay
 
@@ -191,7 +192,7 @@ class CompiledGraph:
             return self.run_nested(input, cfg)[0]
         plan = self.plan
         events = drive(run_program(plan, input, cfg, frozenset()), plan.saver)
-        return result_of(watched(events, plan, cfg.thread_id, False))  # type: ignore[no-any-return]
+        return result_of(watched(events, plan, cfg, False, input))  # type: ignore[no-any-return]
 
     async def ainvoke(
         self,
@@ -212,7 +213,7 @@ class CompiledGraph:
             return (await self.arun_nested(input, cfg))[0]
         plan = self.plan
         events = adrive(run_program(plan, input, cfg, frozenset()), plan.saver)
-        return await _aresult_of(awatched(events, plan, cfg.thread_id, False))  # type: ignore[no-any-return]
+        return await _aresult_of(awatched(events, plan, cfg, False, input))  # type: ignore[no-any-return]
 
     @staticmethod
     def _inside_run(config: RunnableConfig) -> bool:
@@ -253,7 +254,7 @@ class CompiledGraph:
         cfg = self._config(config, thread_id)
         events = drive(self._program(input, cfg, modes), self.plan.saver)
         # closed with this stream: a consumer that stops early ends the run here
-        with contextlib.closing(watched(events, self.plan, cfg.thread_id, False)) as run:
+        with contextlib.closing(watched(events, self.plan, cfg, False, input)) as run:
             for m, payload in run:
                 if m in modes:
                     yield (m, payload) if pairs else payload
@@ -273,7 +274,7 @@ class CompiledGraph:
         events = adrive(self._program(input, cfg, modes), self.plan.saver)
         # closed with this stream, not later by the garbage collector: aclose() returns
         # once the step it stopped is cancelled and what finished is stored
-        async with contextlib.aclosing(awatched(events, self.plan, cfg.thread_id, False)) as run:
+        async with contextlib.aclosing(awatched(events, self.plan, cfg, False, input)) as run:
             async for m, payload in run:
                 if m in modes:
                     yield (m, payload) if pairs else payload
@@ -288,7 +289,7 @@ class CompiledGraph:
         net: dict[str, Change] = {}
         plan = self.plan
         events = drive(run_program(plan, input, config, frozenset(), net=net), plan.saver)
-        return result_of(watched(events, plan, config.thread_id, True)), net
+        return result_of(watched(events, plan, config, True, input)), net
 
     async def arun_nested(
         self, input: Mapping[str, Any], config: RunnableConfig
@@ -297,7 +298,7 @@ class CompiledGraph:
         net: dict[str, Change] = {}
         plan = self.plan
         events = adrive(run_program(plan, input, config, frozenset(), net=net), plan.saver)
-        return await _aresult_of(awatched(events, plan, config.thread_id, True)), net
+        return await _aresult_of(awatched(events, plan, config, True, input)), net
 
     def as_node_function(
         self, parent: Schema | None = None

@@ -45,10 +45,9 @@ from graphagent.graph._effects import (
     PutWrites,
     Task,
 )
-from graphagent.graph._plan import Plan
 from graphagent.graph._state import OverAllState
 
-__all__ = ["RESULT", "SAVER_CALLS", "Event", "adrive", "awatched", "drive", "result_of", "watched"]
+__all__ = ["DONE", "RESULT", "SAVER_CALLS", "Event", "adrive", "drive", "result_of"]
 
 Event = tuple[str, Any]
 """What a driver hands out: ``(stream mode, payload)``, and last ``(RESULT, value)``."""
@@ -57,7 +56,8 @@ RESULT = "\x00result"
 """The mode of a driver's last event: its payload is what the program returned."""
 
 _TASK = current_task()
-_DONE = object()
+DONE = object()
+"""What ``next(events, DONE)`` returns once a driver's events are used up."""
 
 # -- calling nodes ----------------------------------------------------------------------
 
@@ -127,7 +127,9 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
 
 def _observed(watch: observe.Watch, outcome: Outcome) -> Outcome:
     """Tell a node's watch how the node ended; returns ``outcome``."""
-    if type(outcome) is Failed:
+    if type(outcome) is Done:
+        watch.record(outcome.value)
+    elif type(outcome) is Failed:
         watch.failed(outcome.error)
     elif type(outcome) is Paused:
         watch.record(observe.INTERRUPTED)
@@ -138,7 +140,7 @@ def _call(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
     """:func:`_call_node`, watched when someone observes the run."""
     if not observe.ACTIVE:
         return _call_node(task, state, config, True)
-    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
+    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path, state, config)
     with watch:
         return _observed(watch, _call_node(task, state, config, True))
 
@@ -147,7 +149,7 @@ async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Out
     """:func:`_acall_node`, watched when someone observes the run."""
     if not observe.ACTIVE:
         return await _acall_node(task, state, config)
-    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path)
+    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path, state, config)
     with watch:
         return _observed(watch, await _acall_node(task, state, config))
 
@@ -172,7 +174,7 @@ def execute(effect: Execute) -> Executed:
 
 class _LiveStep:
     """:func:`execute` in a thread of its own, so this one can hand out the events the
-    nodes emit meanwhile (``queue`` gets them, then ``_DONE``)."""
+    nodes emit meanwhile (``queue`` gets them, then ``DONE``)."""
 
     __slots__ = ("box", "events")
 
@@ -184,7 +186,7 @@ class _LiveStep:
             try:
                 self.box.append(execute(effect))
             finally:
-                events.put(_DONE)
+                events.put(DONE)
 
         ctx = contextvars.copy_context()
         threading.Thread(target=ctx.run, args=(work,), daemon=True).start()
@@ -192,7 +194,7 @@ class _LiveStep:
     def wait(self) -> Executed:
         """What the step came to, once its thread is done (events left are dropped: a
         thread cannot be stopped, so a stopped run waits for its step here)."""
-        while self.events.get() is not _DONE:
+        while self.events.get() is not DONE:
             pass
         return self.box[0]
 
@@ -308,7 +310,9 @@ class _AsyncCalls:
 SAVER_CALLS: dict[type, Callable[[_Calls, Any], Any]] = {
     Get: lambda io, e: io.get(e.thread_id, e.checkpoint_id),
     Head: lambda io, e: io.head(e.thread_id),
-    Put: lambda io, e: io.put(e.thread_id, e.write, expected_head=e.expected_head),
+    # one write goes through put_many, which every saver here overrides atomically: put
+    # itself only forwards there, a call (and an error-naming wrapper) more per step
+    Put: lambda io, e: io.put_many(e.thread_id, (e.write,), expected_head=e.expected_head),
     PutMany: lambda io, e: io.put_many(e.thread_id, e.writes, expected_head=e.expected_head),
     PutWrites: lambda io, e: io.put_writes(e.thread_id, e.checkpoint_id, e.writes),
 }
@@ -410,7 +414,7 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
                 else:
                     worker = _LiveStep(step, live)
                     try:
-                        while (item := live.get()) is not _DONE:
+                        while (item := live.get()) is not DONE:
                             yield item
                     except BaseException as exc:  # closed, or Ctrl-C, while the step ran
                         _unwind(program, step, worker.wait()[0], exc, saver)
@@ -519,60 +523,3 @@ def result_of(events: Iterator[Event]) -> Any:
         if mode is RESULT:
             result = payload
     return result
-
-
-# -- observing runs ----------------------------------------------------------------------
-
-
-def watched(
-    events: Generator[Event, None, None], plan: Plan, thread: str | None, nested: bool
-) -> Generator[Event, None, None]:
-    """``events``, watched as one run of ``plan`` when someone observes runs."""
-    if not observe.ACTIVE:
-        return events
-    watch = observe.run(plan.name, thread, nested=nested, agent=plan.agent)
-    return events if watch is observe.IDLE else _observed_run(events, watch)
-
-
-def awatched(
-    events: AsyncGenerator[Event, None], plan: Plan, thread: str | None, nested: bool
-) -> AsyncGenerator[Event, None]:
-    """Async :func:`watched`."""
-    if not observe.ACTIVE:
-        return events
-    watch = observe.run(plan.name, thread, nested=nested, agent=plan.agent)
-    return events if watch is observe.IDLE else _aobserved_run(events, watch)
-
-
-def _observed_run(
-    events: Generator[Event, None, None], watch: observe.Watch
-) -> Generator[Event, None, None]:
-    """``events``, with the run's watch entered while the run works (not while the caller
-    handles an event), so node spans nest under the run in this and the engine's threads."""
-    with watch:
-        try:
-            while True:
-                with watch.entered():
-                    item = next(events, _DONE)
-                if item is _DONE:
-                    return
-                yield item  # type: ignore[misc]
-        finally:
-            events.close()
-
-
-async def _aobserved_run(
-    events: AsyncGenerator[Event, None], watch: observe.Watch
-) -> AsyncGenerator[Event, None]:
-    """Async :func:`_observed_run`: entered around each step of ``events`` in this task."""
-    with watch:
-        try:
-            while True:
-                with watch.entered():
-                    try:
-                        item = await events.__anext__()
-                    except StopAsyncIteration:
-                        return
-                yield item
-        finally:
-            await events.aclose()

@@ -38,6 +38,7 @@ class Plan:
         agent: the agent whose graph this is (traces name it), or ``None``.
         edge_notes: what conditional edges' labels mean, by label (drawings print a key).
         store: the long-term memory store runs get in ``config.store``, or ``None``.
+        listeners: lifecycle listeners of every run, as engine observers.
     """
 
     name: str
@@ -50,6 +51,7 @@ class Plan:
     agent: Any = None
     edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     store: Any = None
+    listeners: tuple[Any, ...] = ()
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
         """Refuse a stored thread this graph cannot continue, naming what to do.

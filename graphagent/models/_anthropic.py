@@ -19,6 +19,7 @@ from graphagent.messages import (
 )
 from graphagent.models._base import HTTPChatModel
 from graphagent.models._http import ModelHTTP
+from graphagent.models._media import anthropic_blocks
 from graphagent.models._sse import ServerSentEvent
 from graphagent.models._types import (
     AssistantChunk,
@@ -54,7 +55,9 @@ def anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any
     """The system prompt and the turns, in the Messages API's shape.
 
     System messages join into the system prompt; tool results become ``tool_result``
-    blocks of a user turn; consecutive turns of one role merge (the API alternates).
+    blocks of a user turn; consecutive turns of one role merge (the API alternates). An
+    answer's thinking blocks go back first in its turn, signed as they came (the API
+    needs them to continue a tool call made while thinking).
     """
     system: list[str] = []
     turns: list[dict[str, Any]] = []
@@ -71,14 +74,14 @@ def anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any
         if isinstance(m, SystemMessage):
             system.append(m.content)
         elif isinstance(m, ToolResponseMessage):
+            result: Any = anthropic_blocks(m.content, m.parts) if m.parts else m.content
             push(
-                "user",
-                [{"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}],
+                "user", [{"type": "tool_result", "tool_use_id": m.tool_call_id, "content": result}]
             )
         elif isinstance(m, AssistantMessage):
-            blocks: list[dict[str, Any]] = (
-                [{"type": "text", "text": m.content}] if m.content else []
-            )
+            blocks: list[dict[str, Any]] = _thinking_blocks(m)
+            if m.content:
+                blocks.append({"type": "text", "text": m.content})
             for call in m.tool_calls:
                 try:
                     args = json.loads(call.arguments or "{}")
@@ -87,8 +90,23 @@ def anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any
                 blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": args})
             push("assistant", blocks or [{"type": "text", "text": ""}])
         else:
-            push("user", [{"type": "text", "text": m.content}])
+            push("user", anthropic_blocks(m.content, getattr(m, "parts", ())) or [_EMPTY_TEXT])
     return "\n\n".join(system), turns
+
+
+_EMPTY_TEXT = {"type": "text", "text": ""}
+
+
+def _thinking_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    """The signed thinking blocks an answer came with, as plain dicts to send back."""
+    kept = message.metadata.get("thinking_blocks") or ()
+    return [
+        {str(k): v for k, v in block.items()}
+        for block in kept
+        if isinstance(block, dict)
+        and block.get("type") in ("thinking", "redacted_thinking")
+        and (block.get("signature") or block.get("data"))
+    ]
 
 
 class _AnthropicStream:
@@ -100,6 +118,7 @@ class _AnthropicStream:
         self.tool_index: dict[int, int] = {}
         self.id: str | None = None
         self.usage: dict[str, int] = {}
+        self.thinking: dict[int, dict[str, Any]] = {}
 
     def feed(self, event: ServerSentEvent) -> list[AssistantChunk]:
         self.events += 1
@@ -123,11 +142,26 @@ class _AnthropicStream:
                 return [AssistantChunk(tool_calls=(start,), id=self.id)]
             if block.get("type") == "text" and block.get("text"):
                 return [AssistantChunk(content=block["text"], id=self.id)]
+            if block.get("type") == "thinking":
+                self.thinking[data["index"]] = {"type": "thinking", "thinking": "", "signature": ""}
+                if block.get("thinking"):
+                    return self._thought(data["index"], block["thinking"])
+            if block.get("type") == "redacted_thinking":
+                kept = {"type": "redacted_thinking", "data": block.get("data", "")}
+                return [AssistantChunk(metadata={"thinking_blocks": [kept]}, id=self.id)]
             return []
+        if kind == "content_block_stop" and data.get("index") in self.thinking:
+            kept = self.thinking.pop(data["index"])
+            return [AssistantChunk(metadata={"thinking_blocks": [kept]}, id=self.id)]
         if kind == "content_block_delta":
             delta = data.get("delta") or {}
             if delta.get("type") == "text_delta":
                 return [AssistantChunk(content=delta.get("text", ""), id=self.id)]
+            if delta.get("type") == "thinking_delta":
+                return self._thought(data["index"], delta.get("thinking", ""))
+            if delta.get("type") == "signature_delta":
+                self.thinking[data["index"]]["signature"] += delta.get("signature", "")
+                return []
             if delta.get("type") == "input_json_delta":
                 index = self.tool_index[data["index"]]
                 piece = ToolCallDelta(index=index, arguments=delta.get("partial_json", ""))
@@ -141,6 +175,10 @@ class _AnthropicStream:
                 final["finish_reason"] = finish_reason(stop, False)
             return [AssistantChunk(metadata=final, id=self.id)]
         return []
+
+    def _thought(self, index: int, text: str) -> list[AssistantChunk]:
+        self.thinking[index]["thinking"] += text
+        return [AssistantChunk(reasoning=text, id=self.id)] if text else []
 
     def finish(self) -> None:
         """Nothing to check: an empty stream is handled by the model (see ``stream``)."""
@@ -247,10 +285,23 @@ class AnthropicChatModel(HTTPChatModel):
                 f"{self.http.where} answered with an error: {body.get('error')}"
             )
         text: list[str] = []
+        thought: list[str] = []
+        kept: list[dict[str, Any]] = []
         calls: list[ToolCall] = []
         for block in body["content"]:
             if block.get("type") == "text":
                 text.append(block.get("text", ""))
+            elif block.get("type") == "thinking":
+                thought.append(block.get("thinking", ""))
+                kept.append(
+                    {
+                        "type": "thinking",
+                        "thinking": block.get("thinking", ""),
+                        "signature": block.get("signature", ""),
+                    }
+                )
+            elif block.get("type") == "redacted_thinking":
+                kept.append({"type": "redacted_thinking", "data": block.get("data", "")})
             elif block.get("type") == "tool_use":
                 calls.append(
                     ToolCall(
@@ -269,7 +320,11 @@ class AnthropicChatModel(HTTPChatModel):
             metadata["usage"] = _with_total(usage)
         if body.get("id"):
             metadata["provider_id"] = body["id"]  # the message id is ours
-        return AssistantMessage("".join(text), tool_calls=tuple(calls), metadata=metadata)
+        if kept:
+            metadata["thinking_blocks"] = kept
+        return AssistantMessage(
+            "".join(text), tool_calls=tuple(calls), metadata=metadata, reasoning="".join(thought)
+        )
 
     def stream_parser(self) -> _AnthropicStream:
         """A parser for one streamed answer."""

@@ -21,6 +21,8 @@ from graphagent.messages import (
 )
 from graphagent.models._base import HTTPChatModel
 from graphagent.models._http import ModelHTTP
+from graphagent.models._media import openai_parts
+from graphagent.models._reasoning import ThinkSplitter, reasoning_field, split_think
 from graphagent.models._sse import ServerSentEvent
 from graphagent.models._types import (
     AssistantChunk,
@@ -35,7 +37,12 @@ __all__ = ["OpenAIChatModel", "openai_message"]
 
 
 def openai_message(message: Message) -> dict[str, Any] | None:
-    """One message in the chat completions format (``None`` for messages not sent)."""
+    """One message in the chat completions format (``None`` for messages not sent).
+
+    An answer's ``reasoning`` is not sent: DeepSeek refuses a request that carries
+    ``reasoning_content`` back, and the others ignore it. A tool result's images and
+    files go in a user message after the tool results (see :func:`openai_messages`).
+    """
     if isinstance(message, RemoveMessage):
         return None
     if isinstance(message, AssistantMessage):
@@ -53,8 +60,43 @@ def openai_message(message: Message) -> dict[str, Any] | None:
         return out
     if isinstance(message, ToolResponseMessage):
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    role = "system" if isinstance(message, SystemMessage) else "user"
-    return {"role": role, "content": message.content}
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.content}
+    parts = getattr(message, "parts", ())
+    return {
+        "role": "user",
+        "content": openai_parts(message.content, parts) if parts else message.content,
+    }
+
+
+def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """The conversation in the chat completions format.
+
+    The API takes only text in a tool message, so the images and files of a run of tool
+    results follow it in one user message that names the calls they came from.
+    """
+    out: list[dict[str, Any]] = []
+    held: list[Any] = []
+    for message in messages:
+        if held and not isinstance(message, ToolResponseMessage):
+            out.append(_tool_media(held))
+            held = []
+        wire = openai_message(message)
+        if wire is not None:
+            out.append(wire)
+        if isinstance(message, ToolResponseMessage) and message.parts:
+            held.append(message)
+    if held:
+        out.append(_tool_media(held))
+    return out
+
+
+def _tool_media(results: list[ToolResponseMessage]) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for r in results:
+        label = f"attachments of the result of {r.name} (call {r.tool_call_id}):"
+        content.extend(openai_parts(label, r.parts))
+    return {"role": "user", "content": content}
 
 
 def _response_format(value: Any) -> Any:
@@ -92,17 +134,18 @@ def _usage(raw: Any) -> dict[str, int] | None:
 class _OpenAIStream:
     """Chat completion chunks -> :class:`AssistantChunk`."""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, think_tags: bool = True) -> None:
         self.where = where
         self.events = 0
         self.done = False
         self.positions: dict[str, int] = {}
+        self.think = ThinkSplitter() if think_tags else None
 
     def feed(self, event: ServerSentEvent) -> list[AssistantChunk]:
         self.events += 1
         if event.data.strip() == "[DONE]":
             self.done = True
-            return []
+            return self._held()
         try:
             data = json.loads(event.data)
         except json.JSONDecodeError as exc:
@@ -137,16 +180,30 @@ class _OpenAIStream:
                     arguments=arguments_text(fn.get("arguments")) if fn.get("arguments") else "",
                 )
             )
+        content, reasoning = delta.get("content") or "", reasoning_field(delta)
+        if self.think is not None and content:
+            thought, content = self.think.feed(content)
+            reasoning += thought
+        out = [AssistantChunk(reasoning=reasoning, id=chunk_id)] if reasoning else []
         if choice.get("finish_reason"):
             metadata["finish_reason"] = finish_reason(choice["finish_reason"], False)
-        content = delta.get("content") or ""
-        if not (content or deltas or metadata):
-            return []
-        return [
-            AssistantChunk(
-                content=content, tool_calls=tuple(deltas), metadata=metadata, id=chunk_id
+            out.extend(self._held(chunk_id))
+        if content or deltas or metadata:
+            out.append(
+                AssistantChunk(
+                    content=content, tool_calls=tuple(deltas), metadata=metadata, id=chunk_id
+                )
             )
-        ]
+        return out
+
+    def _held(self, chunk_id: str | None = None) -> list[AssistantChunk]:
+        """What the think-tag splitter held back, at the end of the answer."""
+        if self.think is None:
+            return []
+        reasoning, content = self.think.flush()
+        if not (reasoning or content):
+            return []
+        return [AssistantChunk(content=content, reasoning=reasoning, id=chunk_id)]
 
     def finish(self) -> None:
         """Nothing to check: an empty stream is handled by the model (see ``stream``)."""
@@ -169,6 +226,8 @@ class OpenAIChatModel(HTTPChatModel):
         max_retries: retries on 408/409/425/429/5xx and connection errors.
         stream_usage: ask for token usage in streams (``stream_options``); servers that
             reject unknown fields may need ``False``.
+        think_tags: read an answer that opens with ``<think>...</think>`` (Qwen3 and
+            DeepSeek-R1 served without a reasoning parser) as reasoning, then the answer.
         transport: an ``httpx`` transport (``httpx.MockTransport`` in tests).
         **options: default :class:`ChatOptions` (``temperature=0``, ``max_tokens=...``) or
             extra provider fields.
@@ -196,6 +255,7 @@ class OpenAIChatModel(HTTPChatModel):
         stream_idle_timeout: float | None = None,
         key_env: str | None = None,
         stream_usage: bool = False,
+        think_tags: bool = True,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
         **options: Any,
@@ -220,6 +280,7 @@ class OpenAIChatModel(HTTPChatModel):
         )
         super().__init__(model, http, ChatOptions.of(options) or ChatOptions())
         self.stream_usage = stream_usage
+        self.think_tags = think_tags
 
     def build_body(
         self, messages: list[Message], tools: list[ToolSpec], options: ChatOptions, stream: bool
@@ -227,7 +288,7 @@ class OpenAIChatModel(HTTPChatModel):
         """The chat completions request body."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [m for m in (openai_message(x) for x in messages) if m is not None],
+            "messages": openai_messages(messages),
         }
         if tools:
             body["tools"] = [
@@ -284,10 +345,13 @@ class OpenAIChatModel(HTTPChatModel):
         if body.get("id"):
             # the message id is ours: some servers reuse theirs (Ollama's chatcmpl-%d)
             metadata["provider_id"] = body["id"]
+        content, reasoning = message.get("content") or "", reasoning_field(message)
+        if self.think_tags and not reasoning:
+            reasoning, content = split_think(content)
         return AssistantMessage(
-            message.get("content") or "", tool_calls=tuple(calls), metadata=metadata
+            content, tool_calls=tuple(calls), metadata=metadata, reasoning=reasoning
         )
 
     def stream_parser(self) -> _OpenAIStream:
         """A parser for one streamed answer."""
-        return _OpenAIStream(self.http.where)
+        return _OpenAIStream(self.http.where, self.think_tags)

@@ -118,12 +118,14 @@ class AssistantChunk(BaseModel):
     """A piece of an assistant message, as streamed.
 
     Chunks of one answer add up (``ChunkAccumulator``, or ``sum`` of chunks with ``+``)
-    to exactly the message ``generate`` returns.
+    to exactly the message ``generate`` returns. A chunk of the model's thinking has
+    ``reasoning`` set and no ``content``: it streams as its own event.
     """
 
     model_config = ConfigDict(frozen=True)
 
     content: str = ""
+    reasoning: str = ""
     tool_calls: tuple[ToolCallDelta, ...] = ()
     metadata: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
@@ -151,6 +153,7 @@ class ChunkAccumulator:
 
     def __init__(self) -> None:
         self._text: list[str] = []
+        self._reasoning: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
         self._metadata: dict[str, Any] = {}
         self._id: str | None = None
@@ -163,6 +166,8 @@ class ChunkAccumulator:
             self._id = chunk.id
         if chunk.content:
             self._text.append(chunk.content)
+        if chunk.reasoning:
+            self._reasoning.append(chunk.reasoning)
         for delta in chunk.tool_calls:
             slot = self._calls.setdefault(delta.index, {"id": None, "name": "", "args": []})
             if delta.id and not slot["id"]:
@@ -178,6 +183,8 @@ class ChunkAccumulator:
         for key, value in chunk.metadata.items():
             if key == "usage" and isinstance(value, dict):
                 self._metadata["usage"] = {**self._metadata.get("usage", {}), **value}
+            elif key == "thinking_blocks" and isinstance(value, list):
+                self._metadata[key] = [*self._metadata.get(key, ()), *value]
             elif value is not None:
                 self._metadata[key] = value
 
@@ -196,12 +203,21 @@ class ChunkAccumulator:
             # some servers end a tool-calling stream with "stop"; generate() says tool_calls
             metadata["finish_reason"] = "tool_calls"
         extra: dict[str, Any] = {"id": self._id} if self._id else {}
-        return AssistantMessage("".join(self._text), tool_calls=calls, metadata=metadata, **extra)
+        return AssistantMessage(
+            "".join(self._text),
+            tool_calls=calls,
+            metadata=metadata,
+            reasoning="".join(self._reasoning),
+            **extra,
+        )
 
 
 def chunks_of(message: AssistantMessage, size: int) -> list[AssistantChunk]:
     """Split a message into chunks of about ``size`` characters that add up to it."""
     out: list[AssistantChunk] = []
+    thought = message.reasoning
+    for i in range(0, len(thought), max(1, size)):
+        out.append(AssistantChunk(reasoning=thought[i : i + size], id=message.id))
     text = message.content
     for i in range(0, len(text), max(1, size)):
         out.append(AssistantChunk(content=text[i : i + size], id=message.id))

@@ -197,13 +197,40 @@ def written_by(snap: Shown) -> str:
     )
 
 
+def _thought_and_parts(message: Any) -> tuple[str, str]:
+    """A message's reasoning (folded, above its text) and its images as thumbnails and
+    files as names (below it), as HTML."""
+    thought = getattr(message, "reasoning", "") or ""
+    above = (
+        '<details style="color:#777"><summary style="cursor:pointer;font-style:italic">'
+        f"thinking ({len(thought):,} chars)</summary>"
+        f'<div style="white-space:pre-wrap">{esc(thought)}</div></details>'
+        if thought
+        else ""
+    )
+    below: list[str] = []
+    for part in getattr(message, "parts", ()) or ():
+        if getattr(part, "kind", "") == "image":
+            below.append(
+                f'<img src="{esc(part.data_url, quote=True)}" alt="image" '
+                'style="max-height:96px;max-width:160px;margin:4px 6px 0 0;'
+                'border:1px solid #d0d7de;border-radius:4px">'
+            )
+        else:
+            label = getattr(part, "name", None) or part.url or part.mime_type
+            below.append(f'<div style="color:#555">&#128206; {esc(str(label))}</div>')
+    return above, "".join(below)
+
+
 def _messages(snap: Shown) -> str:
     rows: list[str] = []
-    for role, text, calls in conversation(snap):
+    listed = list(snap.values.get("messages", []) or [])
+    for message, (role, text, calls) in zip(listed, conversation(snap), strict=True):
         extra = "".join(f'<div style="color:#6a1b9a">&rarr; {_expandable(c)}</div>' for c in calls)
+        above, below = _thought_and_parts(message)
         rows.append(
             f'<tr><td {_TD}><b style="color:#555">{esc(role)}</b></td>'
-            f"<td {_TD}>{_expandable(text) if text else ''}{extra}</td></tr>"
+            f"<td {_TD}>{above}{_expandable(text) if text else ''}{below}{extra}</td></tr>"
         )
     return f"<table {_TABLE}>{''.join(rows)}</table>" if rows else ""
 
