@@ -29,7 +29,6 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx
 import redis

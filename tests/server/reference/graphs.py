@@ -43,17 +43,26 @@ class Scripted(BaseChatModel):
         call = {"name": self.tool_name, "args": {"city": city}, "id": f"call-{len(messages)}"}
         return AIMessage("", tool_calls=[call])
 
-    def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=self._answer(messages))])
 
-    def _stream(self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+    def _stream(
+        self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> Any:
         answer = self._answer(messages)
         if answer.tool_calls:
             call = answer.tool_calls[0]
             chunk = AIMessageChunk(
                 "",
                 tool_call_chunks=[
-                    {"name": call["name"], "args": json.dumps(call["args"]), "id": call["id"], "index": 0}
+                    {
+                        "name": call["name"],
+                        "args": json.dumps(call["args"]),
+                        "id": call["id"],
+                        "index": 0,
+                    }
                 ],
             )
             yield ChatGenerationChunk(message=chunk)
@@ -140,4 +149,10 @@ async def _work(state: SlowState) -> dict[str, Any]:
     return {"log": [f"done:{state.get('tag', '')}"]}
 
 
-slow = StateGraph(SlowState).add_node("work", _work).add_edge(START, "work").add_edge("work", END).compile()
+slow = (
+    StateGraph(SlowState)
+    .add_node("work", _work)
+    .add_edge(START, "work")
+    .add_edge("work", END)
+    .compile()
+)
