@@ -73,15 +73,25 @@ async def get_assistant(request: Request) -> Response:
 
 
 async def get_graph(request: Request) -> Response:
-    """The graph as LangGraph's JSON (nodes and edges); ``?format=svg|mermaid|dot`` draws it."""
-    await user_of(request)
-    assistant = service_of(request).assistants.get(request.path_params["assistant_id"])
+    """The graph as LangGraph's JSON (nodes and edges); ``?format=svg|mermaid|dot`` draws
+    it (with ``&thread_id=``, that thread's run over it)."""
+    service, user = service_of(request), await user_of(request)
+    assistant = service.assistants.get(request.path_params["assistant_id"])
     fmt = request.query_params.get("format")
     if fmt is not None:
         if fmt not in ("svg", "mermaid", "dot", "ascii"):
             raise ApiError(422, f"format {fmt!r}: use svg, mermaid, dot or ascii")
         media = "image/svg+xml" if fmt == "svg" else "text/plain"
-        return Response(str(assistant.graph.draw(fmt)), media_type=media)
+        tid = request.query_params.get("thread_id")
+        if tid is None:
+            return Response(str(assistant.graph.draw(fmt)), media_type=media)
+        # the thread's run drawn over the graph: the path taken, where it waits
+        thread = await service.threads.load(user, tid)
+        try:
+            drawing = assistant.graph.draw(fmt, config={"thread_id": thread["_key"]})
+        except Exception:  # a saver with no sync reads (async Redis): the plain graph
+            drawing = assistant.graph.draw(fmt)
+        return Response(str(drawing), media_type=media)
     digraph = assistant.graph.graph
     nodes = [
         {"id": n, "type": "runnable", "data": {"id": ["graphagent", n], "name": n}}

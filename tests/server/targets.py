@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from graphagent import ReactAgent
+from graphagent.agent import HumanInTheLoopHook
 from graphagent.config import RunnableConfig
 from graphagent.graph import END, START, AppendStrategy, StateGraph, interrupt
 from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
@@ -121,4 +122,13 @@ slow_agent = ReactAgent(
     name="slow_assistant",
     model=FunctionChatModel(_slow_script, keep_calls=False),
     tools=[slow_lookup],
+)
+
+
+careful = ReactAgent(
+    name="careful",
+    model=FunctionChatModel(_script, keep_calls=False),
+    tools=[get_weather],
+    hooks=[HumanInTheLoopHook({"get_weather": "looks the weather up"})],
+    description="Asks before it looks the weather up.",
 )
