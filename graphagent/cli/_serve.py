@@ -41,7 +41,7 @@ def _storage(args: argparse.Namespace) -> dict[str, Any]:
     if len(given) > 1:
         raise CliError("pass one of --db PATH, --postgres URL or --redis URL")
     if args.postgres:
-        raise CliError("--postgres is not built yet: use --redis URL for a cluster")
+        return {"postgres": args.postgres}
     if args.redis:
         return {"redis": args.redis}
     from graphagent.server import sqlite_options
@@ -59,8 +59,9 @@ def _serve(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) ->
     targets = _targets(args.target)
     options = _storage(args)
     auth = _auth(args.auth)
-    if args.no_run and "redis" not in options:
-        raise CliError("--no-run needs --redis: workers take the runs there")
+    cluster = options.get("redis") or options.get("postgres")
+    if args.no_run and not cluster:
+        raise CliError("--no-run needs --redis or --postgres: workers take the runs there")
     _check_free(args.host, args.port)
     try:
         if "redis" in options:
@@ -70,6 +71,18 @@ def _serve(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) ->
                 targets,
                 options["redis"],
                 prefix=args.prefix,
+                run=not args.no_run,
+                auth=auth,
+                name=args.name,
+            )
+            app = create_app(targets, service=service)
+        elif "postgres" in options:
+            from graphagent.server import postgres_service
+
+            service = postgres_service(
+                targets,
+                options["postgres"],
+                schema=args.prefix,
                 run=not args.no_run,
                 auth=auth,
                 name=args.name,
@@ -91,16 +104,16 @@ def _worker(args: argparse.Namespace, out: TextIO, read: Callable[[str], str]) -
         from graphagent.server import run_worker
     except ImportError as exc:
         raise CliError(f"{exc}") from exc
-    if args.postgres:
-        raise CliError("--postgres is not built yet: use --redis URL for a cluster")
-    if not args.redis:
-        raise CliError("a worker takes runs from the cluster's queue: pass --redis URL")
+    if bool(args.postgres) == bool(args.redis):
+        raise CliError(
+            "a worker takes runs from the cluster's queue: pass --redis URL or --postgres URL"
+        )
     targets = _targets(args.target)
     print(f"worker taking runs of {', '.join(args.target)}", file=out)
     out.flush()
     run_worker(
         targets,
-        args.redis,
+        args.redis or args.postgres,
         prefix=args.prefix,
         concurrency=args.concurrency,
         lease_ms=args.lease_ms,
@@ -112,7 +125,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", nargs="+", help="module:object or file.py:object (agent, graph)")
     parser.add_argument("--postgres", metavar="URL", help="PostgreSQL: threads, runs and queue")
     parser.add_argument("--redis", metavar="URL", help="Redis: threads, runs and queue")
-    parser.add_argument("--prefix", default="graphagent", help="Redis key prefix / PG schema")
+    parser.add_argument(
+        "--prefix", default="graphagent", help="Redis key prefix, or PostgreSQL schema"
+    )
 
 
 def add_serve_commands(sub: Any) -> None:

@@ -6,9 +6,10 @@ Needs the ``server`` extra (Starlette, uvicorn, sse-starlette).
   threads, runs (background, wait, SSE streams, join, cancel, multitask strategies),
   the store, an OpenAPI page at ``/docs`` and the studio at ``/``.
 - :func:`serve` runs it under uvicorn (``graphagent serve module:agent --port P``).
-- :func:`redis_service` and :func:`run_worker`: servers and workers on any number of
-  machines sharing threads, runs, the queue and the event streams in Redis
-  (``graphagent serve ... --redis URL``, ``graphagent worker ... --redis URL``).
+- :func:`redis_service`, :func:`postgres_service` and :func:`run_worker`: servers and
+  workers on any number of machines sharing threads, runs, the queue and the event
+  streams in Redis or PostgreSQL (``graphagent serve ... --redis URL`` /
+  ``--postgres URL``, ``graphagent worker ... --redis URL`` / ``--postgres URL``).
 
 The official ``langgraph-sdk`` client drives it unchanged::
 
@@ -36,6 +37,7 @@ from graphagent.server._assistants import Assistant, assistant_uuid
 from graphagent.server._cluster import redis_service, run_worker
 from graphagent.server._errors import ApiError
 from graphagent.server._local import InlineSqliteSaver, sqlite_options
+from graphagent.server._postgres_queue import postgres_service
 from graphagent.server._serve import create_app, serve
 from graphagent.server._service import Service
 
@@ -46,6 +48,7 @@ __all__ = [
     "Service",
     "assistant_uuid",
     "create_app",
+    "postgres_service",
     "redis_service",
     "run_worker",
     "serve",

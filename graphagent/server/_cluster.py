@@ -66,13 +66,20 @@ def redis_service(
 
 
 def run_worker(targets: Iterable[Any], url: str, **options: Any) -> None:
-    """Execute the runs a cluster's servers queue in Redis until SIGTERM or Ctrl-C.
+    """Execute the runs a cluster's servers queue until SIGTERM or Ctrl-C.
 
-    The options are :func:`redis_service`'s.
+    ``url`` is the cluster's Redis (``redis://...``) or PostgreSQL (``postgresql://...``);
+    the options are :func:`redis_service`'s (``prefix`` names the PostgreSQL schema).
     """
 
     async def main() -> None:
-        service = redis_service(targets, url, **options)
+        if url.startswith(("postgres://", "postgresql://")):
+            from graphagent.server._postgres_queue import postgres_service
+
+            schema = options.pop("prefix", "graphagent")
+            service = postgres_service(targets, url, schema=schema, **options)
+        else:
+            service = redis_service(targets, url, **options)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

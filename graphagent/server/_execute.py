@@ -130,28 +130,36 @@ class Executor:
         self.tasks: dict[str, asyncio.Task[Any]] = {}
         self.stops: dict[str, str] = {}
 
-    async def execute(self, run_id: str, *, recovered: bool = False) -> None:
+    async def execute(self, run_id: str, *, recovered: bool = False) -> bool:
         """Run ``run_id`` if it is still pending (its thread's lock is the caller's).
 
         ``recovered``: the run's executor died (its lease ran out); a run it left
         ``running`` resumes from its last checkpoint.
+
+        Returns:
+            ``False`` when an older run of its thread has yet to run (the caller keeps
+            it queued and tries again); ``True`` when it is settled.
         """
         run = await self.docs.get("run", run_id)
         if run is None:
-            return
+            return True
         resuming = recovered and run["status"] == "running"
         if recovered and run["status"] not in ACTIVE and not await self.events.ended(run_id):
             # its executor died between recording the end and publishing it
             thread = await self.docs.get("thread", run["_parent"])
             await self._publish_end(run_id, dict((thread or {}).get("values") or {}))
-            return
+            return True
         if run["status"] != "pending" and not resuming:
-            return
+            return True
+        siblings = await self.docs.children("run", run["_parent"])
+        first = next((r for r in siblings if r["status"] in ACTIVE), None)
+        if first is not None and first["run_id"] != run_id:
+            return False  # a thread's runs go in the order they were created
         thread = await self.docs.get("thread", run["_parent"])
         assistant = self.assistants.find(run["assistant_id"])
         if thread is None or assistant is None:
             await self._finish(run, "error", {"__error__": {"error": "NotFound"}})
-            return
+            return True
         head = await assistant.graph.aget_state({"thread_id": thread["_key"]})
         if not resuming:
             run["_head"] = head.checkpoint_id
@@ -174,7 +182,7 @@ class Executor:
         except (asyncio.CancelledError, Stopped):
             action = self.stops.pop(run_id, "interrupt")
             if action == "lost":
-                return  # another executor took the run over: it settles it
+                return True  # another executor took the run over: it settles it
             status = "interrupted"
             if action == "rollback":
                 await self._rollback(thread, assistant, run.get("_head"))
@@ -197,6 +205,7 @@ class Executor:
             await assistant.graph.adelete_thread({"thread_id": thread["_key"]})
             await self.docs.delete("thread", thread["_key"])
         await self._publish_end(run_id, result)
+        return True
 
     async def _drive(
         self, run: dict[str, Any], thread: dict[str, Any], assistant: Assistant, resume: bool

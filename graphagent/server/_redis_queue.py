@@ -199,10 +199,12 @@ class RedisQueue:
                 if not await self.client.set(lease, token, nx=True, px=self.lease_ms):
                     return  # the thread runs elsewhere: left pending, retried by _reclaim
                 try:
-                    await self._under_lease(run_id, lease, token, recovered)
+                    settled = await self._under_lease(run_id, lease, token, recovered)
                 finally:
                     await self._release(keys=[lease], args=[token])
                     self._kick.set()
+                if not settled:
+                    return  # an older run of the thread goes first: tried again later
                 # acknowledged only once the run ended: a crash before leaves it pending
                 await self.client.xack(self.stream, self.group, ident)
                 await self.client.xdel(self.stream, ident)
@@ -213,7 +215,7 @@ class RedisQueue:
         finally:
             self._running.pop(ident, None)
 
-    async def _under_lease(self, run_id: str, lease: str, token: str, recovered: bool) -> None:
+    async def _under_lease(self, run_id: str, lease: str, token: str, recovered: bool) -> bool:
         task = asyncio.ensure_future(self.executor.execute(run_id, recovered=recovered))
         self.executor.tasks[run_id] = task
         await self._check_cancel(run_id)
@@ -227,7 +229,7 @@ class RedisQueue:
                     log.warning("run %s lost its thread's lease; stopping it here", run_id)
                     self.executor.stops[run_id] = "lost"
                     task.cancel()
-            await task
+            return bool(await task)
         finally:
             self.executor.tasks.pop(run_id, None)
 

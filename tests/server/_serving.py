@@ -80,3 +80,11 @@ def drop_prefix(redis_url: str, prefix: str) -> None:
             client.delete(*keys[start : start + 500])
     finally:
         client.close()
+
+
+def drop_schema(postgres_url: str, schema: str) -> None:
+    """Drop the schema a test cluster made."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

@@ -12,7 +12,15 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from _serving import TARGETS, drop_prefix, free_port, start_server, stop, wait_ready
+from _serving import (
+    TARGETS,
+    drop_prefix,
+    drop_schema,
+    free_port,
+    start_server,
+    stop,
+    wait_ready,
+)
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
@@ -22,12 +30,12 @@ REFERENCE = os.environ.get("GRAPHAGENT_SERVER_URL")
 collect_ignore = ["reference"]
 
 
-@pytest.fixture(scope="session", params=["sqlite", "redis"])
+@pytest.fixture(scope="session", params=["sqlite", "redis", "postgres"])
 def server_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     """The base URL of a ``graphagent serve`` of the test targets: alone on a SQLite file,
-    or API-only on Redis with a ``graphagent worker`` executing the runs."""
+    or API-only on Redis or PostgreSQL with a ``graphagent worker`` executing the runs."""
     if REFERENCE:
         if request.param != "sqlite":
             pytest.skip("one reference server")
@@ -39,14 +47,19 @@ def server_url(
         db = tmp_path_factory.mktemp("serve") / "server.sqlite"
         procs = [start_server(["serve", *TARGETS, "--port", str(port), "--db", str(db)])]
     else:
-        redis_url = request.getfixturevalue("redis_url")
-        prefix = f"srvtest-{uuid.uuid4().hex[:8]}"
-        cluster = ["--redis", redis_url, "--prefix", prefix]
+        prefix = f"srvtest_{uuid.uuid4().hex[:8]}"
+        if request.param == "redis":
+            redis_url = request.getfixturevalue("redis_url")
+            cluster = ["--redis", redis_url, "--prefix", prefix]
+            request.addfinalizer(lambda: drop_prefix(redis_url, prefix))
+        else:
+            pg_url = request.getfixturevalue("postgres_url")
+            cluster = ["--postgres", pg_url, "--prefix", prefix]
+            request.addfinalizer(lambda: drop_schema(pg_url, prefix))
         procs = [
             start_server(["serve", *TARGETS, "--port", str(port), "--no-run", *cluster]),
             start_server(["worker", *TARGETS, *cluster]),
         ]
-        request.addfinalizer(lambda: drop_prefix(redis_url, prefix))
     try:
         wait_ready(url, procs[0])
         yield url

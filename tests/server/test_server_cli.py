@@ -18,7 +18,10 @@ pytestmark = pytest.mark.ours
     [
         (["serve", "tests/server/targets.py:agent", "--no-run"], "--no-run needs --redis"),
         (["serve", "tests/server/targets.py:agent", "--db", "a", "--redis", "redis://x"], "one of"),
-        (["serve", "tests/server/targets.py:agent", "--postgres", "postgresql://x"], "not built"),
+        (
+            ["worker", "tests/server/targets.py:agent", "--redis", "redis://x", "--postgres", "p"],
+            "pass --redis URL or --postgres URL",
+        ),
         (["worker", "tests/server/targets.py:agent"], "pass --redis URL"),
         (["serve", "tests/server/targets.py:nothing"], "has no attribute 'nothing'"),
         (["serve", "tests/server/targets.py:agent", "--auth", "tests/server/targets.py"], "--auth"),
