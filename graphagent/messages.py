@@ -539,7 +539,27 @@ def _decoder(cls: type[BaseModel]) -> Any:
         }
         return _built(cls, fields)
 
-    return simple if names == ("content", "id", "metadata") else decode
+    def assistant(stored: list[Any]) -> Any:
+        # an assistant message without tool calls: the other half of a chat, built inline
+        if type(stored) is list and len(stored) == 4:
+            content, mid, meta, calls = stored
+            if type(content) is str and type(mid) is str and calls == []:
+                metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
+                if metadata is not None:
+                    message = _new(cls)
+                    fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": ()}
+                    if unset:
+                        fields.update(unset)
+                    _put(message, "__dict__", fields)
+                    _fields_set(message, fields_set)
+                    _extra(message, None)
+                    _private(message, None)
+                    return message
+        return decode(stored)
+
+    if names == ("content", "id", "metadata"):
+        return simple
+    return assistant if cls is AssistantMessage else decode
 
 
 _ALL_SET: dict[type[BaseModel], set[str]] = {cls: set(cls.model_fields) for cls in _STORED_FIELDS}

@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from checkpoint.base import Change
+from checkpoint.base import Change, IndexedList
 from graphagent.messages import Message, RemoveMessage, add_messages, coerce_message
 
 __all__ = [
@@ -181,7 +181,9 @@ class AppendStrategy(KeyStrategy):
         items = list(new) if cls is list or cls is tuple else _as_items(new)
         if self.messages:
             items = [i if isinstance(i, Message) else coerce_message(i) for i in items]
-        ids = base.ids if type(base) is _IdList else None
+        # a saver's read hands its message log on indexed (checkpoint.base.IndexedList)
+        kind = type(base)
+        ids = getattr(base, "ids", None) if kind is _IdList or kind is IndexedList else None
         if ids is None:
             ids = {m.id: i for i, m in enumerate(base) if isinstance(m, Message)}
         n = len(base)
