@@ -192,6 +192,8 @@ class Executor:
             error = {"error": type(exc).__name__, "message": str(exc)}
             await self.events.publish(run_id, "error", error)
             status, errored, result = "error", True, {"__error__": error}
+        if await self._superseded(run):
+            return True  # another executor took the run over meanwhile: it settles it
         await self._record(run, status)
         fresh = await self.docs.get("thread", thread["_key"])
         if fresh is not None:  # else the thread was deleted while the run ran
@@ -253,6 +255,12 @@ class Executor:
     async def _publish_end(self, run_id: str, result: Any) -> None:
         await self.events.publish(run_id, RESULT, result)
         await self.events.publish(run_id, END, None)
+
+    async def _superseded(self, run: dict[str, Any]) -> bool:
+        """Whether another executor started this run after this one did (this one's lease
+        lapsed: a stalled process, a network split), so that this one must not settle it."""
+        fresh = await self.docs.get("run", run["run_id"])
+        return fresh is not None and fresh.get("_attempt") != run.get("_attempt")
 
     async def _finish(self, run: dict[str, Any], status: str, result: Any) -> None:
         await self._record(run, status)

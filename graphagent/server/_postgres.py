@@ -82,9 +82,15 @@ class PostgresCluster:
                 return
             await self.pool.open()
             async with self.pool.connection() as conn:
-                await conn.execute(_SCHEMA.format(s=self.s))
-            for setup in self.setups:  # the saver's and the store's tables
-                await setup()
+                # processes starting together would race on CREATE ... IF NOT EXISTS (a
+                # unique violation in the catalog): one creates at a time
+                await conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (self.s,))
+                try:
+                    await conn.execute(_SCHEMA.format(s=self.s))
+                    for setup in self.setups:  # the saver's and the store's tables
+                        await setup()
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (self.s,))
             self._ready = True
 
     async def sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:

@@ -32,7 +32,7 @@ CLUSTER_TARGETS = [*TARGETS, "tests/server/targets.py:slow_agent"]
 
 @pytest.fixture(params=["redis", "postgres"])
 def cluster(request: pytest.FixtureRequest, redis_url: str) -> Iterator[dict[str, Any]]:
-    """An API-only server and two workers (1.5 s leases) on one Redis prefix (or one
+    """An API-only server and two workers (3 s leases) on one Redis prefix (or one
     PostgreSQL schema)."""
     prefix = f"srvfault_{uuid.uuid4().hex[:8]}"
     port = free_port()
@@ -43,7 +43,7 @@ def cluster(request: pytest.FixtureRequest, redis_url: str) -> Iterator[dict[str
         shared = ["--postgres", pg_url, "--prefix", prefix]
     server = start_server(["serve", *CLUSTER_TARGETS, "--port", str(port), "--no-run", *shared])
     workers = [
-        start_server(["worker", *CLUSTER_TARGETS, *shared, "--lease-ms", "1500"]) for _ in range(2)
+        start_server(["worker", *CLUSTER_TARGETS, *shared, "--lease-ms", "3000"]) for _ in range(2)
     ]
     url = f"http://127.0.0.1:{port}"
     try:
