@@ -21,11 +21,15 @@ MODULES = {
     "[seeing graphs and state](visualize.md).",
     "graphagent.graph.draw": "What the command line shows of graphs and threads: the drawing "
     "formats and a snapshot's rows as text. Guide: [seeing graphs and state](visualize.md).",
+    "graphagent.func": "Durable functions: `@entrypoint` and `@task`. Guide: "
+    "[durable functions](functional.md).",
     "graphagent.tools": "Tools from functions and methods. Guide: [tools](tools.md).",
     "graphagent.models": "Chat model clients and test doubles. Guide: [models](models.md).",
     "graphagent.messages": "Messages and the `add_messages` rule.",
     "graphagent.mcp": "MCP servers' tools as graphagent tools, and graphagent served over MCP "
     "(extra `graphagent[mcp]`). Guide: [MCP](mcp.md).",
+    "graphagent.a2a": "Agents served over A2A (Agent2Agent), and remote A2A agents used as "
+    "local ones (extra `graphagent[a2a]`, the official `a2a-sdk`). Guide: [A2A](a2a.md).",
     "graphagent.observability": "Live progress, logs, and OpenTelemetry traces (extra "
     "`graphagent[otel]`). Guide: [progress, logs and traces](observability.md).",
     "graphagent.errors": "Every error is a `GraphAgentError`; the message says what to do.",

@@ -6,6 +6,7 @@
   agents) never waits for a pool slot: however deep the nesting, nothing deadlocks.
 - :func:`call_with_timeout` runs one call in a thread of its own, started at once, so
   the timeout counts from the call's own start, never from a wait in a queue.
+- :func:`submit` starts one call on the pool and hands back its future (durable tasks).
 - :func:`in_thread` awaits one blocking call (a sync node or tool under ``ainvoke``) on
   the same pool, not on asyncio's default executor, which is sized from the core count
   (6 workers on 2 cores): sixteen conversations blocked in sync calls run at once.
@@ -23,7 +24,14 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_WORKERS", "call_with_timeout", "in_thread", "run_all", "run_each"]
+__all__ = [
+    "DEFAULT_WORKERS",
+    "call_with_timeout",
+    "in_thread",
+    "run_all",
+    "run_each",
+    "submit",
+]
 
 T = TypeVar("T")
 
@@ -121,6 +129,16 @@ def run_each(
         return results, stop
     finally:
         _wait_running(futures)
+
+
+def submit(call: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """Start ``call`` on the shared pool, in a copy of the caller's context.
+
+    A caller that waits for the result should first try ``future.cancel()``: when no
+    worker has taken the call yet, it runs the call itself, so that calls waiting on calls
+    (durable tasks starting tasks) never wait for a pool slot.
+    """
+    return _pool(DEFAULT_WORKERS).submit(contextvars.copy_context().run, call)
 
 
 async def in_thread(call: Callable[[], T]) -> T:

@@ -31,6 +31,8 @@ LAYERS: dict[str, int] = {
     # the observer hooks everything reports to, below observability that reads them
     "graphagent._internal.observe": 1,
     "graphagent.graph": 4,
+    # durable functions (@entrypoint, @task): one-node graphs on the engine's face
+    "graphagent.func": 5,
     "graphagent.models": 5,
     "graphagent.tools": 6,
     "graphagent.agent": 7,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from graphagent import __version__
+from graphagent.cli._a2a import add_a2a_command
 from graphagent.cli._chat import add_chat_command
 from graphagent.cli._common import Parser, Run
 from graphagent.cli._draw import add_draw_command
@@ -20,7 +21,7 @@ from graphagent.cli._threads import add_threads_command
 __all__ = ["main"]
 
 _DESCRIPTION = """\
-Draw graphs, chat with agents, look into stored threads, serve over MCP.
+Draw graphs, chat with agents, look into stored threads, serve over MCP and A2A.
 
 module:object names a module (or a path/to/file.py) and an attribute in it: a compiled
 graph, an agent, or a function of no arguments that returns one."""
@@ -50,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     add_chat_command(sub)
     add_threads_command(sub)
     add_mcp_command(sub)
+    add_a2a_command(sub)
     add_store_command(sub)
     return parser
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from checkpoint.base import Change
 from graphagent.graph._builder import StateGraph
-from graphagent.graph._command import Command, Interrupt, interrupt
+from graphagent.graph._command import (
+    Command,
+    Interrupt,
+    TaskScope,
+    current_task,
+    interrupt,
+    path_key,
+)
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START, is_private
 from graphagent.graph._listen import GraphLifecycleListener
@@ -42,8 +49,11 @@ __all__ = [
     "StateGraph",
     "StateHistory",
     "StateSnapshot",
+    "TaskScope",
+    "current_task",
     "interrupt",
     "is_private",
     "listed_snapshots",
     "message_count",
+    "path_key",
 ]

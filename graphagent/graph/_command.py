@@ -112,15 +112,29 @@ class RunContext:
     position of each nested run that paused, per path. A nested compiled graph run
     inside a node finds both here, so its interrupts resume where they asked.
     ``anchor`` is the checkpoint the top-level run's current step grows from (interrupt
-    ids are made from it).
+    ids are made from it). ``suspended`` also holds what a durable sub-task of a node
+    (``graphagent.func``'s ``@task``) finished, under a key below the node's path; such a
+    sub-task stores it at once on ``kept_on`` through ``saver`` (``kept_on`` is ``None``
+    while the step's checkpoint is held back, unstored).
     """
 
-    __slots__ = ("anchor", "answers", "lock", "persistent", "suspended", "thread")
+    __slots__ = (
+        "anchor",
+        "answers",
+        "kept_on",
+        "lock",
+        "persistent",
+        "saver",
+        "suspended",
+        "thread",
+    )
 
-    def __init__(self, thread: str | None, persistent: bool) -> None:
+    def __init__(self, thread: str | None, persistent: bool, saver: Any = None) -> None:
         self.thread = thread
         self.persistent = persistent
+        self.saver = saver
         self.anchor: str | None = None
+        self.kept_on: str | None = None
         self.answers: dict[str, list[Any]] = {}
         self.suspended: dict[str, dict[str, Any]] = {}
         # nested runs of parallel nodes share these tables from several threads; writers
@@ -163,9 +177,10 @@ class RunContext:
 
 
 class TaskScope:
-    """Per-node-execution context: its task path, answers so far, and call counters."""
+    """Per-node-execution context: its task path, answers so far, and call counters
+    (``interrupt()`` calls, nested graph runs, durable sub-tasks started)."""
 
-    __slots__ = ("calls", "ctx", "node", "path", "resume", "runs")
+    __slots__ = ("calls", "ctx", "node", "path", "resume", "runs", "subtasks")
 
     def __init__(
         self,
@@ -179,6 +194,7 @@ class TaskScope:
         self.ctx = ctx
         self.calls = 0
         self.runs = 0
+        self.subtasks = 0
 
     def nested_path(self) -> tuple[str, ...]:
         """The base path of the next nested graph run inside this task."""

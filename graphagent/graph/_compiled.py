@@ -215,6 +215,11 @@ class CompiledGraph:
         events = adrive(run_program(plan, input, cfg, frozenset()), plan.saver)
         return await _aresult_of(awatched(events, plan, cfg, False, input))  # type: ignore[no-any-return]
 
+    def runs_nested(self, config: ConfigLike = None) -> bool:
+        """Whether a run with ``config`` started here would run nested in the node of a
+        running graph that calls it (same thread), as a subgraph does."""
+        return self._inside_run(ensure_config(config))
+
     @staticmethod
     def _inside_run(config: RunnableConfig) -> bool:
         """Whether this call comes from a node of a running graph, on that run's thread.

@@ -39,6 +39,9 @@ class Plan:
         edge_notes: what conditional edges' labels mean, by label (drawings print a key).
         store: the long-term memory store runs get in ``config.store``, or ``None``.
         listeners: lifecycle listeners of every run, as engine observers.
+        input_first: store a run's input checkpoint before its first step runs, rather
+            than with that step's (an entrypoint's tasks keep their results on it as
+            each finishes, so a crash mid-step loses none of them).
     """
 
     name: str
@@ -52,6 +55,7 @@ class Plan:
     edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     store: Any = None
     listeners: tuple[Any, ...] = ()
+    input_first: bool = False
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
         """Refuse a stored thread this graph cannot continue, naming what to do.

@@ -113,6 +113,8 @@ def run_program(
     """
     run = Run(plan, config, modes, net)
     yield from run.start(input)
+    if plan.input_first:
+        yield from run.flush()
     while True:
         tasks = run.next_tasks()
         if tasks is None:
@@ -220,7 +222,7 @@ class Run:
         else:
             self.base = ()
             self.saves = plan.saver is not None and config.thread_id is not None
-        self.ctx = ctx if ctx is not None else RunContext(config.thread_id, self.saves)
+        self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver)
         self.key = path_key(self.base)
         if (plan.interrupt_before or plan.interrupt_after) and not self.ctx.persistent:
             where = "its parent graph needs" if self.nested else "need"
@@ -401,6 +403,8 @@ class Run:
         nodes, done = self.plan.topology.nodes, pos.done
         if not self.nested:
             ctx.anchor = pos.checkpoint_id  # what this step's interrupt ids are made from
+            # durable sub-tasks store their results at once on a stored checkpoint only
+            ctx.kept_on = pos.checkpoint_id if self.unsaved is None else None
         answers = ctx.answers
         tasks = []
         for n in pos.next:

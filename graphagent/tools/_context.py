@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from graphagent.config import RunnableConfig, ensure_config
+from graphagent.tools._cancel import CancellationToken
 
 if TYPE_CHECKING:
     from graphagent.messages import Message
@@ -31,6 +32,9 @@ class ToolContext:
         history: the conversation up to and including the assistant message that
             asked for this call (Spring AI's tool-call history); in an agent it is
             ``state["messages"]``.
+        cancellation: this call's :class:`CancellationToken`: set when the call ran
+            past the tool timeout; a long sync tool checks it and stops (Python cannot
+            stop its thread from outside).
 
     Example:
         >>> from graphagent.tools import tool, ToolContext
@@ -41,7 +45,15 @@ class ToolContext:
         ...     return ctx.metadata.get("user_id", "anonymous")
     """
 
-    __slots__ = ("_updates", "config", "context", "history", "state", "tool_call_id")
+    __slots__ = (
+        "_updates",
+        "cancellation",
+        "config",
+        "context",
+        "history",
+        "state",
+        "tool_call_id",
+    )
 
     def __init__(
         self,
@@ -60,6 +72,7 @@ class ToolContext:
             history = self.state.get("messages") or ()
         self.history: tuple[Message, ...] = tuple(history)
         self._updates: list[dict[str, Any]] = []
+        self.cancellation = CancellationToken()
 
     @property
     def store(self) -> Any:
@@ -91,6 +104,7 @@ class ToolContext:
         ctx.history = self.history
         ctx.tool_call_id = tool_call_id
         ctx._updates = []
+        ctx.cancellation = CancellationToken()
         return ctx
 
     def __repr__(self) -> str:

@@ -34,7 +34,7 @@ __all__ = ["FORMATS", "Drawing", "draw", "layers", "svg_bundle", "svg_img"]
 
 FORMATS = ("svg", "mermaid", "dot", "ascii")
 # kinds that Mermaid labels carry under the name, as the SVG does
-_CAPTIONED = ("model", "tools", "hook", "agent")
+_CAPTIONED = ("model", "tools", "hook", "agent", "entrypoint")
 
 
 _TITLE = re.compile(r"<title>([^<]*)</title>")

@@ -27,7 +27,7 @@ from graphagent.graph.draw._overlay import RunOverlay
 
 __all__ = ["render_svg"]
 
-_CAPTIONS = {"model", "tools", "hook", "agent"}
+_CAPTIONS = {"model", "tools", "hook", "agent", "entrypoint"}
 _CHAR_W = 7.4
 _SMALL_W = 6.0
 _BOX_H = 36.0
