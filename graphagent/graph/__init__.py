@@ -17,6 +17,8 @@ from graphagent.graph._constants import END, START, is_private
 from graphagent.graph._control import IsLastStep, Overwrite, RemainingSteps, Send
 from graphagent.graph._listen import GraphLifecycleListener
 from graphagent.graph._policies import CachePolicy, RetryPolicy, default_cache_key, default_retry_on
+from graphagent.graph._push import push_message
+from graphagent.graph._runtime import Runtime, get_runtime
 from graphagent.graph._snapshot import (
     StateHistory,
     StateSnapshot,
@@ -29,6 +31,8 @@ from graphagent.graph._strategies import (
     AppendStrategy,
     KeyStrategy,
     MergeStrategy,
+    RemoveValue,
+    ReplaceAll,
     ReplaceStrategy,
 )
 from graphagent.graph.draw._formats import Drawing
@@ -51,8 +55,11 @@ __all__ = [
     "OverAllState",
     "Overwrite",
     "RemainingSteps",
+    "RemoveValue",
+    "ReplaceAll",
     "ReplaceStrategy",
     "RetryPolicy",
+    "Runtime",
     "Send",
     "StateGraph",
     "StateHistory",
@@ -61,9 +68,11 @@ __all__ = [
     "current_task",
     "default_cache_key",
     "default_retry_on",
+    "get_runtime",
     "interrupt",
     "is_private",
     "listed_snapshots",
     "message_count",
     "path_key",
+    "push_message",
 ]

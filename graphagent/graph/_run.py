@@ -42,6 +42,7 @@ from graphagent.graph._effects import (
     PutWrites,
     Task,
 )
+from graphagent.graph._pause import answers_by_path, parent_changes, pending_writes, take_pending
 from graphagent.graph._plan import Plan
 from graphagent.graph._saving import Saving, durability_of
 from graphagent.graph._state import OverAllState, as_input
@@ -49,16 +50,12 @@ from graphagent.graph._step import (
     BREAKPOINT,
     Position,
     Step,
-    answers_by_path,
     attach_node,
     combine,
     merge,
     normalize,
-    parent_changes,
-    pending_writes,
     route,
     shown,
-    take_pending,
     with_goto,
     write,
 )
@@ -207,7 +204,7 @@ class Run(Saving):
         else:
             self.base = ()
             self.saves = plan.saver is not None and config.thread_id is not None
-        self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver)
+        self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver, config)
         self.key = path_key(self.base)
         if (plan.interrupt_before or plan.interrupt_after) and not self.ctx.persistent:
             where = "its parent graph needs" if self.nested else "need"
@@ -244,7 +241,7 @@ class Run(Saving):
             if self.saves:
                 self._defer(write(self.pos, self.config, changes, "input"))
         if "values" in self.modes:
-            yield Emit("values", public(self.pos.values))
+            yield Emit("values", self.plan.schema.output(self.pos.values))
 
     def _merge_input(self, input: Any, saved: Checkpoint | None) -> dict[str, Change]:
         if isinstance(input, Command):
@@ -252,8 +249,8 @@ class Run(Saving):
                 "a Command as input needs resume=, goto= or update= (it was empty); "
                 "to continue a paused thread pass None"
             )
-        input = as_input(input)
         pos, plan = self.pos, self.plan
+        input = plan.schema.read_input(input)
         updates: list[tuple[str, Mapping[str, Any]]] = [("__input__", input)]
         if saved is None and plan.schema.defaults:
             defaults = {k: v for k, v in plan.schema.defaults.items() if k not in input}
@@ -312,6 +309,7 @@ class Run(Saving):
 
     def _load_pending(self, saved: Checkpoint) -> None:
         self.pending, self.at_breakpoint = take_pending(saved, self.pos, self.ctx)
+        self.pos.next = self.pos.deferred_route(self.plan, self.config)
 
     def _answer(self, answer: Any) -> None:
         """Hand ``Command(resume=answer)`` to the pending interrupts, by task path."""
@@ -330,6 +328,7 @@ class Run(Saving):
             return  # it ended inside a task that paused later: its result stands
         pos.values = parent_changes(self.plan, pos.values, position["input"], input, net)
         pos.load(position)
+        pos.next = pos.deferred_route(self.plan, self.config)
 
     def _net_dump(self) -> dict[str, list[Any]]:
         return {k: [kind, payload] for k, (kind, payload) in (self.net or {}).items()}
@@ -342,7 +341,7 @@ class Run(Saving):
             self.ctx.suspend(
                 self.key, {"finished": True, "values": dict(values), "net": self._net_dump()}
             )
-        return public(values)
+        return public(values) if self.nested else self.plan.schema.output(values)
 
     # -- each step ---------------------------------------------------------------------
 
@@ -475,7 +474,7 @@ class Run(Saving):
                     event["__metadata__"] = {"cached": True}
                 yield Emit("updates", event)
         if "values" in modes:
-            yield Emit("values", public(pos.values))
+            yield Emit("values", self.plan.schema.output(pos.values))
         if "debug" in modes:
             yield Emit("debug", pos.debug_event())
 
@@ -528,11 +527,11 @@ class Run(Saving):
             raise attach_node(exc, node)
         asked = step.interrupts
         if not asked:
-            return public(pos.values)
+            return self.plan.schema.output(pos.values)
         for mode in ("updates", "values"):
             if mode in self.modes:
                 yield Emit(mode, {INTERRUPT: asked})
-        return {**public(pos.values), INTERRUPT: asked}
+        return {**self.plan.schema.output(pos.values), INTERRUPT: asked}
 
     def _store_step(self, step: Step) -> Program[None]:
         """The unfinished step as pending writes, grouped by top-level task."""
@@ -562,7 +561,7 @@ class Run(Saving):
         if self.nested:
             self._leave_position(None, skip=False)
             raise GraphInterrupt(())
-        return public(self.pos.values)
+        return self.plan.schema.output(self.pos.values)
 
     def _leave_position(self, step: Step | None, *, skip: bool) -> None:
         """A nested run's position, left in the shared context for the root to store."""
