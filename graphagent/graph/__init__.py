@@ -18,6 +18,8 @@ from graphagent.graph._constants import END, START, is_private
 from graphagent.graph._control import IsLastStep, Overwrite, RemainingSteps, Send
 from graphagent.graph._listen import GraphLifecycleListener
 from graphagent.graph._policies import CachePolicy, RetryPolicy, default_cache_key, default_retry_on
+from graphagent.graph._push import push_message
+from graphagent.graph._runtime import Runtime, get_runtime
 from graphagent.graph._snapshot import (
     StateHistory,
     StateSnapshot,
@@ -31,6 +33,8 @@ from graphagent.graph._strategies import (
     AppendStrategy,
     KeyStrategy,
     MergeStrategy,
+    RemoveValue,
+    ReplaceAll,
     ReplaceStrategy,
 )
 from graphagent.graph.draw._formats import Drawing
@@ -53,8 +57,11 @@ __all__ = [
     "OverAllState",
     "Overwrite",
     "RemainingSteps",
+    "RemoveValue",
+    "ReplaceAll",
     "ReplaceStrategy",
     "RetryPolicy",
+    "Runtime",
     "Send",
     "StateGraph",
     "StateHistory",
@@ -64,10 +71,12 @@ __all__ = [
     "current_task",
     "default_cache_key",
     "default_retry_on",
+    "get_runtime",
     "get_stream_writer",
     "interrupt",
     "is_private",
     "listed_snapshots",
     "message_count",
     "path_key",
+    "push_message",
 ]

@@ -18,6 +18,7 @@ from collections.abc import (
     Sequence,
 )
 from typing import Any
+from uuid import UUID
 
 import networkx as nx
 
@@ -33,6 +34,7 @@ from graphagent.graph._inspect import snapshot_of
 from graphagent.graph._maintain import Maintenance
 from graphagent.graph._plan import Plan
 from graphagent.graph._run import run_program
+from graphagent.graph._runtime import coerce_context
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._state import OverAllState, Schema
 from graphagent.graph._substream import (
@@ -50,6 +52,9 @@ from graphagent.graph.draw._formats import Drawing, draw, svg_bundle
 from graphagent.graph.draw._overlay import run_overlay
 
 __all__ = ["CompiledGraph"]
+
+ThreadId = str | int | UUID | None
+"""A thread id as callers may give it: text, or an ``int`` / ``UUID`` taken as its text."""
 
 MODES = frozenset({"values", "updates", "custom", "debug", "messages"})
 _LIVE = frozenset({"custom", "messages"})
@@ -174,8 +179,14 @@ class CompiledGraph(Maintenance):
             )
         )
 
-    def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:
+    def _config(
+        self, config: ConfigLike, thread_id: ThreadId = None, context: Any = None
+    ) -> RunnableConfig:
         cfg = ensure_config(config, thread_id=thread_id)
+        if context is not None:
+            cfg = cfg.model_copy(
+                update={"context": coerce_context(self.plan.context_schema, context)}
+            )
         store = self.plan.store
         if store is not None and cfg.store is None:
             # a store the caller (or a parent graph) passed wins over the compiled one
@@ -189,9 +200,10 @@ class CompiledGraph(Maintenance):
         input: Any,
         config: ConfigLike = None,
         *,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         progress: bool = False,
         durability: str | None = None,
+        context: Any = None,
     ) -> dict[str, Any]:
         """Run the graph to the end (or to an interrupt) and return the final state.
 
@@ -199,7 +211,11 @@ class CompiledGraph(Maintenance):
             input: a dict of state keys; ``None`` to continue a paused thread;
                 ``Command(resume=answer)`` to answer an ``interrupt()``.
             config: a :class:`RunnableConfig` or a dict with its keys.
-            thread_id: shortcut for ``config={"thread_id": ...}``.
+            thread_id: shortcut for ``config={"thread_id": ...}`` (an ``int`` or a
+                ``UUID`` is taken as its text).
+            context: the run's context object (a user id, a database handle): nodes
+                read it as ``runtime.context``, never stored. A dict becomes the graph's
+                ``context_schema`` type.
             progress: show the current node, tool and elapsed time while it runs (in
                 Jupyter one output updated in place; in a terminal a status line).
             durability: ``"sync"``, ``"exit"`` or ``"async"`` for this run (default:
@@ -213,8 +229,10 @@ class CompiledGraph(Maintenance):
             from graphagent.observability import progress as show
 
             with show():
-                return self.invoke(input, config, thread_id=thread_id, durability=durability)
-        cfg = self._config(config, thread_id)
+                return self.invoke(
+                    input, config, thread_id=thread_id, context=context, durability=durability
+                )
+        cfg = self._config(config, thread_id, context)
         if self._inside_run(cfg):
             return self.run_nested(input, cfg)[0]
         plan = self.plan
@@ -227,17 +245,20 @@ class CompiledGraph(Maintenance):
         input: Any,
         config: ConfigLike = None,
         *,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         progress: bool = False,
         durability: str | None = None,
+        context: Any = None,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`; async nodes and async savers are awaited natively."""
         if progress:
             from graphagent.observability import progress as show
 
             with show():
-                return await self.ainvoke(input, config, thread_id=thread_id, durability=durability)
-        cfg = self._config(config, thread_id)
+                return await self.ainvoke(
+                    input, config, thread_id=thread_id, context=context, durability=durability
+                )
+        cfg = self._config(config, thread_id, context)
         if self._inside_run(cfg):
             return (await self.arun_nested(input, cfg))[0]
         plan = self.plan
@@ -269,9 +290,10 @@ class CompiledGraph(Maintenance):
         config: ConfigLike = None,
         *,
         mode: str | Sequence[str] = "updates",
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         stream_mode: str | Sequence[str] | None = None,
         durability: str | None = None,
+        context: Any = None,
         subgraphs: bool = False,
     ) -> Iterator[Any]:
         """Run the graph, yielding events as they happen.
@@ -282,10 +304,8 @@ class CompiledGraph(Maintenance):
         agents), ``"debug"`` (tasks and checkpoints). A list of modes yields
         ``(mode, payload)`` pairs.
 
-        With ``subgraphs=True`` the events of graphs running inside nodes come too, as
-        they happen, and every event is ``(namespace, payload)`` (or ``(namespace, mode,
-        payload)`` for a list of modes): ``()`` for this graph, ``("node:task_id", ...)``
-        for a subgraph (one part per level).
+        ``subgraphs=True``: events of graphs run in nodes too, each as ``(namespace,
+        [mode,] payload)`` (``()`` this graph, ``("node:task_id", ...)`` a subgraph).
 
         Example::
 
@@ -293,7 +313,7 @@ class CompiledGraph(Maintenance):
                 print(update)
         """
         modes, pairs = _parse_modes(stream_mode or mode)
-        cfg = self._config(config, thread_id)
+        cfg = self._config(config, thread_id, context)
         events = drive(self._program(input, cfg, modes, durability, subgraphs), self.plan.saver)
         show = Shown(modes, pairs, subgraphs)
         # closed with this stream: a consumer that stops early ends the run here
@@ -308,14 +328,15 @@ class CompiledGraph(Maintenance):
         config: ConfigLike = None,
         *,
         mode: str | Sequence[str] = "updates",
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         stream_mode: str | Sequence[str] | None = None,
         durability: str | None = None,
+        context: Any = None,
         subgraphs: bool = False,
     ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
         modes, pairs = _parse_modes(stream_mode or mode)
-        cfg = self._config(config, thread_id)
+        cfg = self._config(config, thread_id, context)
         events = adrive(self._program(input, cfg, modes, durability, subgraphs), self.plan.saver)
         show = Shown(modes, pairs, subgraphs)
         # closed with this stream, not later by the garbage collector: aclose() returns
@@ -338,9 +359,7 @@ class CompiledGraph(Maintenance):
         modes = stream[1] if stream is not None else frozenset()
         events = drive(run_program(plan, input, config, modes, net=net), plan.saver)
         run = watched(events, plan, config, True, input)
-        if stream is not None:
-            return forward(run, stream[0]), net
-        return result_of(run), net
+        return (forward(run, stream[0]) if stream else result_of(run)), net
 
     async def arun_nested(
         self, input: Mapping[str, Any], config: RunnableConfig
@@ -352,9 +371,7 @@ class CompiledGraph(Maintenance):
         modes = stream[1] if stream is not None else frozenset()
         events = adrive(run_program(plan, input, config, modes, net=net), plan.saver)
         run = awatched(events, plan, config, True, input)
-        if stream is not None:
-            return await aforward(run, stream[0]), net
-        return await _aresult_of(run), net
+        return (await aforward(run, stream[0]) if stream else await _aresult_of(run)), net
 
     def as_node_function(
         self, parent: Schema | None = None
@@ -407,7 +424,7 @@ class CompiledGraph(Maintenance):
                 continue  # private to the subgraph
             if parent is not None and not _parent_has(parent, key, state):
                 continue  # the subgraph's own key: it stays in the subgraph
-            strategy = parent.strategies.get(key) if parent is not None else None
+            strategy = parent.strategies.get(key, parent.fallback) if parent is not None else None
             replaces = strategy is None or strategy.replaces
             update[key] = payload if kind == "append" and not replaces else values[key]
         return update
@@ -419,14 +436,14 @@ class CompiledGraph(Maintenance):
             raise UserError(f"{what} needs a saver: compile(saver=MemorySaver()) or RedisSaver")
         return self.plan.saver
 
-    def _thread(self, config: ConfigLike, thread_id: str | None, what: str) -> RunnableConfig:
+    def _thread(self, config: ConfigLike, thread_id: ThreadId, what: str) -> RunnableConfig:
         cfg = self._config(config, thread_id)
         if cfg.thread_id is None:
             raise UserError(f"{what} needs a thread_id: pass config={{'thread_id': ...}}")
         return cfg
 
     def _stored(
-        self, config: ConfigLike, thread_id: str | None, what: str
+        self, config: ConfigLike, thread_id: ThreadId, what: str
     ) -> tuple[CheckpointSaver, str, RunnableConfig]:
         """The saver, the thread id and the config for a thread API call, or a clear error."""
         saver = self._need_saver(what)
@@ -435,32 +452,18 @@ class CompiledGraph(Maintenance):
         return saver, cfg.thread_id, cfg
 
     def get_state(
-        self,
-        config: ConfigLike = None,
-        *,
-        thread_id: str | None = None,
-        subgraphs: bool = False,
+        self, config: ConfigLike = None, *, thread_id: ThreadId = None, subgraphs: bool = False
     ) -> StateSnapshot:
-        """The thread's latest state (or the one at ``config.checkpoint_id``).
-
-        Args:
-            config: names the thread; with ``checkpoint_ns`` (a task's
-                ``state.config``), the state of the subgraph paused there.
-            thread_id: shortcut for ``config={"thread_id": ...}``.
-            subgraphs: each task of a subgraph paused in the step carries that
-                subgraph's own snapshot in ``tasks[i].state`` (nested ones too).
-        """
+        """The thread's latest state (or the one at ``config.checkpoint_id``); with
+        ``checkpoint_ns``, the subgraph's paused there. ``subgraphs``: each task of a paused
+        subgraph carries its own snapshot in ``tasks[i].state`` (nested ones too)."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = saver.get(thread, cfg.checkpoint_id)
         return snapshot_of(cp, cfg, self, subgraphs)
 
     async def aget_state(
-        self,
-        config: ConfigLike = None,
-        *,
-        thread_id: str | None = None,
-        subgraphs: bool = False,
+        self, config: ConfigLike = None, *, thread_id: ThreadId = None, subgraphs: bool = False
     ) -> StateSnapshot:
         """Async :meth:`get_state`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
@@ -474,7 +477,7 @@ class CompiledGraph(Maintenance):
         *,
         limit: int | None = None,
         before: str | None = None,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
     ) -> StateHistory:
         """The thread's checkpoints, newest first (``before``: only older than that id).
 
@@ -491,7 +494,7 @@ class CompiledGraph(Maintenance):
         *,
         limit: int | None = None,
         before: str | None = None,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
     ) -> StateHistory:
         """Async :meth:`get_state_history`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
@@ -509,13 +512,10 @@ class CompiledGraph(Maintenance):
 
         On the latest checkpoint this continues the thread; on an older
         ``checkpoint_id`` it forks a new branch from there. With ``as_node``, the
-        thread's next nodes become that node's successors. Without it, at a
-        breakpoint the values are written as the node that ran last, whose edges are
-        evaluated again on the edited state (``invoke(None, config)`` then runs on,
-        past the breakpoint); elsewhere the next nodes and a paused step stay as they
-        are. With ``checkpoint_ns`` in the config (a task's ``state.config`` from
-        ``get_state(config, subgraphs=True)``), the values go into that paused
-        subgraph's own state (``as_node`` then names a node of the subgraph).
+        thread's next nodes become that node's successors; without it, at a breakpoint
+        the node that ran last is meant (its edges evaluated again). With
+        ``checkpoint_ns`` (a task's ``state.config``), the values go into that paused
+        subgraph's own state.
 
         Returns:
             a config pointing at the new checkpoint.
@@ -538,14 +538,14 @@ class CompiledGraph(Maintenance):
         checkpoint_id = await _aresult_of(adrive(program, saver))
         return cfg.model_copy(update={"checkpoint_id": checkpoint_id})
 
-    def delete_thread(self, config: ConfigLike = None, *, thread_id: str | None = None) -> None:
+    def delete_thread(self, config: ConfigLike = None, *, thread_id: ThreadId = None) -> None:
         """Forget everything saved for the thread."""
         saver, thread, _ = self._stored(config, thread_id, "delete_thread")
         with saver_errors():
             saver.delete_thread(thread)
 
     async def adelete_thread(
-        self, config: ConfigLike = None, *, thread_id: str | None = None
+        self, config: ConfigLike = None, *, thread_id: ThreadId = None
     ) -> None:
         """Async :meth:`delete_thread`."""
         saver, thread, _ = self._stored(config, thread_id, "delete_thread")
@@ -568,10 +568,11 @@ class CompiledGraph(Maintenance):
         self,
         fmt: str = "svg",
         *,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         config: ConfigLike = None,
     ) -> Drawing:
-        """The graph as ``"svg"``, ``"mermaid"``, ``"dot"`` or ``"ascii"`` text (offline).
+        """The graph as ``"svg"``, ``"mermaid"``, ``"dot"``, ``"plantuml"`` or ``"ascii"`` text
+        (offline).
 
         With ``thread_id`` (or a ``config`` naming a thread, and optionally a
         ``checkpoint_id``), the SVG shows that thread's run: the path taken, with counts on

@@ -1,20 +1,23 @@
-"""A paused step: what a root run that paused mid-step hands out (its output and its
-last events), and how ``Command(resume=...)`` answers the questions pending."""
+"""Pausing and resuming a step, without I/O: what a root run that paused mid-step hands
+out (its output and last events), answers to pending interrupts by task path, the paused
+step taken up from a checkpoint's pending writes, an unfinished step written as pending
+writes, and a paused nested run's values as its parent changed them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from checkpoint.base import Change, Checkpoint, PendingWrite
 from graphagent.errors import EmptyInputError, UserError
-from graphagent.graph._command import Interrupt, is_interrupt_id, path_key
-from graphagent.graph._constants import INTERRUPT, public
+from graphagent.graph._command import Interrupt, RunContext, is_interrupt_id, path_key
+from graphagent.graph._constants import INTERRUPT
 from graphagent.graph._debug import task_result
 from graphagent.graph._effects import Emit, Program
 from graphagent.graph._plan import Plan
-from graphagent.graph._step import Step, merge
+from graphagent.graph._step import BREAKPOINT, Position, Step, merge
 
-__all__ = ["answers_by_path", "paused"]
+__all__ = ["answers_by_path", "parent_changes", "paused", "pending_writes", "take_pending"]
 
 
 def paused(
@@ -37,11 +40,12 @@ def paused(
     after = merge(plan, before, finished)[0] if finished else dict(before)
     if "updates" in modes:
         yield Emit("updates", {INTERRUPT: asked})
+    output = plan.schema.output
     if "values" in modes:
         if asked:
-            yield Emit("values", {**public(before), INTERRUPT: asked})
+            yield Emit("values", {**output(before), INTERRUPT: asked})
         if finished:
-            yield Emit("values", public(after))
+            yield Emit("values", output(after))
     if "debug" in modes:
         anchor, base, number = where
         for node in sorted({*results, *step.paused}):
@@ -49,7 +53,7 @@ def paused(
             asks = tuple(i for i in signal.values if isinstance(i, Interrupt)) if signal else ()
             update = done[0] if done else None
             yield Emit("debug", task_result(number, anchor, base, node, update, asks))
-    return {**public(after), INTERRUPT: asked} if asked else public(after)
+    return {**output(after), INTERRUPT: asked} if asked else output(after)
 
 
 def answers_by_path(
@@ -95,3 +99,72 @@ def answers_by_path(
         for i in sorted(pending, key=lambda i: (i.path, i.id))
         if i.id in answers
     ]
+
+
+def take_pending(
+    saved: Checkpoint, position: Position, ctx: RunContext
+) -> tuple[list[Interrupt], bool]:
+    """Take up the paused step stored with ``saved``: its finished work into
+    ``position.done``, answers and nested positions into ``ctx``.
+
+    Returns its pending interrupts and whether it paused at a breakpoint (then the next
+    step runs past it).
+    """
+    pending: list[Interrupt] = []
+    at_breakpoint = False
+    for w in saved.pending_writes:
+        kind = w.kind
+        if kind == "update":
+            position.done[w.task] = w.value
+        elif kind == "answers":
+            ctx.set_answers(w.value[0], list(w.value[1]))
+        elif kind == "resume":  # layout before nested answers: the node's own answers
+            ctx.set_answers(w.task, list(w.value))
+        elif kind == "interrupt":
+            pending.append(Interrupt.load(w.value))
+        elif kind == "nested":
+            ctx.suspend(w.value[0], dict(w.value[1]))
+        elif kind == "breakpoint":
+            at_breakpoint = position.skip_breakpoint = True
+    return pending, at_breakpoint
+
+
+def pending_writes(step: Step, ctx: RunContext) -> tuple[PendingWrite, ...]:
+    """An unfinished step as pending writes, grouped by top-level task: finished work,
+    the answers and nested positions under each paused task, its questions."""
+    writes = [PendingWrite(node, "update", done) for node, done in step.dump_results().items()]
+    for node, signal in step.paused.items():
+        for key, answers in ctx.under(ctx.answers, node):
+            writes.append(PendingWrite(node, "answers", [key, list(answers)]))
+        for key, position in ctx.under(ctx.suspended, node):
+            writes.append(PendingWrite(node, "nested", [key, position]))
+        for intr in signal.values:
+            if isinstance(intr, Interrupt):
+                writes.append(PendingWrite(node, "interrupt", intr.dump()))
+        if not signal.values:  # a nested graph stopped at one of its breakpoints
+            writes.append(PendingWrite(BREAKPOINT, "breakpoint", [node]))
+    return tuple(writes)
+
+
+def parent_changes(
+    plan: Plan,
+    values: dict[str, Any],
+    before: Mapping[str, Any],
+    now: Mapping[str, Any],
+    net: Mapping[str, Change],
+) -> dict[str, Any]:
+    """A paused nested run's ``values`` as it resumes: keys the parent changed meanwhile
+    (``update_state`` on the parent's thread) take the parent's new value, plus what the
+    nested run had appended to them."""
+    appended: dict[str, Any] = {}
+    for key, value in now.items():
+        if key in before and before[key] == value:
+            continue
+        change = net.get(key)
+        if change is None or change.kind == "append":
+            values[key] = value
+            if change is not None:
+                appended[key] = change.value
+    if appended:
+        values, _ = merge(plan, values, [("__nested__", appended)])
+    return values

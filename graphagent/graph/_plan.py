@@ -42,6 +42,10 @@ class Plan:
         durability: when runs store their steps: ``"sync"``, ``"async"`` or ``"exit"``.
         deferred: the nodes added with ``defer=True``.
         managed: managed state keys (``RemainingSteps``, ``IsLastStep``) -> their kind.
+        context_schema: the type of the run's context object (``invoke(context=...)``
+            turns a dict into it), or ``None``.
+        interrupt_before_edge: a pause after a node leaves its conditional edges to be
+            taken when the run continues, on the state as it is then.
         listeners: lifecycle listeners of every run, as engine observers.
         input_first: store a run's input checkpoint before its first step runs, rather
             than with that step's (an entrypoint's tasks keep their results on it as
@@ -62,6 +66,8 @@ class Plan:
     durability: str = "sync"
     deferred: frozenset[str] = frozenset()
     managed: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    context_schema: Any = None
+    interrupt_before_edge: bool = False
     listeners: tuple[Any, ...] = ()
     input_first: bool = False
 

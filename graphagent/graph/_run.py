@@ -43,7 +43,13 @@ from graphagent.graph._effects import (
     PutWrites,
     Task,
 )
-from graphagent.graph._pause import answers_by_path, paused
+from graphagent.graph._pause import (
+    answers_by_path,
+    parent_changes,
+    paused,
+    pending_writes,
+    take_pending,
+)
 from graphagent.graph._plan import Plan
 from graphagent.graph._saving import Saving, durability_of
 from graphagent.graph._state import OverAllState, as_input
@@ -55,11 +61,8 @@ from graphagent.graph._step import (
     combine,
     merge,
     normalize,
-    parent_changes,
-    pending_writes,
     route,
     shown,
-    take_pending,
     with_goto,
     write,
 )
@@ -213,7 +216,7 @@ class Run(Saving):
         else:
             self.base = ()
             self.saves = plan.saver is not None and config.thread_id is not None
-        self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver)
+        self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver, config)
         self.key = path_key(self.base)
         if self.nested and self.ctx.stream is not None:
             self.config = nested_config(self.ctx, self.base, config)
@@ -259,7 +262,7 @@ class Run(Saving):
             if not changes:
                 return  # an input that writes nothing shows no new state
         if "values" in self.modes:
-            yield Emit("values", public(self.pos.values))
+            yield Emit("values", self.plan.schema.output(self.pos.values))
 
     def _merge_input(self, input: Any, saved: Checkpoint | None) -> dict[str, Change]:
         if isinstance(input, Command):
@@ -267,8 +270,8 @@ class Run(Saving):
                 "a Command as input needs resume=, goto= or update= (it was empty); "
                 "to continue a paused thread pass None"
             )
-        input = as_input(input)
         pos, plan = self.pos, self.plan
+        input = plan.schema.read_input(input)
         updates: list[tuple[str, Mapping[str, Any]]] = [("__input__", input)]
         if saved is None and plan.schema.defaults:
             defaults = {k: v for k, v in plan.schema.defaults.items() if k not in input}
@@ -327,6 +330,7 @@ class Run(Saving):
 
     def _load_pending(self, saved: Checkpoint) -> None:
         self.pending, self.at_breakpoint = take_pending(saved, self.pos, self.ctx)
+        self.pos.next = self.pos.deferred_route(self.plan, self.config)
 
     def _answer(self, answer: Any) -> None:
         """Hand ``Command(resume=answer)`` to the pending interrupts, by task path."""
@@ -345,6 +349,7 @@ class Run(Saving):
             return  # it ended inside a task that paused later: its result stands
         pos.values = parent_changes(self.plan, pos.values, position["input"], input, net)
         pos.load(position)
+        pos.next = pos.deferred_route(self.plan, self.config)
 
     def _net_dump(self) -> dict[str, list[Any]]:
         return {k: [kind, payload] for k, (kind, payload) in (self.net or {}).items()}
@@ -357,7 +362,7 @@ class Run(Saving):
             self.ctx.suspend(
                 self.key, {"finished": True, "values": dict(values), "net": self._net_dump()}
             )
-        return public(values)
+        return public(values) if self.nested else self.plan.schema.output(values)
 
     # -- each step ---------------------------------------------------------------------
 
@@ -491,7 +496,7 @@ class Run(Saving):
                     event["__metadata__"] = {"cached": True}
                 yield Emit("updates", event)
         if "values" in modes:
-            yield Emit("values", public(pos.values))
+            yield Emit("values", self.plan.schema.output(pos.values))
         if "messages" in modes:
             yield from written_messages(results, self.base)
         if "debug" in modes:
@@ -584,7 +589,7 @@ class Run(Saving):
             raise GraphInterrupt(())
         if "updates" in self.modes:
             yield Emit("updates", {INTERRUPT: ()})
-        return public(self.pos.values)
+        return self.plan.schema.output(self.pos.values)
 
     def _leave_position(self, step: Step | None, *, skip: bool) -> None:
         """A nested run's position, left in the shared context for the root to store."""

@@ -12,25 +12,20 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from checkpoint.base import Change, Checkpoint, CheckpointWrite, PendingWrite, new_checkpoint_id
+from checkpoint.base import Change, Checkpoint, CheckpointWrite, new_checkpoint_id
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
     GraphInterrupt,
     InvalidRouteError,
     InvalidUpdateError,
 )
-from graphagent.graph._command import (
-    Command,
-    Interrupt,
-    RunContext,
-    for_parent,
-)
+from graphagent.graph._command import Command, Interrupt, for_parent
 from graphagent.graph._constants import END, is_private, public
 from graphagent.graph._control import Overwrite, Send
 from graphagent.graph._nodes import Branch
 from graphagent.graph._plan import Plan
-from graphagent.graph._state import OverAllState
-from graphagent.graph._strategies import MISSING, ReplaceStrategy
+from graphagent.graph._state import OverAllState, as_input
+from graphagent.graph._strategies import MISSING
 
 __all__ = [
     "BREAKPOINT",
@@ -41,11 +36,8 @@ __all__ = [
     "combine",
     "merge",
     "normalize",
-    "parent_changes",
-    "pending_writes",
     "route",
     "shown",
-    "take_pending",
     "with_goto",
     "write",
 ]
@@ -56,7 +48,6 @@ Result = tuple[Mapping[str, Any] | None, tuple[str, ...] | None]
 BREAKPOINT = "__breakpoint__"
 """The task name of a pending write that marks a pause at a breakpoint."""
 
-_REPLACE = ReplaceStrategy()
 _OVERWRITE = "__overwrite__"
 
 
@@ -74,12 +65,15 @@ class Position:
         done: work of the next step kept from before a pause: task -> ``[update, goto]``.
         skip_breakpoint: the next step runs past an ``interrupt_before`` breakpoint.
         sends: the sends due in the next step, in order: ``(node, arg)`` pairs.
+        deferred: nodes whose conditional edges wait for the run to continue (a pause
+            after them with ``interrupt_before_edge``): routed then, on the state as it is.
     """
 
     # a plain class with slots: a run reads these fields several times a step
     __slots__ = (
         "barriers",
         "checkpoint_id",
+        "deferred",
         "done",
         "head",
         "next",
@@ -99,6 +93,7 @@ class Position:
         self.done: dict[str, Any] = {}
         self.skip_breakpoint = False
         self.sends: list[tuple[str, Any]] = []
+        self.deferred: list[str] = []
 
     def restore(self, plan: Plan, thread: str | None, saved: Checkpoint) -> None:
         """Stand on stored checkpoint ``saved`` (its pending work is the caller's).
@@ -113,6 +108,7 @@ class Position:
         self.checkpoint_id = saved.id
         extra = saved.extra
         self.barriers = {k: list(v) for k, v in extra.get("barriers", {}).items()}
+        self.deferred = list(extra.get("deferred", ()))
         sends = extra.get("sends")
         if sends:
             # the stored ``next`` names the Send's nodes too (for get_state); the nodes
@@ -130,6 +126,7 @@ class Position:
             "done": done,
             "skip": skip,
             "sends": [[n, a] for n, a in self.sends],
+            "deferred": list(self.deferred),
         }
 
     def load(self, position: Mapping[str, Any]) -> None:
@@ -140,6 +137,11 @@ class Position:
         self.done = dict(position["done"])
         self.skip_breakpoint = bool(position["skip"])
         self.sends = [(n, a) for n, a in position.get("sends", ())]
+        self.deferred = list(position.get("deferred", ()))
+
+    def deferred_route(self, plan: Plan, config: RunnableConfig) -> tuple[str, ...]:
+        """:attr:`next` with the conditional edges a pause deferred taken now."""
+        return deferred_route(plan, self, config)
 
 
 class Step:
@@ -219,7 +221,7 @@ def merge(
                         f"{schema.name} (keys: {', '.join(sorted(strategies))}); add it to "
                         "the schema or fix the key"
                     )
-                strategy = _REPLACE
+                strategy = schema.fallback
             if strategy.replaces:
                 if key in replaced:
                     raise InvalidUpdateError(
@@ -292,7 +294,10 @@ def route(
 ) -> tuple[str, ...]:
     """The nodes due after ``ran`` finished (state already merged); joins that ``ran``
     completes are released from ``position.barriers``; sends made go to
-    ``position.sends``. Routers read ``managed`` keys (the step's managed values) too."""
+    ``position.sends``. Routers read ``managed`` keys (the step's managed values) too.
+    Past an ``interrupt_after`` node of a plan with ``interrupt_before_edge`` the
+    conditional edges wait (``position.deferred`` names their sources;
+    :meth:`Position.deferred_route`)."""
     topo = plan.topology
     edges, branches, joins_by_source = topo.edges, topo.branches, topo.joins_by_source
     barriers = position.barriers
@@ -300,12 +305,16 @@ def route(
         position.sends = []  # the step that ran them is over
     targets: list[Any] = []
     state: OverAllState | None = None  # built for the first router only
+    defer = plan.interrupt_before_edge and not plan.interrupt_after.isdisjoint(ran)
     for node in ran:
         goto = gotos.get(node) if gotos else None
         if goto is not None:
             targets.extend(goto)
         else:
             targets.extend(edges.get(node, ()))
+            if defer and node in branches:
+                position.deferred.append(node)
+                continue
             for branch in branches.get(node, ()):
                 if state is None:
                     values = {**position.values, **managed} if managed else position.values
@@ -348,6 +357,28 @@ def _sent(send: Send, nodes: Mapping[str, Any], ran: list[str]) -> tuple[str, An
             f"known nodes: {', '.join(sorted(nodes))}"
         )
     return send.node, send.arg
+
+
+def deferred_route(plan: Plan, position: Position, config: RunnableConfig) -> tuple[str, ...]:
+    """``position.next`` with the conditional edges a pause deferred taken now, on the
+    state as it stands (edited by ``update_state`` meanwhile, say)."""
+    if not position.deferred:
+        return position.next
+    sources, position.deferred = position.deferred, []
+    state = OverAllState(position.values, plan.schema.empties)
+    nodes = plan.topology.nodes
+    due = set(position.next)
+    for source in sources:
+        for branch in plan.topology.branches[source]:
+            for target in _branch(branch, state, config):
+                if target != END and target not in nodes:
+                    raise InvalidRouteError(
+                        f"routing after {source} named {target!r}, which is not a node; "
+                        f"known nodes: {', '.join(sorted(nodes))}"
+                    )
+                due.add(target)
+    due.discard(END)
+    return tuple(sorted(due))
 
 
 def _branch(branch: Branch, state: OverAllState, config: RunnableConfig) -> list[Any]:
@@ -394,20 +425,33 @@ def normalize(node: str, ret: Any) -> Result:
         gotos = (
             None if goto is None else ((goto,) if isinstance(goto, (str, Send)) else tuple(goto))
         )
-        if ret.update is not None and not isinstance(ret.update, Mapping):
-            raise InvalidUpdateError(
-                f"node {node!r} returned Command(update={ret.update!r:.60}); update must be a dict"
-            )
+        update = ret.update
+        if update is not None and not isinstance(update, Mapping):
+            update = _as_update(node, update, "Command(update=...)")
         if ret.graph is not None:
             for_parent(node, ret)
-        return ret.update, gotos
-    dump = getattr(ret, "model_dump", None)
-    if dump is not None:
-        return ret.model_dump(exclude_unset=True), None
+        return update, gotos
+    update = _as_update(node, ret, None)
+    if update is not None:
+        return update, None
     raise InvalidUpdateError(
         f"node {node!r} returned {type(ret).__name__} {ret!r:.60}; a node returns a dict of "
         "state keys to update, None, or a Command"
     )
+
+
+def _as_update(node: str, value: Any, where: str | None) -> Mapping[str, Any] | None:
+    """A pydantic model (its fields that were set) or a dataclass (its fields) a node
+    returned, as an update; ``None`` for anything else, or an error inside a Command."""
+    try:
+        return as_input(value)
+    except InvalidUpdateError:
+        if where is None:
+            return None
+        raise InvalidUpdateError(
+            f"node {node!r} returned {where} with {type(value).__name__} {value!r:.60}; an "
+            "update is a dict of state keys (or a pydantic model / dataclass of the state)"
+        ) from None
 
 
 def write(
@@ -429,7 +473,7 @@ def write(
         meta["nodes"] = ran
     if tasks:
         meta["tasks"] = dict(tasks)
-    extra: dict[str, Any] = {"barriers": position.barriers} if position.barriers else {}
+    extra = _extra(position)
     due = position.next
     if position.sends:
         extra["sends"] = [[n, a] for n, a in position.sends]
@@ -445,6 +489,17 @@ def write(
         time.time(),
         extra,
     )
+
+
+def _extra(position: Position) -> dict[str, Any]:
+    """What a checkpoint keeps of the position besides values and next: joins waiting,
+    conditional edges deferred."""
+    extra: dict[str, Any] = {}
+    if position.barriers:
+        extra["barriers"] = position.barriers
+    if position.deferred:
+        extra["deferred"] = list(position.deferred)
+    return extra
 
 
 def shown(update: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -474,75 +529,3 @@ def with_goto(plan: Plan, position: Position, goto: Any) -> tuple[str, ...]:
             f"graph; known nodes: {', '.join(sorted(nodes))}"
         )
     return tuple(sorted({*due, *(t for t in names if t != END)}))
-
-
-# -- pausing and resuming ------------------------------------------------------------
-
-
-def take_pending(
-    saved: Checkpoint, position: Position, ctx: RunContext
-) -> tuple[list[Interrupt], bool]:
-    """Take up the paused step stored with ``saved``: its finished work into
-    ``position.done``, answers and nested positions into ``ctx``.
-
-    Returns its pending interrupts and whether it paused at a breakpoint (then the next
-    step runs past it).
-    """
-    pending: list[Interrupt] = []
-    at_breakpoint = False
-    for w in saved.pending_writes:
-        kind = w.kind
-        if kind == "update":
-            position.done[w.task] = w.value
-        elif kind == "answers":
-            ctx.set_answers(w.value[0], list(w.value[1]))
-        elif kind == "resume":  # layout before nested answers: the node's own answers
-            ctx.set_answers(w.task, list(w.value))
-        elif kind == "interrupt":
-            pending.append(Interrupt.load(w.value))
-        elif kind == "nested":
-            ctx.suspend(w.value[0], dict(w.value[1]))
-        elif kind == "breakpoint":
-            at_breakpoint = position.skip_breakpoint = True
-    return pending, at_breakpoint
-
-
-def pending_writes(step: Step, ctx: RunContext) -> tuple[PendingWrite, ...]:
-    """An unfinished step as pending writes, grouped by top-level task: finished work,
-    the answers and nested positions under each paused task, its questions."""
-    writes = [PendingWrite(node, "update", done) for node, done in step.dump_results().items()]
-    for node, signal in step.paused.items():
-        for key, answers in ctx.under(ctx.answers, node):
-            writes.append(PendingWrite(node, "answers", [key, list(answers)]))
-        for key, position in ctx.under(ctx.suspended, node):
-            writes.append(PendingWrite(node, "nested", [key, position]))
-        for intr in signal.values:
-            if isinstance(intr, Interrupt):
-                writes.append(PendingWrite(node, "interrupt", intr.dump()))
-        if not signal.values:  # a nested graph stopped at one of its breakpoints
-            writes.append(PendingWrite(BREAKPOINT, "breakpoint", [node]))
-    return tuple(writes)
-
-
-def parent_changes(
-    plan: Plan,
-    values: dict[str, Any],
-    before: Mapping[str, Any],
-    now: Mapping[str, Any],
-    net: Mapping[str, Change],
-) -> dict[str, Any]:
-    """A paused nested run's ``values`` as it resumes: keys the parent changed meanwhile
-    (``update_state`` on the parent's thread) take the parent's new value, plus what the
-    nested run had appended to them."""
-    appended: dict[str, Any] = {}
-    for key, value in now.items():
-        if key in before and before[key] == value:
-            continue
-        change = net.get(key)
-        if change is None or change.kind == "append":
-            values[key] = value
-            if change is not None:
-                appended[key] = change.value
-    if appended:
-        values, _ = merge(plan, values, [("__nested__", appended)])
-    return values
