@@ -305,3 +305,23 @@ def test_messages_stream_from_an_agent_called_in_a_task() -> None:
     tokens = "".join(payload[0].content for mode, payload in events if mode == "messages")
     assert tokens == "hi!"
     assert events[-2:] == [("updates", {"ask": "hi!"}), ("updates", {"flow": "hi!"})]
+
+
+def test_queued_calls_are_dropped_when_the_function_stops() -> None:
+    """At the end of the step, a call still queued (every worker busy) is cancelled if the
+    function raised or paused, and run if it returned (it may have been started for its
+    effect alone)."""
+    import concurrent.futures
+
+    from graphagent.func._journal import Journal
+    from graphagent.func._settle import settle
+    from graphagent.func._task import TaskFuture
+
+    ran: list[str] = []
+    for stopped, expected in ((True, []), (False, ["queued"])):
+        journal = Journal(None)
+        queued: concurrent.futures.Future[None] = concurrent.futures.Future()  # never taken
+        journal.started.append(TaskFuture(queued, lambda: ran.append("queued")))
+        settle(journal, stopped)
+        assert ran == expected
+        ran.clear()
