@@ -109,7 +109,8 @@ async def test_a_sync_entrypoint_stores_through_an_async_only_saver(
     redis_url: str, redis_prefix: str
 ) -> None:
     """Under ``ainvoke`` a sync entrypoint's tasks run in worker threads; their results
-    reach an async-only saver (AsyncRedisSaver) through the run's event loop."""
+    reach an async-only saver (AsyncRedisSaver) through the run's event loop. An async
+    entrypoint's tasks await the saver directly."""
     saver = AsyncRedisSaver.from_url(redis_url, prefix=redis_prefix)
     runs: list[int] = []
 
@@ -123,13 +124,25 @@ async def test_a_sync_entrypoint_stores_through_an_async_only_saver(
         done = [square(i).result() for i in range(n)]
         return [*done, interrupt("more?")]
 
+    @task
+    async def asquare(i: int) -> int:
+        runs.append(i)
+        return i * i
+
+    @entrypoint(saver=saver)
+    async def aflow(n: int) -> list[int]:
+        done = [await asquare(i) for i in range(n)]
+        return [*done, interrupt("more?")]
+
     try:
-        config = _thread()
-        await flow.ainvoke(3, config)
-        head = await saver.aget(config["thread_id"])
-        assert head is not None and len({w.task for w in head.pending_writes}) >= 3
-        assert await flow.ainvoke(Command(resume=9), config) == [0, 1, 4, 9]
-        assert runs == [0, 1, 2]
+        for each in (flow, aflow):
+            runs.clear()
+            config = _thread()
+            await each.ainvoke(3, config)
+            head = await saver.aget(config["thread_id"])
+            assert head is not None and len({w.task for w in head.pending_writes}) >= 3
+            assert await each.ainvoke(Command(resume=9), config) == [0, 1, 4, 9]
+            assert runs == [0, 1, 2]
     finally:
         await saver.aclose()
 
