@@ -87,7 +87,8 @@ class A2aRemoteAgent(BaseAgent):
         name: the agent's name here (default: the name on its card, read now).
         description: shown to routers and tools (default: the card's).
         saver: keeps local pauses (default: in memory).
-        headers: sent with every request (e.g. ``{"Authorization": "Bearer ..."}``).
+        headers: sent with every request (e.g. ``{"Authorization": "Bearer ..."}``); with
+            ``httpx_client``, set them on that client instead.
         timeout: seconds to wait for any one read.
         httpx_client: an ``httpx.AsyncClient`` to use instead of one of its own (for
             tests: ``httpx.ASGITransport(app)`` reaches an app in the process).
