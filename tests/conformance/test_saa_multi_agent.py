@@ -525,3 +525,29 @@ def test_agent_tool_with_output_type() -> None:
     assert ArticleOutput.model_validate_json(answer.text.removeprefix("tool said: ")) == (
         ArticleOutput(title="T", content="C")
     )
+
+
+def test_output_key_strategy_across_turns_on_every_saver(saver: CheckpointSaver) -> None:
+    """An output key with AppendStrategy keeps each turn's answer in the thread, and the
+    next turn's instruction reads the list stored by the saver."""
+    from graphagent.graph import AppendStrategy
+
+    drafts = iter(["draft one", "draft two"])
+    writer = ReactAgent(
+        name="writer",
+        model=FunctionChatModel(lambda m, t: next(drafts)),
+        output_key="drafts",
+        output_key_strategy=AppendStrategy(),
+    )
+    counter = ReactAgent(
+        name="counter",
+        model=_echo("count"),
+        instruction="Drafts so far: {drafts}",
+        include_contents=False,
+    )
+    flow = SequentialAgent("flow", [writer, counter], saver=saver)
+    flow.invoke("write", thread_id="keys-1")
+    state = flow.invoke("write again", thread_id="keys-1")
+    assert state["drafts"] == ["draft one", "draft two"]
+    assert state["messages"][-1].text == "count: Drafts so far: ['draft one', 'draft two']"
+    assert flow.get_state(thread_id="keys-1").values["drafts"] == ["draft one", "draft two"]
