@@ -78,8 +78,8 @@ def main() -> None:
         for fan_out in (False, True):
             shape = "fan-out" if fan_out else "one by one"
             label = f"{n} tasks {shape}, {'MemorySaver' if saver else 'no saver'}"
-            a = best_of(ours(n, saver, fan_out), number=10) / n
-            b = best_of(theirs(n, saver, fan_out), number=2) / n if lg else None
+            a = best_of(ours(n, saver, fan_out), repeat=15, number=10) / n
+            b = best_of(theirs(n, saver, fan_out), repeat=15, number=2) / n if lg else None
             theirs_text = f"{b * 1e6:>11.1f} us" if b is not None else f"{'-':>14}"
             print(f"{label:<40}{a * 1e6:>11.1f} us{theirs_text}   {ratio(b, a)}")
 

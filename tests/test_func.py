@@ -109,7 +109,8 @@ async def test_a_sync_entrypoint_stores_through_an_async_only_saver(
     redis_url: str, redis_prefix: str
 ) -> None:
     """Under ``ainvoke`` a sync entrypoint's tasks run in worker threads; their results
-    reach an async-only saver (AsyncRedisSaver) through the run's event loop."""
+    reach an async-only saver (AsyncRedisSaver) through the run's event loop. An async
+    entrypoint's tasks await the saver directly."""
     saver = AsyncRedisSaver.from_url(redis_url, prefix=redis_prefix)
     runs: list[int] = []
 
@@ -123,13 +124,25 @@ async def test_a_sync_entrypoint_stores_through_an_async_only_saver(
         done = [square(i).result() for i in range(n)]
         return [*done, interrupt("more?")]
 
+    @task
+    async def asquare(i: int) -> int:
+        runs.append(i)
+        return i * i
+
+    @entrypoint(saver=saver)
+    async def aflow(n: int) -> list[int]:
+        done = [await asquare(i) for i in range(n)]
+        return [*done, interrupt("more?")]
+
     try:
-        config = _thread()
-        await flow.ainvoke(3, config)
-        head = await saver.aget(config["thread_id"])
-        assert head is not None and len({w.task for w in head.pending_writes}) >= 3
-        assert await flow.ainvoke(Command(resume=9), config) == [0, 1, 4, 9]
-        assert runs == [0, 1, 2]
+        for each in (flow, aflow):
+            runs.clear()
+            config = _thread()
+            await each.ainvoke(3, config)
+            head = await saver.aget(config["thread_id"])
+            assert head is not None and len({w.task for w in head.pending_writes}) >= 3
+            assert await each.ainvoke(Command(resume=9), config) == [0, 1, 4, 9]
+            assert runs == [0, 1, 2]
     finally:
         await saver.aclose()
 
@@ -305,3 +318,23 @@ def test_messages_stream_from_an_agent_called_in_a_task() -> None:
     tokens = "".join(payload[0].content for mode, payload in events if mode == "messages")
     assert tokens == "hi!"
     assert events[-2:] == [("updates", {"ask": "hi!"}), ("updates", {"flow": "hi!"})]
+
+
+def test_queued_calls_are_dropped_when_the_function_stops() -> None:
+    """At the end of the step, a call still queued (every worker busy) is cancelled if the
+    function raised or paused, and run if it returned (it may have been started for its
+    effect alone)."""
+    import concurrent.futures
+
+    from graphagent.func._journal import Journal
+    from graphagent.func._settle import settle
+    from graphagent.func._task import TaskFuture
+
+    ran: list[str] = []
+    for stopped, expected in ((True, []), (False, ["queued"])):
+        journal = Journal(None)
+        queued: concurrent.futures.Future[None] = concurrent.futures.Future()  # never taken
+        journal.started.append(TaskFuture(queued, lambda: ran.append("queued")))
+        settle(journal, stopped)
+        assert ran == expected
+        ran.clear()

@@ -121,13 +121,15 @@ class Runner:
         self, state: OverAllState, config: RunnableConfig, journal: Journal
     ) -> dict[str, Any]:
         kwargs = self._kwargs(state, config)
+        stopped = True
         try:
             try:
                 out = self.fn(state["input"], **kwargs)
                 if inspect.isawaitable(out):
                     out = _run_coroutine(out, self.name)
+                stopped = False
             finally:
-                settle(journal)
+                settle(journal, stopped)
         except GraphInterrupt as signal:
             raise asked(signal, journal) from None
         return self._update(out, journal)

@@ -26,12 +26,17 @@ def _paused(futures: Iterable[Any]) -> list[GraphInterrupt]:
     return found
 
 
-def settle(journal: Journal) -> None:
+def settle(journal: Journal, stopped: bool) -> None:
     """Wait (in this thread) for every task call the run started and has not finished;
-    keep the interrupts of those that paused in ``journal.paused``."""
+    keep the interrupts of those that paused in ``journal.paused``.
+
+    ``stopped``: the function raised or paused; calls no worker has taken yet are
+    cancelled then, not run (after a success they run: the function may not wait for a
+    task it started for its effect).
+    """
     started = list(journal.started)
     for future in started:
-        if not isinstance(future, asyncio.Future):
+        if not isinstance(future, asyncio.Future) and not (stopped and future.cancel()):
             future.wait()
     journal.paused.extend(_paused(started))
 
