@@ -30,6 +30,8 @@ MODULES = {
     "(extra `graphagent[mcp]`). Guide: [MCP](mcp.md).",
     "graphagent.a2a": "Agents served over A2A (Agent2Agent), and remote A2A agents used as "
     "local ones (extra `graphagent[a2a]`, the official `a2a-sdk`). Guide: [A2A](a2a.md).",
+    "graphagent.server": "Agents and graphs served over HTTP: the Agent Protocol, as "
+    "`langgraph-sdk` drives it (extra `graphagent[server]`). Guide: [serving](server.md).",
     "graphagent.observability": "Live progress, logs, and OpenTelemetry traces (extra "
     "`graphagent[otel]`). Guide: [progress, logs and traces](observability.md).",
     "graphagent.errors": "Every error is a `GraphAgentError`; the message says what to do.",

@@ -433,7 +433,7 @@ def _always(value: Any) -> bool:
 
 
 _new = object.__new__
-_put = object.__setattr__
+_put = BaseModel.__dict__["__dict__"].__set__  # the instance dict, set without a look-up
 # BaseModel's slots, set through their descriptors (object.__setattr__ looks each one up)
 _fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _extra = BaseModel.__dict__["__pydantic_extra__"].__set__
@@ -446,7 +446,7 @@ def _built(cls: type[BaseModel], fields: dict[str, Any]) -> Any:
     fields set: pydantic changes it only on a model that is not frozen, and ``model_copy``
     copies it first."""
     message = _new(cls)
-    _put(message, "__dict__", fields)
+    _put(message, fields)
     _fields_set(message, _ALL_SET[cls])
     _extra(message, None)
     _private(message, None)
@@ -501,7 +501,7 @@ def _decoder(cls: type[BaseModel]) -> Any:
                     fields = {"content": content, "id": mid, "metadata": metadata}
                     if unset:
                         fields.update(unset)
-                    _put(message, "__dict__", fields)
+                    _put(message, fields)
                     _fields_set(message, fields_set)
                     _extra(message, None)
                     _private(message, None)
@@ -555,7 +555,7 @@ def _decoder(cls: type[BaseModel]) -> Any:
                     fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": ()}
                     if unset:
                         fields.update(unset)
-                    _put(message, "__dict__", fields)
+                    _put(message, fields)
                     _fields_set(message, fields_set)
                     _extra(message, None)
                     _private(message, None)

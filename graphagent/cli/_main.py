@@ -15,13 +15,14 @@ from graphagent.cli._common import Parser, Run
 from graphagent.cli._draw import add_draw_command
 from graphagent.cli._errors import one_line
 from graphagent.cli._mcp import add_mcp_command
+from graphagent.cli._serve import add_serve_commands
 from graphagent.cli._store import add_store_command
 from graphagent.cli._threads import add_threads_command
 
 __all__ = ["main"]
 
 _DESCRIPTION = """\
-Draw graphs, chat with agents, look into stored threads, serve over MCP and A2A.
+Draw graphs, chat with agents, look into stored threads, serve over MCP, A2A and HTTP.
 
 module:object names a module (or a path/to/file.py) and an attribute in it: a compiled
 graph, an agent, or a function of no arguments that returns one."""
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     add_mcp_command(sub)
     add_a2a_command(sub)
     add_store_command(sub)
+    add_serve_commands(sub)
     return parser
 
 
