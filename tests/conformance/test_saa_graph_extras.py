@@ -45,7 +45,8 @@ def test_interrupt_before_edge_routes_on_the_edited_state(saver: CheckpointSaver
     route to C when the run continues, on every saver."""
     app = _edge_graph(saver, interrupt_before_edge=True)
     thread = uuid.uuid4().hex
-    assert list(app.stream({"messages": []}, thread_id=thread)) == [
+    events = list(app.stream({"messages": []}, thread_id=thread))
+    assert [e for e in events if "__interrupt__" not in e] == [
         {"A": {"messages": ["A"]}},
         {"B": {"messages": ["B"]}},
     ]
