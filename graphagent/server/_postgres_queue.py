@@ -67,6 +67,7 @@ class PostgresQueue:
         lease_ms: int = 5000,
     ) -> None:
         self.executor = executor
+        executor.shared = True
         self.db = db
         self.run = run
         self.concurrency = concurrency

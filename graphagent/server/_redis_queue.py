@@ -72,6 +72,7 @@ class RedisQueue:
         lease_ms: int = 5000,
     ) -> None:
         self.executor = executor
+        executor.shared = True
         self.client: Any = client  # redis-py's reply types are too loose to check
         self.base = f"{prefix}:srv"
         self.stream = f"{self.base}:queue"
