@@ -100,10 +100,11 @@ def _running_on(where: dict[str, Any], worker_pid: int) -> int:
     return sum(int(c["pending"]) for c in consumers if f":{worker_pid}:" in str(c["name"], "utf-8"))
 
 
-async def test_sigkill_a_worker_mid_run(cluster: dict[str, Any]) -> None:
-    """20 background runs on 10 threads; one worker is SIGKILLed while it runs some: every
-    run ends success exactly once (one result in its stream) and each thread holds each
-    run's four messages once, in order."""
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
+async def test_a_worker_lost_mid_run(cluster: dict[str, Any], sig: int) -> None:
+    """20 background runs on 10 threads; one worker is killed (SIGKILL) or stopped
+    (SIGTERM) while it runs some: every run ends success exactly once (one result in its
+    stream) and each thread holds each run's four messages once, in order."""
     async with get_client(url=cluster["url"]) as client:
         threads = [(await client.threads.create())["thread_id"] for _ in range(10)]
         runs = []
@@ -119,7 +120,7 @@ async def test_sigkill_a_worker_mid_run(cluster: dict[str, Any]) -> None:
                 break
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.3)
-        victim.send_signal(signal.SIGKILL)
+        victim.send_signal(sig)
         victim.wait()
         for tid, rid, _ in runs:
             await asyncio.wait_for(client.runs.join(tid, rid), 60)
