@@ -149,7 +149,17 @@ class ReadCache:
     def guess(self, thread_id: str, ahead: int) -> list[str]:
         """The data fields a next read of the thread likely needs: the ``ahead`` items
         after what is held of each log branch its latest read ended on (what a turn
-        appends). A driver may fetch them with the head, saving a round trip."""
+        appends). A driver may fetch them with the head, saving a round trip.
+
+        Args:
+            thread_id: the thread.
+            ahead: how many items per branch.
+
+        Example:
+            >>> from checkpoint import MemorySaver
+            >>> MemorySaver().read_cache.guess("never-read", 16)
+            []
+        """
         with self._lock:
             held = self._threads.get(thread_id)
             if held is None:

@@ -88,21 +88,27 @@ class SqlLogic(SqlPut):
         tid = encode_text(thread_id)
         cond, extra = self._alive()
         rows = yield self.query(
-            "WITH c AS (SELECT c.id, c.record FROM {t}graphagent_threads t "
-            "JOIN {t}graphagent_checkpoints c "
-            "ON c.thread_id = t.thread_id AND c.id = COALESCE(?, t.head) "
-            "WHERE t.thread_id = ?" + cond.replace("touched_at", "t.touched_at") + ") "
+            # each part index look-ups, whatever the table's statistics say (an OR of the
+            # data conditions, a join on COALESCE, or a flattened join would scan the
+            # thread's rows: O(history)); OFFSET 0 keeps the look-up per guessed field
+            "WITH c AS (SELECT id, record FROM {t}graphagent_checkpoints "
+            "WHERE thread_id = ? AND id = (SELECT COALESCE(?::text, head) "
+            "FROM {t}graphagent_threads WHERE thread_id = ?" + cond + ")) "
             "SELECT 0, c.id, NULL, c.record FROM c UNION ALL "
-            "SELECT 1, NULL, d.field, d.value FROM {t}graphagent_data d "
-            "WHERE d.thread_id = ? AND (d.field = ANY(?::bytea[]) "
-            "OR d.field IN (SELECT ? || convert_to(c.id, 'UTF8') FROM c)) UNION ALL "
-            "SELECT 2, w.checkpoint_id, w.task, w.value FROM {t}graphagent_writes w "
-            "JOIN c ON w.checkpoint_id = c.id WHERE w.thread_id = ?",
+            "SELECT 1, NULL, d.field, d.value FROM unnest(?::bytea[]) AS g(f) "
+            "CROSS JOIN LATERAL (SELECT field, value FROM {t}graphagent_data "
+            "WHERE thread_id = ? AND field = g.f OFFSET 0) AS d UNION ALL "
+            "SELECT 1, NULL, field, value FROM {t}graphagent_data "
+            "WHERE thread_id = ? AND field = (SELECT ? || convert_to(id, 'UTF8') FROM c) "
+            "UNION ALL SELECT 2, checkpoint_id, task, value FROM {t}graphagent_writes "
+            "WHERE thread_id = ? AND checkpoint_id = (SELECT id FROM c)",
+            tid,
             checkpoint_id,
             tid,
             *extra,
-            tid,
             [encode_text(f) for f in guess],
+            tid,
+            tid,
             encode_text(layout.val_field("")),
             tid,
         )
@@ -142,9 +148,11 @@ class SqlLogic(SqlPut):
         tid = encode_text(thread_id)
         cond, extra = self._alive()
         rows = yield self.stmt(
-            "SELECT c.id, c.record FROM {t}graphagent_threads t JOIN {t}graphagent_checkpoints c "
-            "ON c.thread_id = t.thread_id AND c.id = COALESCE(?, t.head) "
-            "WHERE t.thread_id = ?" + cond.replace("touched_at", "t.touched_at"),
+            # the id first, then one index look-up (a join on COALESCE scans the thread's
+            # checkpoints on PostgreSQL)
+            "SELECT id, record FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = "
+            "(SELECT COALESCE(?, head) FROM {t}graphagent_threads WHERE thread_id = ?" + cond + ")",
+            tid,
             checkpoint_id,
             tid,
             *extra,

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 __all__ = [
     "DEFAULT_WORKERS",
     "call_with_timeout",
+    "executor_of",
     "in_thread",
     "run_all",
     "run_each",
@@ -56,11 +57,35 @@ def _pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
     return pool
 
 
+def executor_of(value: Any) -> concurrent.futures.Executor | None:
+    """An executor choice as an executor: ``None`` (the shared pool), a number of workers
+    (a shared pool of that size) or a ``concurrent.futures.Executor`` of the caller's.
+
+    Raises:
+        TypeError: ``value`` is none of those.
+    """
+    if value is None or isinstance(value, concurrent.futures.Executor):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return _pool(value)
+    raise TypeError(
+        f"executor={value!r}: pass a number of worker threads (e.g. 4) or a "
+        "concurrent.futures.ThreadPoolExecutor"
+    )
+
+
 def _submit(
-    calls: Sequence[Callable[[], T]], max_workers: int | None
+    calls: Sequence[Callable[[], T]],
+    max_workers: int | None,
+    pools: Sequence[concurrent.futures.Executor | None] | None = None,
 ) -> list[concurrent.futures.Future[T]]:
-    pool = _pool(max_workers or DEFAULT_WORKERS)
-    return [pool.submit(contextvars.copy_context().run, call) for call in calls]
+    default = _pool(max_workers or DEFAULT_WORKERS)
+    if pools is None:
+        return [default.submit(contextvars.copy_context().run, call) for call in calls]
+    return [
+        (pool or default).submit(contextvars.copy_context().run, call)
+        for call, pool in zip(calls, pools, strict=True)
+    ]
 
 
 def _fill(
@@ -100,7 +125,9 @@ def run_all(calls: Sequence[Callable[[], T]], max_workers: int | None = None) ->
 
 
 def run_each(
-    calls: Sequence[Callable[[], T]], max_workers: int | None = None
+    calls: Sequence[Callable[[], T]],
+    max_workers: int | None = None,
+    pools: Sequence[concurrent.futures.Executor | None] | None = None,
 ) -> tuple[list[T | None], BaseException | None]:
     """:func:`run_all` for calls that never raise an ``Exception``, keeping what finished
     when the run is stopped.
@@ -109,10 +136,12 @@ def run_each(
     ``BaseException`` that is not an ``Exception``) waits for the calls already running,
     then returns the results with ``None`` for each call that did not finish, and the
     stop (``None`` when there was none) for the caller to re-raise.
+
+    ``pools`` names, per call, the executor it is submitted to (``None``: the shared one).
     """
     if not calls:
         return [], None
-    futures = _submit(calls, max_workers)
+    futures = _submit(calls, max_workers, pools)
     results: list[Any] = [_PENDING] * len(calls)
     try:
         _fill(calls, futures, results)
@@ -141,10 +170,12 @@ def submit(call: Callable[[], T]) -> concurrent.futures.Future[T]:
     return _pool(DEFAULT_WORKERS).submit(contextvars.copy_context().run, call)
 
 
-async def in_thread(call: Callable[[], T]) -> T:
-    """Await ``call`` run on the shared pool, in a copy of the caller's context."""
+async def in_thread(call: Callable[[], T], pool: concurrent.futures.Executor | None = None) -> T:
+    """Await ``call`` run on ``pool`` (the shared one unless given), in a copy of the
+    caller's context."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_pool(DEFAULT_WORKERS), contextvars.copy_context().run, call)
+    executor = pool or _pool(DEFAULT_WORKERS)
+    return await loop.run_in_executor(executor, contextvars.copy_context().run, call)
 
 
 def call_with_timeout(call: Callable[[], T], timeout: float | None) -> T:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graphagent.errors import UserError
 
@@ -22,7 +23,8 @@ class RunnableConfig(BaseModel):
     Anywhere a config is taken, a plain dict with these keys works too.
 
     Attributes:
-        thread_id: the conversation to load and checkpoint; ``None`` runs fresh.
+        thread_id: the conversation to load and checkpoint; ``None`` runs fresh. An
+            ``int`` or a ``uuid.UUID`` is taken as its text (``str(value)``).
         checkpoint_id: start from this checkpoint of the thread (time travel, forks).
         metadata: user data for hooks and tools (user id, tenant, ...); also stored
             in each checkpoint's metadata.
@@ -36,6 +38,10 @@ class RunnableConfig(BaseModel):
         emit: set while a ``"messages"`` stream is read: ``emit("messages", payload)``
             hands model tokens and tool results to the caller as they happen (agents use
             it; ``None`` otherwise).
+        context: the run's context object (``invoke(..., context=Ctx(...))``): typed,
+            per run, never stored (a user id, a database handle). Nodes read it as
+            ``runtime.context`` (a ``runtime`` parameter, or ``get_runtime()``), tools as
+            ``ctx.runtime.context``; ``None`` without one.
         listeners: :class:`~graphagent.graph.GraphLifecycleListener` objects told of
             this run's start, nodes, errors and end (besides the compiled graph's).
 
@@ -55,6 +61,16 @@ class RunnableConfig(BaseModel):
     writer: Callable[[Any], None] = Field(default=_discard, exclude=True, repr=False)
     emit: Callable[[str, Any], None] | None = Field(default=None, exclude=True, repr=False)
     store: Any = Field(default=None, exclude=True, repr=False)
+    context: Any = Field(default=None, exclude=True, repr=False)
+
+    @field_validator("thread_id", mode="before")
+    @classmethod
+    def _thread_text(cls, value: Any) -> Any:
+        # LangGraph users key threads by int or UUID; a thread is stored under its text
+        if isinstance(value, uuid.UUID) or (type(value) is int):
+            return str(value)
+        return value
+
     listeners: tuple[Any, ...] = Field(default=(), exclude=True, repr=False)
 
 

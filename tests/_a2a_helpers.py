@@ -96,7 +96,8 @@ def chunks(events: list[StreamResponse]) -> list[str]:
 
 class ScriptedExecutor(AgentExecutor):
     """A plain SDK agent: streams "Bon" + "jour"; "book ..." asks which day first;
-    "fail" fails saying why; "stuck" ends its reply still working."""
+    "fail" fails saying why; "stuck" ends its reply still working; "quick" answers "ok"
+    with one Message and no task."""
 
     def __init__(self) -> None:
         self.seen: list[dict[str, Any]] = []
@@ -106,11 +107,21 @@ class ScriptedExecutor(AgentExecutor):
         assert message is not None
         task_id, context_id = str(context.task_id), str(context.context_id)
         resumed = context.current_task is not None
+        text = get_message_text(message)
+        if text == "quick":  # a reply as one Message: no task at all
+            reply = Message(
+                role=Role.ROLE_AGENT,
+                message_id=uuid.uuid4().hex,
+                context_id=str(context.context_id),
+                parts=[Part(text="ok")],
+            )
+            self.seen.append({"context_id": str(context.context_id), "text": text})
+            await event_queue.enqueue_event(reply)
+            return
         if not resumed:
             state = TaskState.TASK_STATE_SUBMITTED
             await event_queue.enqueue_event(new_task(task_id, context_id, state, history=[message]))
         updater = TaskUpdater(event_queue, task_id, context_id)
-        text = get_message_text(message)
         data = [p for p in message.parts if p.HasField("data")]
         self.seen.append(
             {

@@ -103,3 +103,56 @@ def test_serve_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path:
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("a2a_junk", None)
+
+
+REMOTE = """
+import httpx
+
+from graphagent.a2a import A2aRemoteAgent, a2a_app
+from graphagent.agent import HumanInTheLoopHook, ReactAgent
+from graphagent.messages import AssistantMessage, ToolCall
+from graphagent.models import FakeChatModel
+
+
+def send_email(to: str) -> str:
+    "Send an email."
+    return f"sent to {to}"
+
+
+call = ToolCall(id="c1", name="send_email", arguments='{"to": "bob"}')
+mailer = ReactAgent(
+    name="mailer",
+    model=FakeChatModel([AssistantMessage(tool_calls=[call]), "Mailed bob."]),
+    tools=[send_email],
+    hooks=[HumanInTheLoopHook(approval_on={"send_email": "mail leaves the company"})],
+)
+app = a2a_app(mailer, "http://mailer.test")
+remote = A2aRemoteAgent(
+    "http://mailer.test", httpx_client=httpx.AsyncClient(transport=httpx.ASGITransport(app))
+)
+"""
+
+
+def test_chat_with_a_remote_agent_answers_its_remote_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`graphagent chat` on an A2aRemoteAgent: the remote approval question is shown as a
+    local one, and `-m approve` on the thread finishes the remote task."""
+    import io
+
+    name = "a2a_remote_chat"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(REMOTE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        out = io.StringIO()
+        code = cli.main(["chat", f"{name}:remote", "--thread", "h", "-m", "mail bob"], out=out)
+        assert code == 3, capsys.readouterr().err
+        shown = out.getvalue()
+        assert '1. send_email({"to": "bob"})' in shown and "why: mail leaves the company" in shown
+        out = io.StringIO()
+        code = cli.main(["chat", f"{name}:remote", "--thread", "h", "-m", "approve"], out=out)
+        assert code == 0, capsys.readouterr().err
+        assert "mailer> Mailed bob." in out.getvalue()
+    finally:
+        sys.modules[name].remote.close()
+        sys.modules.pop(name, None)

@@ -218,3 +218,21 @@ def test_closing_stops_the_client_thread(executor: ScriptedExecutor) -> None:
     remote.close()
     assert not any(t.name == "a2a-closing" for t in threading.enumerate())
     remote.close()  # twice is fine
+
+
+def test_reasoning_crosses_the_wire() -> None:
+    """A served agent's reasoning streams in an artifact named "reasoning" before its
+    answer; A2aRemoteAgent streams it as reasoning chunks and keeps it on the answer."""
+    thinker = ReactAgent(
+        name="thinker",
+        model=FakeChatModel([AssistantMessage("42.", reasoning="Six times seven.")]),
+    )
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(a2a_app(thinker, BASE)))
+    with A2aRemoteAgent(BASE, httpx_client=http) as remote:
+        streamed = [c for c, _ in remote.stream("what is it?", thread_id="t-r", mode="messages")]
+        answer = remote.get_state(thread_id="t-r").values["messages"][-1]
+    assert "".join(c.reasoning for c in streamed) == "Six times seven."
+    assert "".join(c.content for c in streamed) == "42."
+    first_answer = next(i for i, c in enumerate(streamed) if c.content)
+    assert all(c.reasoning for c in streamed[:first_answer])
+    assert (answer.text, answer.reasoning) == ("42.", "Six times seven.")

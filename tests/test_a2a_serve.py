@@ -251,3 +251,34 @@ def test_only_agents_are_served() -> None:
 
     with pytest.raises(UserError, match="wrap it in a ReactAgent"):
         a2a_app(send_email, BASE)  # type: ignore[arg-type]
+
+
+async def test_a_running_task_can_be_canceled() -> None:
+    """CancelTask on a task still running stops the run and leaves it canceled."""
+    import asyncio
+
+    from a2a.types import (
+        CancelTaskRequest,
+        GetTaskRequest,
+        SendMessageConfiguration,
+        SendMessageRequest,
+    )
+
+    started = asyncio.Event()
+
+    class Slow(FakeChatModel):
+        async def astream(self, messages: Any, **kw: Any) -> Any:  # type: ignore[override]
+            started.set()
+            await asyncio.sleep(30)
+            yield  # pragma: no cover - never reached
+
+    agent = ReactAgent(name="slow", model=Slow(["never"]))
+    async with sdk_client(a2a_app(agent, BASE), streaming=False) as client:
+        config = SendMessageConfiguration(return_immediately=True)
+        request = SendMessageRequest(message=user("hi"), configuration=config)
+        (first,) = [e async for e in client.send_message(request)]
+        await asyncio.wait_for(started.wait(), 10)
+        canceled = await client.cancel_task(CancelTaskRequest(id=first.task.id))
+        assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+        again = await client.get_task(GetTaskRequest(id=first.task.id))
+    assert again.status.state == TaskState.TASK_STATE_CANCELED

@@ -371,11 +371,12 @@ def test_a_dead_connection_is_not_retried_after_the_first_statement(
 
 
 def test_a_warm_turn_is_two_statements_and_a_long_one_reads_again(
-    pg: Any, monkeypatch: pytest.MonkeyPatch
+    pg: Any, monkeypatch: pytest.MonkeyPatch, postgres_url: str
 ) -> None:
-    """A warm worker's turn is one statement to read (head, new items, pending writes) and
-    one to write; when another worker appended more than the read guesses, or the read
-    cache is empty, the state is read whole in a snapshot, and is the same."""
+    """A warm worker's turn is one statement to read (head, new items, pending writes:
+    index look-ups, no scan of the thread's rows) and one to write; when another worker
+    appended more than the read guesses, or the read cache is empty, the state is read
+    whole in a snapshot, and is the same."""
     from checkpoint.postgres import _sync
 
     one, two = pg(), pg()
@@ -386,13 +387,20 @@ def test_a_warm_turn_is_two_statements_and_a_long_one_reads_again(
     real = _sync._execute_stmt
     sent: list[str] = []
 
+    reads: list[Any] = []
+
     def counting(conn: Any, stmt: Any) -> Any:
         sent.append(stmt.sql.split()[0])
+        reads.append(stmt)
         return real(conn, stmt)
 
     monkeypatch.setattr(_sync, "_execute_stmt", counting)
     app.invoke({"messages": [UserMessage("next")]}, cfg)
     assert sent == ["WITH", "WITH"], sent
+    read = next(st for st in reads if st.sql.startswith("WITH c AS"))
+    with psycopg.connect(postgres_url) as conn:  # the read looks up, it never scans
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN ANALYZE " + read.sql, read.params))
+    assert "Rows Removed by Filter" not in plan and "Seq Scan" not in plan, plan
     other.invoke({"messages": [UserMessage(f"x{i}") for i in range(40)]}, cfg)
     sent.clear()
     out = app.invoke({"messages": [UserMessage("after")]}, cfg)

@@ -2,7 +2,8 @@
 
 - the contextId is the thread: the stored id is ``a2a:<server>:<owner digest>:<contextId>``
   (``graphagent._internal.tenancy``), so a caller reaches only its own contexts;
-- the answer streams as artifact chunks, one artifact per answer of the model;
+- the answer streams as artifact chunks, one artifact per answer of the model (and its
+  reasoning, when the model gives one, in an artifact named ``"reasoning"`` before it);
 - a pause for a human ends the message in ``TASK_STATE_INPUT_REQUIRED`` with the
   question (text, and each question itself as a data part); the next message on that
   task is the human's answer, in the words ``graphagent chat`` takes or as a data part;
@@ -57,6 +58,21 @@ def _question_text(questions: tuple[Interrupt, ...]) -> str:
     return "\n".join(lines)
 
 
+async def _piece(
+    updater: TaskUpdater, kind: str, key: str, text: str, sent: dict[str, str]
+) -> None:
+    """One streamed piece of an answer's text (``kind="answer"``) or of its reasoning
+    (an artifact named ``"reasoning"``), appended to that answer's artifact."""
+    await updater.add_artifact(
+        [Part(text=text)],
+        artifact_id=f"{kind}-{key}",
+        name=kind,
+        append=key in sent,
+        last_chunk=False,
+    )
+    sent[key] = sent.get(key, "") + text
+
+
 class AgentExecutorFor(AgentExecutor):
     """Runs ``agent`` for the SDK's request handler (see the module's docstring)."""
 
@@ -108,19 +124,15 @@ class AgentExecutorFor(AgentExecutor):
 
     async def _run(self, payload: Any, thread: str, updater: TaskUpdater) -> None:
         streamed: dict[str, str] = {}  # answer id -> its text sent so far
+        thought: dict[str, str] = {}  # answer id -> its reasoning sent so far
         try:
             async for item, _info in self.agent.astream(payload, thread_id=thread, mode="messages"):
-                if not isinstance(item, (AssistantChunk, AssistantMessage)) or not item.content:
+                if not isinstance(item, (AssistantChunk, AssistantMessage)):
                     continue
-                key = str(item.id)
-                await updater.add_artifact(
-                    [Part(text=item.content)],
-                    artifact_id=f"answer-{key}",
-                    name="answer",
-                    append=key in streamed,
-                    last_chunk=False,
-                )
-                streamed[key] = streamed.get(key, "") + item.content
+                if item.reasoning:
+                    await _piece(updater, "reasoning", str(item.id), item.reasoning, thought)
+                if item.content:
+                    await _piece(updater, "answer", str(item.id), item.content, streamed)
             after = await self.agent.graph.aget_state({"thread_id": thread})
         except Exception as exc:
             _log.warning("A2A task %s failed: %s", updater.task_id, type(exc).__name__)

@@ -61,6 +61,7 @@ class _Reply:
         self.state = TaskState.TASK_STATE_UNSPECIFIED
         self.status_parts: list[Any] = []
         self.artifacts: dict[str, str] = {}  # artifact id -> its text, in arrival order
+        self.reasoning: dict[str, str] = {}  # the same, for artifacts named "reasoning"
         self.direct: str | None = None  # a reply as a Message, with no task
 
     def answer(self) -> str:
@@ -87,7 +88,8 @@ class A2aRemoteAgent(BaseAgent):
         name: the agent's name here (default: the name on its card, read now).
         description: shown to routers and tools (default: the card's).
         saver: keeps local pauses (default: in memory).
-        headers: sent with every request (e.g. ``{"Authorization": "Bearer ..."}``).
+        headers: sent with every request (e.g. ``{"Authorization": "Bearer ..."}``); with
+            ``httpx_client``, set them on that client instead.
         timeout: seconds to wait for any one read.
         httpx_client: an ``httpx.AsyncClient`` to use instead of one of its own (for
             tests: ``httpx.ASGITransport(app)`` reaches an app in the process).
@@ -255,8 +257,8 @@ class A2aRemoteAgent(BaseAgent):
             )
             reply.status_parts = list(task.status.message.parts)
             for artifact in task.artifacts:  # a whole task (no streaming): its artifacts
-                if artifact.artifact_id not in reply.artifacts:
-                    reply.artifacts[artifact.artifact_id] = text_of(artifact.parts)
+                kept = reply.reasoning if artifact.name == "reasoning" else reply.artifacts
+                kept.setdefault(artifact.artifact_id, text_of(artifact.parts))
         elif event.HasField("status_update"):
             update = event.status_update
             reply.task_id, reply.context_id = update.task_id, update.context_id
@@ -266,13 +268,18 @@ class A2aRemoteAgent(BaseAgent):
             update = event.artifact_update
             text = text_of(update.artifact.parts)
             aid = update.artifact.artifact_id
-            before = reply.artifacts.get(aid, "") if update.append else ""
-            reply.artifacts[aid] = before + text
-            self._emit(config, text, key)
+            thinking = update.artifact.name == "reasoning" or aid in reply.reasoning
+            kept = reply.reasoning if thinking else reply.artifacts
+            kept[aid] = (kept.get(aid, "") if update.append else "") + text
+            self._emit(config, text, key, thinking=thinking)
 
-    def _emit(self, config: RunnableConfig, text: str, key: str) -> None:
+    def _emit(self, config: RunnableConfig, text: str, key: str, thinking: bool = False) -> None:
         if text and config.emit is not None:
-            chunk = AssistantChunk(content=text, id=key)
+            chunk = (
+                AssistantChunk(reasoning=text, id=key)
+                if thinking
+                else AssistantChunk(content=text, id=key)
+            )
             config.emit("messages", (chunk, {"agent": self.name, "node": "remote"}))
 
     def _outcome(self, reply: _Reply, key: str) -> dict[str, Any]:
@@ -294,7 +301,8 @@ class A2aRemoteAgent(BaseAgent):
         meta = {
             "a2a": {"agent": self.name, "task_id": reply.task_id, "context_id": reply.context_id}
         }
-        answer = AssistantMessage(reply.answer(), id=key, metadata=meta)
+        thought = "".join(reply.reasoning.values())
+        answer = AssistantMessage(reply.answer(), id=key, metadata=meta, reasoning=thought)
         return {"messages": [answer], PENDING: None}
 
     # -- closing -----------------------------------------------------------------------

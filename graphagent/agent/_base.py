@@ -64,11 +64,12 @@ def compile_agent(
     *,
     store: Any = None,
     edge_notes: Mapping[str, str] | None = None,
+    listeners: Sequence[Any] = (),
 ) -> CompiledGraph:
     """Compile ``agent``'s graph: its runs are the agent's runs (traces say
     ``invoke_agent``), they get ``store`` as ``config.store``, it refuses threads saved
-    with the old state layout, and its drawings explain the edge labels ``edge_notes``
-    names."""
+    with the old state layout, its drawings explain the edge labels ``edge_notes``
+    names, and ``listeners`` hear every run."""
     return graph.compile(
         saver=saver,
         name=name,
@@ -76,6 +77,7 @@ def compile_agent(
         agent=agent,
         stored_check=legacy_layout,
         edge_notes=edge_notes,
+        listeners=listeners,
     )
 
 

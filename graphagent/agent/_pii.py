@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from graphagent.agent._hooks import ModelHook
+from graphagent.agent._record import AgentRecord
 from graphagent.config import RunnableConfig
 from graphagent.errors import PIIDetectionError, UserError
 from graphagent.graph import OverAllState
@@ -248,8 +249,16 @@ class PIIDetectionHook(ModelHook):
         return {"messages": changed} if changed else None
 
     def before_model(self, state: OverAllState, config: RunnableConfig) -> Any:
-        """Process the conversation the model is about to be sent."""
-        return self._rewrite(state.get("messages", ()))
+        """Process the conversation the model is about to be sent: all of it on a run's
+        first model call (a thread may predate the hook), then what came after the
+        model's last answer (earlier messages were processed on earlier calls)."""
+        messages = state.get("messages", ())
+        if AgentRecord.of(state).run_model_calls:
+            for i in range(len(messages) - 1, -1, -1):
+                if isinstance(messages[i], AssistantMessage):
+                    messages = messages[i + 1 :]
+                    break
+        return self._rewrite(messages)
 
     def after_model(self, state: OverAllState, config: RunnableConfig) -> Any:
         """Process the model's new answer."""

@@ -33,7 +33,15 @@ from graphagent.errors import (
     MaxIterationsError,
     UserError,
 )
-from graphagent.graph import END, START, Command, KeyStrategy, OverAllState, StateGraph
+from graphagent.graph import (
+    END,
+    START,
+    Command,
+    GraphLifecycleListener,
+    KeyStrategy,
+    OverAllState,
+    StateGraph,
+)
 from graphagent.messages import (
     AssistantMessage,
     Message,
@@ -125,6 +133,8 @@ class ReactAgent(ToolsStep, BaseAgent):
             (default: no bound besides the shared pool of 8 threads).
         release_thread: delete the thread from the saver once a run completes (not when
             it pauses for a human), for stateless deployments.
+        listeners: :class:`~graphagent.graph.GraphLifecycleListener` objects told of
+            every run's start, nodes, errors and end.
 
     Example:
         >>> from graphagent.models import FakeChatModel
@@ -173,6 +183,7 @@ class ReactAgent(ToolsStep, BaseAgent):
         parallel_tool_execution: bool = True,
         max_parallel_tools: int | None = None,
         release_thread: bool = False,
+        listeners: Sequence[GraphLifecycleListener] = (),
     ) -> None:
         if model is None:
             raise UserError(f"agent {name!r} needs a model: ReactAgent(name=..., model=...)")
@@ -237,7 +248,13 @@ class ReactAgent(ToolsStep, BaseAgent):
         self._output_tool = self._output.tool if self._output is not None else None
         self.store = store
         self.graph = compile_agent(
-            self._build(), saver, name, self, store=store, edge_notes={AGAIN: AGAIN_NOTE}
+            self._build(),
+            saver,
+            name,
+            self,
+            store=store,
+            edge_notes={AGAIN: AGAIN_NOTE},
+            listeners=listeners,
         )
 
     # -- building the graph ----------------------------------------------------------------

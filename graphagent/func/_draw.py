@@ -8,6 +8,7 @@ the task lines into a copy of the entrypoint's plan.
 from __future__ import annotations
 
 import dataclasses
+import dis
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,15 +23,22 @@ __all__ = ["drawing", "task_lines", "tasks_named_in"]
 _RAN, _REPLAYED = "\u2713", "\u21ba"  # check mark, anticlockwise arrow
 
 
-def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
-    yield code
+def _loads(code: types.CodeType) -> Iterator[tuple[int, int, str]]:
+    """``(line, offset, name)`` of each global or closure name ``code`` (and the code
+    nested in it: comprehensions, inner functions) loads."""
+    line = code.co_firstlineno
+    for ins in dis.get_instructions(code):
+        line = ins.starts_line or line
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLASSDEREF"):
+            yield line, ins.offset, str(ins.argval)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            yield from _codes(const)
+            yield from _loads(const)
 
 
 def tasks_named_in(fn: Callable[..., Any]) -> list[str]:
-    """The names of the tasks ``fn``'s code refers to (globals and closure), in order."""
+    """The names of the tasks ``fn``'s code refers to (globals and closure), in the
+    order its lines name them."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return []
@@ -41,11 +49,10 @@ def tasks_named_in(fn: Callable[..., Any]) -> list[str]:
         except ValueError:  # an empty cell: a name bound later
             continue
     found: dict[str, None] = {}
-    for each in _codes(code):
-        for name in (*each.co_names, *each.co_freevars):
-            value = scope.get(name)
-            if isinstance(value, Task):
-                found[value.name] = None
+    for _, _, name in sorted(_loads(code)):
+        value = scope.get(name)
+        if isinstance(value, Task):
+            found[value.name] = None
     return list(found)
 
 

@@ -53,8 +53,11 @@ def _shown(snapshot: StateSnapshot) -> StateSnapshot:
     """A thread's snapshot as an entrypoint's: ``values`` is what the function returned."""
     if not snapshot.exists:
         return snapshot
-    value: Any = snapshot.values.get("value")
-    return dataclasses.replace(snapshot, values=value)
+    # a plain snapshot (a listed one builds its values from its listing, which holds the
+    # graph's state, not the return value)
+    kept = {f.name: getattr(snapshot, f.name) for f in dataclasses.fields(snapshot)}
+    kept["values"] = snapshot.values.get("value")
+    return StateSnapshot(**kept)
 
 
 class Entrypoint(Generic[T]):

@@ -22,7 +22,7 @@ from graphagent.config import RunnableConfig
 from graphagent.errors import TaskReplayError
 from graphagent.graph import TaskScope, path_key
 
-__all__ = ["RUN", "Call", "Journal", "TaskUpdate", "next_call"]
+__all__ = ["RUN", "Call", "Journal", "TaskUpdate", "Writes", "next_call", "writes_of"]
 
 _RESULT = "task"
 
@@ -54,6 +54,7 @@ class Journal:
     started: list[Any] = field(default_factory=list)
     paused: list[Any] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    writes: Writes | None = None
 
     def count(self, name: str, replayed: bool) -> None:
         """One more call of ``name`` that ran (or was replayed)."""
@@ -101,23 +102,84 @@ class Call:
             return None
         return PendingWrite(self.key, "nested", [self.key, record])
 
+
+class Writes:
+    """Stores finished calls' results as pending writes, several in one saver call when
+    they finish together (group commit): the call that finds no store under way stores
+    what has gathered, and goes on until nothing is left; the others return at once.
+
+    So a fan-out of quick tasks costs a few saver round trips instead of one each, and
+    worker threads do not queue on the saver's lock. A result is stored before the store
+    under way ends; a process killed meanwhile runs that call again on resume.
+    """
+
+    __slots__ = ("buffer", "ctx", "lock", "storing")
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.buffer: list[PendingWrite] = []
+        self.lock = threading.Lock()
+        self.storing = False
+
+    def _take(self, write: PendingWrite | None) -> list[PendingWrite]:
+        """Add ``write``; the batch this caller should store (empty: another is storing)."""
+        with self.lock:
+            if write is not None:
+                self.buffer.append(write)
+            if (self.storing and write is not None) or not self.buffer:
+                if write is None:
+                    self.storing = False
+                return []
+            self.storing = True
+            batch, self.buffer = self.buffer, []
+            return batch
+
+    def _failed(self) -> None:
+        with self.lock:
+            self.storing = False
+
     def store(self, write: PendingWrite, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Store ``write`` from a thread (through ``loop`` when the run is async)."""
-        ctx = self.scope.ctx
-        assert ctx is not None and ctx.kept_on is not None and ctx.thread is not None
-        with saver_errors():
-            if loop is None:
-                ctx.saver.put_writes(ctx.thread, ctx.kept_on, [write])
-            else:
-                coro = ctx.saver.aput_writes(ctx.thread, ctx.kept_on, [write])
-                asyncio.run_coroutine_threadsafe(coro, loop).result()
+        """Store ``write`` (with those gathered meanwhile) from a thread; through ``loop``
+        when the run is async."""
+        ctx = self.ctx
+        batch = self._take(write)
+        try:
+            while batch:
+                with saver_errors():
+                    if loop is None:
+                        ctx.saver.put_writes(ctx.thread, ctx.kept_on, batch)
+                    else:
+                        coro = ctx.saver.aput_writes(ctx.thread, ctx.kept_on, batch)
+                        asyncio.run_coroutine_threadsafe(coro, loop).result()
+                batch = self._take(None)
+        except BaseException:
+            self._failed()
+            raise
 
     async def astore(self, write: PendingWrite) -> None:
-        """Store ``write`` under the event loop."""
-        ctx = self.scope.ctx
-        assert ctx is not None and ctx.kept_on is not None and ctx.thread is not None
-        with saver_errors():
-            await ctx.saver.aput_writes(ctx.thread, ctx.kept_on, [write])
+        """:meth:`store` under the event loop."""
+        ctx = self.ctx
+        batch = self._take(write)
+        try:
+            while batch:
+                with saver_errors():
+                    await ctx.saver.aput_writes(ctx.thread, ctx.kept_on, batch)
+                batch = self._take(None)
+        except BaseException:
+            self._failed()
+            raise
+
+
+def writes_of(journal: Journal | None, call: Call) -> Writes:
+    """Where ``call``'s result is stored: its run's writes (one per run, so results that
+    finish together are stored together), or writes of its own outside an entrypoint."""
+    ctx = call.scope.ctx
+    if journal is None:
+        return Writes(ctx)
+    with journal.lock:
+        if journal.writes is None or journal.writes.ctx is not ctx:
+            journal.writes = Writes(ctx)
+        return journal.writes
 
 
 def next_call(caller: TaskScope, name: str) -> Call:

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar, overload
 from graphagent._executor import in_thread, submit
 from graphagent._internal.callables import is_async_callable
 from graphagent.errors import UserError
-from graphagent.func._journal import RUN, Call, Journal, next_call
+from graphagent.func._journal import RUN, Call, Journal, next_call, writes_of
 from graphagent.graph import current_task
 
 __all__ = ["Task", "TaskFuture", "task"]
@@ -162,7 +162,7 @@ class Task(Generic[T]):
             _SCOPE.reset(token)
         write = call.keep(value)
         if write is not None:
-            call.store(write, journal.loop if journal is not None else None)
+            writes_of(journal, call).store(write, journal.loop if journal is not None else None)
         self._finished(journal, value)
         return value
 
@@ -180,7 +180,7 @@ class Task(Generic[T]):
             value = await in_thread(functools.partial(self._scoped, call, args, kwargs))
         write = call.keep(value)
         if write is not None:
-            await call.astore(write)
+            await writes_of(journal, call).astore(write)
         self._finished(journal, value)
         return value
 

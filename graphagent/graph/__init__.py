@@ -15,6 +15,8 @@ from graphagent.graph._command import (
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START, is_private
 from graphagent.graph._listen import GraphLifecycleListener
+from graphagent.graph._push import push_message
+from graphagent.graph._runtime import Runtime, get_runtime
 from graphagent.graph._snapshot import (
     StateHistory,
     StateSnapshot,
@@ -27,6 +29,8 @@ from graphagent.graph._strategies import (
     AppendStrategy,
     KeyStrategy,
     MergeStrategy,
+    RemoveValue,
+    ReplaceAll,
     ReplaceStrategy,
 )
 from graphagent.graph.draw._formats import Drawing
@@ -45,15 +49,20 @@ __all__ = [
     "KeyStrategy",
     "MergeStrategy",
     "OverAllState",
+    "RemoveValue",
+    "ReplaceAll",
     "ReplaceStrategy",
+    "Runtime",
     "StateGraph",
     "StateHistory",
     "StateSnapshot",
     "TaskScope",
     "current_task",
+    "get_runtime",
     "interrupt",
     "is_private",
     "listed_snapshots",
     "message_count",
     "path_key",
+    "push_message",
 ]

@@ -115,12 +115,14 @@ class RunContext:
     ids are made from it). ``suspended`` also holds what a durable sub-task of a node
     (``graphagent.func``'s ``@task``) finished, under a key below the node's path; such a
     sub-task stores it at once on ``kept_on`` through ``saver`` (``kept_on`` is ``None``
-    while the step's checkpoint is held back, unstored).
+    while the step's checkpoint is held back, unstored). ``config`` is the top-level
+    run's config (what ``get_runtime()`` and ``push_message()`` read).
     """
 
     __slots__ = (
         "anchor",
         "answers",
+        "config",
         "kept_on",
         "lock",
         "persistent",
@@ -129,8 +131,11 @@ class RunContext:
         "thread",
     )
 
-    def __init__(self, thread: str | None, persistent: bool, saver: Any = None) -> None:
+    def __init__(
+        self, thread: str | None, persistent: bool, saver: Any = None, config: Any = None
+    ) -> None:
         self.thread = thread
+        self.config = config
         self.persistent = persistent
         self.saver = saver
         self.anchor: str | None = None
@@ -177,10 +182,11 @@ class RunContext:
 
 
 class TaskScope:
-    """Per-node-execution context: its task path, answers so far, and call counters
-    (``interrupt()`` calls, nested graph runs, durable sub-tasks started)."""
+    """Per-node-execution context: its task path, answers so far, call counters
+    (``interrupt()`` calls, nested graph runs, durable sub-tasks started), and what
+    ``push_message`` wrote (``pushed``: state key -> messages, or ``None``)."""
 
-    __slots__ = ("calls", "ctx", "node", "path", "resume", "runs", "subtasks")
+    __slots__ = ("calls", "ctx", "node", "path", "pushed", "resume", "runs", "subtasks")
 
     def __init__(
         self,
@@ -194,6 +200,7 @@ class TaskScope:
         self.ctx = ctx
         self.calls = 0
         self.runs = 0
+        self.pushed: dict[str, list[Any]] | None = None
         self.subtasks = 0
 
     def nested_path(self) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from collections.abc import (
     Sequence,
 )
 from typing import Any
+from uuid import UUID
 
 import networkx as nx
 
@@ -31,6 +32,7 @@ from graphagent.graph._drive import RESULT, adrive, drive, result_of
 from graphagent.graph._effects import OpenLive, Program
 from graphagent.graph._plan import Plan
 from graphagent.graph._run import run_program, update_program
+from graphagent.graph._runtime import coerce_context
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._state import OverAllState, Schema
 from graphagent.graph._watch import awatched, watched
@@ -38,6 +40,9 @@ from graphagent.graph.draw._formats import Drawing, draw, svg_bundle
 from graphagent.graph.draw._overlay import run_overlay
 
 __all__ = ["CompiledGraph"]
+
+ThreadId = str | int | UUID | None
+"""A thread id as callers may give it: text, or an ``int`` / ``UUID`` taken as its text."""
 
 MODES = frozenset({"values", "updates", "custom", "debug", "messages"})
 _LIVE = frozenset({"custom", "messages"})
@@ -150,8 +155,14 @@ class CompiledGraph:
             config = config.model_copy(update=update)
         return (yield from run_program(self.plan, input, config, modes))
 
-    def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:
+    def _config(
+        self, config: ConfigLike, thread_id: ThreadId = None, context: Any = None
+    ) -> RunnableConfig:
         cfg = ensure_config(config, thread_id=thread_id)
+        if context is not None:
+            cfg = cfg.model_copy(
+                update={"context": coerce_context(self.plan.context_schema, context)}
+            )
         store = self.plan.store
         if store is not None and cfg.store is None:
             # a store the caller (or a parent graph) passed wins over the compiled one
@@ -165,8 +176,9 @@ class CompiledGraph:
         input: Any,
         config: ConfigLike = None,
         *,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         progress: bool = False,
+        context: Any = None,
     ) -> dict[str, Any]:
         """Run the graph to the end (or to an interrupt) and return the final state.
 
@@ -174,7 +186,11 @@ class CompiledGraph:
             input: a dict of state keys; ``None`` to continue a paused thread;
                 ``Command(resume=answer)`` to answer an ``interrupt()``.
             config: a :class:`RunnableConfig` or a dict with its keys.
-            thread_id: shortcut for ``config={"thread_id": ...}``.
+            thread_id: shortcut for ``config={"thread_id": ...}`` (an ``int`` or a
+                ``UUID`` is taken as its text).
+            context: the run's context object (a user id, a database handle): nodes
+                read it as ``runtime.context``, never stored. A dict becomes the graph's
+                ``context_schema`` type.
             progress: show the current node, tool and elapsed time while it runs (in
                 Jupyter one output updated in place; in a terminal a status line).
 
@@ -186,8 +202,8 @@ class CompiledGraph:
             from graphagent.observability import progress as show
 
             with show():
-                return self.invoke(input, config, thread_id=thread_id)
-        cfg = self._config(config, thread_id)
+                return self.invoke(input, config, thread_id=thread_id, context=context)
+        cfg = self._config(config, thread_id, context)
         if self._inside_run(cfg):
             return self.run_nested(input, cfg)[0]
         plan = self.plan
@@ -199,16 +215,17 @@ class CompiledGraph:
         input: Any,
         config: ConfigLike = None,
         *,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         progress: bool = False,
+        context: Any = None,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`; async nodes and async savers are awaited natively."""
         if progress:
             from graphagent.observability import progress as show
 
             with show():
-                return await self.ainvoke(input, config, thread_id=thread_id)
-        cfg = self._config(config, thread_id)
+                return await self.ainvoke(input, config, thread_id=thread_id, context=context)
+        cfg = self._config(config, thread_id, context)
         if self._inside_run(cfg):
             return (await self.arun_nested(input, cfg))[0]
         plan = self.plan
@@ -239,8 +256,9 @@ class CompiledGraph:
         config: ConfigLike = None,
         *,
         mode: str | Sequence[str] = "updates",
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         stream_mode: str | Sequence[str] | None = None,
+        context: Any = None,
     ) -> Iterator[Any]:
         """Run the graph, yielding events as they happen.
 
@@ -256,7 +274,7 @@ class CompiledGraph:
                 print(update)
         """
         modes, pairs = _parse_modes(stream_mode or mode)
-        cfg = self._config(config, thread_id)
+        cfg = self._config(config, thread_id, context)
         events = drive(self._program(input, cfg, modes), self.plan.saver)
         # closed with this stream: a consumer that stops early ends the run here
         with contextlib.closing(watched(events, self.plan, cfg, False, input)) as run:
@@ -270,12 +288,13 @@ class CompiledGraph:
         config: ConfigLike = None,
         *,
         mode: str | Sequence[str] = "updates",
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         stream_mode: str | Sequence[str] | None = None,
+        context: Any = None,
     ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
         modes, pairs = _parse_modes(stream_mode or mode)
-        cfg = self._config(config, thread_id)
+        cfg = self._config(config, thread_id, context)
         events = adrive(self._program(input, cfg, modes), self.plan.saver)
         # closed with this stream, not later by the garbage collector: aclose() returns
         # once the step it stopped is cancelled and what finished is stored
@@ -356,7 +375,7 @@ class CompiledGraph:
                 continue  # private to the subgraph
             if parent is not None and not _parent_has(parent, key, state):
                 continue  # the subgraph's own key: it stays in the subgraph
-            strategy = parent.strategies.get(key) if parent is not None else None
+            strategy = parent.strategies.get(key, parent.fallback) if parent is not None else None
             replaces = strategy is None or strategy.replaces
             update[key] = payload if kind == "append" and not replaces else values[key]
         return update
@@ -368,14 +387,14 @@ class CompiledGraph:
             raise UserError(f"{what} needs a saver: compile(saver=MemorySaver()) or RedisSaver")
         return self.plan.saver
 
-    def _thread(self, config: ConfigLike, thread_id: str | None, what: str) -> RunnableConfig:
+    def _thread(self, config: ConfigLike, thread_id: ThreadId, what: str) -> RunnableConfig:
         cfg = self._config(config, thread_id)
         if cfg.thread_id is None:
             raise UserError(f"{what} needs a thread_id: pass config={{'thread_id': ...}}")
         return cfg
 
     def _stored(
-        self, config: ConfigLike, thread_id: str | None, what: str
+        self, config: ConfigLike, thread_id: ThreadId, what: str
     ) -> tuple[CheckpointSaver, str, RunnableConfig]:
         """The saver, the thread id and the config for a thread API call, or a clear error."""
         saver = self._need_saver(what)
@@ -383,9 +402,7 @@ class CompiledGraph:
         assert cfg.thread_id is not None
         return saver, cfg.thread_id, cfg
 
-    def get_state(
-        self, config: ConfigLike = None, *, thread_id: str | None = None
-    ) -> StateSnapshot:
+    def get_state(self, config: ConfigLike = None, *, thread_id: ThreadId = None) -> StateSnapshot:
         """The thread's latest state (or the one at ``config.checkpoint_id``)."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
@@ -393,7 +410,7 @@ class CompiledGraph:
         return StateSnapshot.from_checkpoint(cp, cfg, self)
 
     async def aget_state(
-        self, config: ConfigLike = None, *, thread_id: str | None = None
+        self, config: ConfigLike = None, *, thread_id: ThreadId = None
     ) -> StateSnapshot:
         """Async :meth:`get_state`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
@@ -407,7 +424,7 @@ class CompiledGraph:
         *,
         limit: int | None = None,
         before: str | None = None,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
     ) -> StateHistory:
         """The thread's checkpoints, newest first (``before``: only older than that id).
 
@@ -424,7 +441,7 @@ class CompiledGraph:
         *,
         limit: int | None = None,
         before: str | None = None,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
     ) -> StateHistory:
         """Async :meth:`get_state_history`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
@@ -465,14 +482,14 @@ class CompiledGraph:
         checkpoint_id = await _aresult_of(adrive(program, saver))
         return cfg.model_copy(update={"checkpoint_id": checkpoint_id})
 
-    def delete_thread(self, config: ConfigLike = None, *, thread_id: str | None = None) -> None:
+    def delete_thread(self, config: ConfigLike = None, *, thread_id: ThreadId = None) -> None:
         """Forget everything saved for the thread."""
         saver, thread, _ = self._stored(config, thread_id, "delete_thread")
         with saver_errors():
             saver.delete_thread(thread)
 
     async def adelete_thread(
-        self, config: ConfigLike = None, *, thread_id: str | None = None
+        self, config: ConfigLike = None, *, thread_id: ThreadId = None
     ) -> None:
         """Async :meth:`delete_thread`."""
         saver, thread, _ = self._stored(config, thread_id, "delete_thread")
@@ -495,10 +512,11 @@ class CompiledGraph:
         self,
         fmt: str = "svg",
         *,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         config: ConfigLike = None,
     ) -> Drawing:
-        """The graph as ``"svg"``, ``"mermaid"``, ``"dot"`` or ``"ascii"`` text (offline).
+        """The graph as ``"svg"``, ``"mermaid"``, ``"dot"``, ``"plantuml"`` or ``"ascii"`` text
+        (offline).
 
         With ``thread_id`` (or a ``config`` naming a thread, and optionally a
         ``checkpoint_id``), the SVG shows that thread's run: the path taken, with counts on

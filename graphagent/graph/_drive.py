@@ -45,6 +45,8 @@ from graphagent.graph._effects import (
     PutWrites,
     Task,
 )
+from graphagent.graph._push import with_pushed
+from graphagent.graph._race import arace, race, race_groups
 from graphagent.graph._state import OverAllState
 
 __all__ = ["DONE", "RESULT", "SAVER_CALLS", "Event", "adrive", "drive", "result_of"]
@@ -87,6 +89,8 @@ def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve:
         # (~0.2 µs a node, of ~5 µs per node-step in bench/graph_overhead.py)
         if resolve and ret.__class__ is not dict and inspect.isawaitable(ret):
             ret = asyncio.run(_awaited(ret))
+        if task.scope.pushed:  # push_message() in the node
+            ret = with_pushed(ret, task.scope.pushed)
         return Done(ret)
     except (Exception, GraphBubbleUp) as exc:
         return _outcome_of(task, exc, resolve)
@@ -106,7 +110,8 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
     fn = spec.afn if spec.afn is not None else spec.fn if spec.is_async else None
     ret: Any = None
     if fn is None:
-        outcome = await in_thread(functools.partial(_call_node, task, state, config, False))
+        call = functools.partial(_call_node, task, state, config, False)
+        outcome = await in_thread(call, spec.executor)
         if type(outcome) is not Done or not inspect.isawaitable(outcome.value):
             return outcome
         ret = outcome.value  # a sync callable that returned an awaitable: await it here
@@ -118,6 +123,8 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
             ret = fn(state, config) if spec.takes_config else fn(state)
         while ret.__class__ is not dict and inspect.isawaitable(ret):
             ret = await ret
+        if task.scope.pushed:
+            ret = with_pushed(ret, task.scope.pushed)
         return Done(ret)
     except (Exception, GraphBubbleUp) as exc:
         return _outcome_of(task, exc)
@@ -167,8 +174,12 @@ def execute(effect: Execute) -> Executed:
             return {tasks[0].spec.name: _call(tasks[0], state, config)}, None
         except BaseException as exc:  # _call returns every Exception as an outcome
             return {}, exc
+    groups = race_groups(tasks)
+    if groups is not None:
+        return race(tasks, groups, lambda t: _call(t, state, config))
     calls = [functools.partial(_call, t, state, config) for t in tasks]
-    outcomes, stop = run_each(calls)
+    pools = [t.spec.executor for t in tasks]
+    outcomes, stop = run_each(calls, pools=pools if any(pools) else None)
     return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True) if o is not None}, stop
 
 
@@ -208,6 +219,9 @@ async def aexecute(effect: Execute) -> Executed:
             return {tasks[0].spec.name: await _acall(tasks[0], state, config)}, None
         except BaseException as exc:  # _acall returns every Exception as an outcome
             return {}, exc
+    groups = race_groups(tasks)
+    if groups is not None:
+        return await arace(tasks, groups, lambda t: _acall(t, state, config))
     running = {asyncio.ensure_future(_acall(t, state, config)): t.spec.name for t in tasks}
     outcomes: dict[str, Outcome] = {}
     pending = set(running)

@@ -222,7 +222,7 @@ class Run:
         else:
             self.base = ()
             self.saves = plan.saver is not None and config.thread_id is not None
-        self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver)
+        self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver, config)
         self.key = path_key(self.base)
         if (plan.interrupt_before or plan.interrupt_after) and not self.ctx.persistent:
             where = "its parent graph needs" if self.nested else "need"
@@ -264,7 +264,7 @@ class Run:
             if self.saves:
                 self._defer(write(self.pos, self.config, changes, "input"))
         if "values" in self.modes:
-            yield Emit("values", public(self.pos.values))
+            yield Emit("values", self.plan.schema.output(self.pos.values))
 
     def _merge_input(self, input: Any, saved: Checkpoint | None) -> dict[str, Change]:
         if isinstance(input, Command):
@@ -272,8 +272,8 @@ class Run:
                 "a Command as input needs resume=, goto= or update= (it was empty); "
                 "to continue a paused thread pass None"
             )
-        input = as_input(input)
         pos, plan = self.pos, self.plan
+        input = plan.schema.read_input(input)
         updates: list[tuple[str, Mapping[str, Any]]] = [("__input__", input)]
         if saved is None and plan.schema.defaults:
             defaults = {k: v for k, v in plan.schema.defaults.items() if k not in input}
@@ -332,6 +332,7 @@ class Run:
 
     def _load_pending(self, saved: Checkpoint) -> None:
         self.pending, self.at_breakpoint = take_pending(saved, self.pos, self.ctx)
+        self.pos.next = self.pos.deferred_route(self.plan, self.config)
 
     def _answer(self, answer: Any) -> None:
         """Hand ``Command(resume=answer)`` to the pending interrupts, by task path."""
@@ -350,6 +351,7 @@ class Run:
             return  # it ended inside a task that paused later: its result stands
         pos.values = parent_changes(self.plan, pos.values, position["input"], input, net)
         pos.load(position)
+        pos.next = pos.deferred_route(self.plan, self.config)
 
     def _net_dump(self) -> dict[str, list[Any]]:
         return {k: [kind, payload] for k, (kind, payload) in (self.net or {}).items()}
@@ -362,7 +364,7 @@ class Run:
             self.ctx.suspend(
                 self.key, {"finished": True, "values": dict(values), "net": self._net_dump()}
             )
-        return public(values)
+        return public(values) if self.nested else self.plan.schema.output(values)
 
     # -- each step ---------------------------------------------------------------------
 
@@ -463,7 +465,7 @@ class Run:
             for node in sorted(ran, key=lambda n: n not in kept) if kept else ran:
                 yield Emit("updates", {node: shown(results[node][0])})
         if "values" in modes:
-            yield Emit("values", public(pos.values))
+            yield Emit("values", self.plan.schema.output(pos.values))
         if "debug" in modes:
             yield Emit("debug", pos.debug_event())
 
@@ -501,11 +503,11 @@ class Run:
             raise attach_node(exc, node)
         asked = step.interrupts
         if not asked:
-            return public(pos.values)
+            return self.plan.schema.output(pos.values)
         for mode in ("updates", "values"):
             if mode in self.modes:
                 yield Emit(mode, {INTERRUPT: asked})
-        return {**public(pos.values), INTERRUPT: asked}
+        return {**self.plan.schema.output(pos.values), INTERRUPT: asked}
 
     def _store_step(self, step: Step) -> Program[None]:
         """The unfinished step as pending writes, grouped by top-level task."""
@@ -535,7 +537,7 @@ class Run:
         if self.nested:
             self._leave_position(None, skip=False)
             raise GraphInterrupt(())
-        return public(self.pos.values)
+        return self.plan.schema.output(self.pos.values)
 
     def _leave_position(self, step: Step | None, *, skip: bool) -> None:
         """A nested run's position, left in the shared context for the root to store."""

@@ -25,8 +25,8 @@ from graphagent.graph._command import Command, Interrupt, RunContext, is_interru
 from graphagent.graph._constants import END, is_private, public
 from graphagent.graph._nodes import Branch
 from graphagent.graph._plan import Plan
-from graphagent.graph._state import OverAllState
-from graphagent.graph._strategies import MISSING, ReplaceStrategy
+from graphagent.graph._state import OverAllState, as_input
+from graphagent.graph._strategies import MISSING
 
 __all__ = [
     "BREAKPOINT",
@@ -53,8 +53,6 @@ Result = tuple[Mapping[str, Any] | None, tuple[str, ...] | None]
 BREAKPOINT = "__breakpoint__"
 """The task name of a pending write that marks a pause at a breakpoint."""
 
-_REPLACE = ReplaceStrategy()
-
 
 class Position:
     """Where a run stands: state values, step, what runs next, the checkpoint it is on.
@@ -69,12 +67,15 @@ class Position:
             its next write).
         done: work of the next step kept from before a pause: node -> ``[update, goto]``.
         skip_breakpoint: the next step runs past an ``interrupt_before`` breakpoint.
+        deferred: nodes whose conditional edges wait for the run to continue (a pause
+            after them with ``interrupt_before_edge``): routed then, on the state as it is.
     """
 
     # a plain class with slots: a run reads these fields several times a step
     __slots__ = (
         "barriers",
         "checkpoint_id",
+        "deferred",
         "done",
         "head",
         "next",
@@ -92,6 +93,7 @@ class Position:
         self.head: str | None = None
         self.done: dict[str, Any] = {}
         self.skip_breakpoint = False
+        self.deferred: list[str] = []
 
     def restore(self, plan: Plan, thread: str | None, saved: Checkpoint) -> None:
         """Stand on stored checkpoint ``saved`` (its pending work is the caller's).
@@ -105,6 +107,7 @@ class Position:
         self.next = saved.next
         self.checkpoint_id = saved.id
         self.barriers = {k: list(v) for k, v in saved.extra.get("barriers", {}).items()}
+        self.deferred = list(saved.extra.get("deferred", ()))
 
     def dump(self, done: dict[str, Any], skip: bool) -> dict[str, Any]:
         """A nested run's position as it is kept with its root's paused step."""
@@ -115,6 +118,7 @@ class Position:
             "barriers": self.barriers,
             "done": done,
             "skip": skip,
+            "deferred": list(self.deferred),
         }
 
     def load(self, position: Mapping[str, Any]) -> None:
@@ -124,6 +128,11 @@ class Position:
         self.barriers = {k: list(v) for k, v in position["barriers"].items()}
         self.done = dict(position["done"])
         self.skip_breakpoint = bool(position["skip"])
+        self.deferred = list(position.get("deferred", ()))
+
+    def deferred_route(self, plan: Plan, config: RunnableConfig) -> tuple[str, ...]:
+        """:attr:`next` with the conditional edges a pause deferred taken now."""
+        return deferred_route(plan, self, config)
 
     def debug_event(self) -> dict[str, Any]:
         """The ``debug`` stream's event for the checkpoint the run is on."""
@@ -203,7 +212,7 @@ def merge(
                         f"{schema.name} (keys: {', '.join(sorted(strategies))}); add it to "
                         "the schema or fix the key"
                     )
-                strategy = _REPLACE
+                strategy = schema.fallback
             if strategy.replaces:
                 if key in replaced:
                     raise InvalidUpdateError(
@@ -240,18 +249,24 @@ def route(
     gotos: dict[str, tuple[str, ...]],
 ) -> tuple[str, ...]:
     """The nodes due after ``ran`` finished (state already merged); joins that ``ran``
-    completes are released from ``position.barriers``."""
+    completes are released from ``position.barriers``. Past an ``interrupt_after`` node
+    of a plan with ``interrupt_before_edge`` the conditional edges wait
+    (``position.deferred`` names their sources; :meth:`Position.deferred_route`)."""
     topo = plan.topology
     edges, branches, joins_by_source = topo.edges, topo.branches, topo.joins_by_source
     barriers = position.barriers
     targets: list[str] = []
     state: OverAllState | None = None  # built for the first router only
+    defer = plan.interrupt_before_edge and not plan.interrupt_after.isdisjoint(ran)
     for node in ran:
         goto = gotos.get(node) if gotos else None
         if goto is not None:
             targets.extend(goto)
         else:
             targets.extend(edges.get(node, ()))
+            if defer and node in branches:
+                position.deferred.append(node)
+                continue
             for branch in branches.get(node, ()):
                 if state is None:
                     state = OverAllState(position.values, plan.schema.empties)
@@ -280,6 +295,28 @@ def route(
                 f"known nodes: {', '.join(sorted(nodes))}"
             )
         due.add(target)
+    return tuple(sorted(due))
+
+
+def deferred_route(plan: Plan, position: Position, config: RunnableConfig) -> tuple[str, ...]:
+    """``position.next`` with the conditional edges a pause deferred taken now, on the
+    state as it stands (edited by ``update_state`` meanwhile, say)."""
+    if not position.deferred:
+        return position.next
+    sources, position.deferred = position.deferred, []
+    state = OverAllState(position.values, plan.schema.empties)
+    nodes = plan.topology.nodes
+    due = set(position.next)
+    for source in sources:
+        for branch in plan.topology.branches[source]:
+            for target in _branch(branch, state, config):
+                if target != END and target not in nodes:
+                    raise InvalidRouteError(
+                        f"routing after {source} named {target!r}, which is not a node; "
+                        f"known nodes: {', '.join(sorted(nodes))}"
+                    )
+                due.add(target)
+    due.discard(END)
     return tuple(sorted(due))
 
 
@@ -323,18 +360,31 @@ def normalize(node: str, ret: Any) -> Result:
     if isinstance(ret, Command):
         goto = ret.goto
         gotos = None if goto is None else ((goto,) if isinstance(goto, str) else tuple(goto))
-        if ret.update is not None and not isinstance(ret.update, Mapping):
-            raise InvalidUpdateError(
-                f"node {node!r} returned Command(update={ret.update!r:.60}); update must be a dict"
-            )
-        return ret.update, gotos
-    dump = getattr(ret, "model_dump", None)
-    if dump is not None:
-        return ret.model_dump(exclude_unset=True), None
+        update = ret.update
+        if update is not None and not isinstance(update, Mapping):
+            update = _as_update(node, update, "Command(update=...)")
+        return update, gotos
+    update = _as_update(node, ret, None)
+    if update is not None:
+        return update, None
     raise InvalidUpdateError(
         f"node {node!r} returned {type(ret).__name__} {ret!r:.60}; a node returns a dict of "
         "state keys to update, None, or a Command"
     )
+
+
+def _as_update(node: str, value: Any, where: str | None) -> Mapping[str, Any] | None:
+    """A pydantic model (its fields that were set) or a dataclass (its fields) a node
+    returned, as an update; ``None`` for anything else, or an error inside a Command."""
+    try:
+        return as_input(value)
+    except InvalidUpdateError:
+        if where is None:
+            return None
+        raise InvalidUpdateError(
+            f"node {node!r} returned {where} with {type(value).__name__} {value!r:.60}; an "
+            "update is a dict of state keys (or a pydantic model / dataclass of the state)"
+        ) from None
 
 
 def write(
@@ -360,8 +410,19 @@ def write(
         position.next,
         meta,
         time.time(),
-        {"barriers": position.barriers} if position.barriers else {},
+        _extra(position),
     )
+
+
+def _extra(position: Position) -> dict[str, Any]:
+    """What a checkpoint keeps of the position besides values and next: joins waiting,
+    conditional edges deferred."""
+    extra: dict[str, Any] = {}
+    if position.barriers:
+        extra["barriers"] = position.barriers
+    if position.deferred:
+        extra["deferred"] = list(position.deferred)
+    return extra
 
 
 def shown(update: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from graphagent.config import RunnableConfig, ensure_config
+from graphagent.graph import Runtime
 from graphagent.tools._cancel import CancellationToken
 
 if TYPE_CHECKING:
@@ -28,7 +29,8 @@ class ToolContext:
         config: the run's :class:`RunnableConfig` (``config.thread_id``,
             ``config.metadata["user_id"]``, ...).
         tool_call_id: the model's id for this call.
-        context: the caller's ``tool_context`` mapping (per run or per agent).
+        context: the caller's ``tool_context`` mapping (per run or per agent); the
+            run's typed context object is ``runtime.context``.
         history: the conversation up to and including the assistant message that
             asked for this call (Spring AI's tool-call history); in an agent it is
             ``state["messages"]``.
@@ -78,6 +80,13 @@ class ToolContext:
     def store(self) -> Any:
         """``config.store``: the run's long-term memory store (``None`` without one)."""
         return self.config.store
+
+    @property
+    def runtime(self) -> Runtime[Any]:
+        """The run's :class:`~graphagent.graph.Runtime`: ``runtime.context`` is the
+        context object the caller passed (``invoke(..., context=...)``), beside the
+        store, the stream writer and the config."""
+        return Runtime.of(self.config)
 
     @property
     def metadata(self) -> Mapping[str, Any]:

