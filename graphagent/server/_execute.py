@@ -129,6 +129,9 @@ class Executor:
         self.events = events
         self.tasks: dict[str, asyncio.Task[Any]] = {}
         self.stops: dict[str, str] = {}
+        # runs shared with other processes (a cluster's queue): check the thread's order
+        # and whether another executor took a run over; a local queue needs neither
+        self.shared = False
 
     async def execute(self, run_id: str, *, recovered: bool = False) -> bool:
         """Run ``run_id`` if it is still pending (its thread's lock is the caller's).
@@ -151,21 +154,26 @@ class Executor:
             return True
         if run["status"] != "pending" and not resuming:
             return True
-        siblings = await self.docs.children("run", run["_parent"])
-        first = next((r for r in siblings if r["status"] in ACTIVE), None)
-        if first is not None and first["run_id"] != run_id:
-            return False  # a thread's runs go in the order they were created
+        if self.shared:
+            siblings = await self.docs.children("run", run["_parent"])
+            first = next((r for r in siblings if r["status"] in ACTIVE), None)
+            if first is not None and first["run_id"] != run_id:
+                return False  # a thread's runs go in the order they were created
         thread = await self.docs.get("thread", run["_parent"])
         assistant = self.assistants.find(run["assistant_id"])
         if thread is None or assistant is None:
             await self._finish(run, "error", {"__error__": {"error": "NotFound"}})
             return True
-        head = await assistant.graph.aget_state({"thread_id": thread["_key"]})
+        saver = assistant.graph.saver
+        assert saver is not None  # the server gave every assistant its saver
+        head = await saver.ahead(thread["_key"])
         if not resuming:
-            run["_head"] = head.checkpoint_id
+            run["_head"] = head
         # a run that wrote a checkpoint before its executor died continues from there;
         # one that had written nothing starts again from its input
-        progressed = resuming and head.checkpoint_id != run.get("_head")
+        progressed = resuming and head != run.get("_head")
+        where = {"thread_id": thread["_key"]}
+        ended = progressed and not (await assistant.graph.aget_state(where)).next
         run["_attempt"] = int(run.get("_attempt") or 0) + 1
         status, errored = "success", False
         result: dict[str, Any] | None = None
@@ -177,7 +185,7 @@ class Executor:
             await self.docs.put("thread", thread["_key"], thread)
             attempt = {"run_id": run_id, "attempt": run["_attempt"]}
             await self.events.publish(run_id, "metadata", attempt)
-            if not (progressed and not head.next):  # else it had ended: nothing to run
+            if not ended:  # else it had ended before its executor died: nothing to run
                 await self._drive(run, thread, assistant, progressed)
         except (asyncio.CancelledError, Stopped):
             action = self.stops.pop(run_id, "interrupt")
@@ -192,7 +200,7 @@ class Executor:
             error = {"error": type(exc).__name__, "message": str(exc)}
             await self.events.publish(run_id, "error", error)
             status, errored, result = "error", True, {"__error__": error}
-        if await self._superseded(run):
+        if self.shared and await self._superseded(run):
             return True  # another executor took the run over meanwhile: it settles it
         await self._record(run, status)
         fresh = await self.docs.get("thread", thread["_key"])

@@ -25,6 +25,10 @@ class InlineSqliteSaver(SqliteSaver):
     async def _to_thread(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         return fn(*args, **kwargs)
 
+    async def ahead(self, thread_id: str) -> str | None:
+        """The thread's newest checkpoint id (one query, not a load)."""
+        return self.head(thread_id)
+
 
 def sqlite_options(path: str) -> dict[str, Any]:
     """``create_app`` options keeping everything in the SQLite file at ``path``."""

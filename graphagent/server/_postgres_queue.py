@@ -67,6 +67,7 @@ class PostgresQueue:
         lease_ms: int = 5000,
     ) -> None:
         self.executor = executor
+        executor.shared = True
         self.db = db
         self.run = run
         self.concurrency = concurrency
@@ -74,6 +75,7 @@ class PostgresQueue:
         self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._active: dict[str, asyncio.Task[Any]] = {}
         self._loops: list[asyncio.Task[Any]] = []
+        self._closing = False
 
     async def submit(self, run: dict[str, Any]) -> None:
         await self.db.sql(
@@ -166,10 +168,15 @@ class PostgresQueue:
                     thread,
                     self.me,
                 )
-            if not settled:  # an older run of the thread goes first
-                await self._hand_back(run_id)
+            if not settled or self._closing:  # an older run goes first, or this one stops
+                # (a stopping executor's run counts as taken: the next one resumes it)
+                await self._hand_back(run_id, taken=settled)
                 return
-            await self.db.sql("DELETE FROM {s}.graphagent_server_queue WHERE run_id = %s", run_id)
+            await self.db.sql(
+                "DELETE FROM {s}.graphagent_server_queue WHERE run_id = %s AND owner = %s",
+                run_id,
+                self.me,
+            )
             await self.db.notify("queue", thread)  # its thread's next run may go now
         except asyncio.CancelledError:
             raise
@@ -178,11 +185,13 @@ class PostgresQueue:
         finally:
             self._active.pop(run_id, None)
 
-    async def _hand_back(self, run_id: str) -> None:
-        """Put a run this executor took back in the queue, to be taken again."""
+    async def _hand_back(self, run_id: str, *, taken: bool = False) -> None:
+        """Put a run this executor took back in the queue, to be taken again (``taken``:
+        it ran here, so the next executor resumes it)."""
         await self.db.sql(
             "UPDATE {s}.graphagent_server_queue SET owner = NULL, lease_until = NULL, "
-            "taken = taken - 1 WHERE run_id = %s AND owner = %s",
+            "taken = taken - %s WHERE run_id = %s AND owner = %s",
+            0 if taken else 1,
             run_id,
             self.me,
         )
@@ -219,6 +228,12 @@ class PostgresQueue:
             self.executor.tasks.pop(run_id, None)
 
     async def close(self) -> None:
+        # a process shutting down leaves its runs to the others: unsettled, unacknowledged,
+        # resumed from their last checkpoint by the next executor that takes them
+        self._closing = True
+        for run_id, task in list(self.executor.tasks.items()):
+            self.executor.stops[run_id] = "lost"
+            task.cancel()
         for task in [*self._loops, *self._active.values()]:
             task.cancel()
         for task in [*self._loops, *self._active.values()]:

@@ -72,6 +72,7 @@ class RedisQueue:
         lease_ms: int = 5000,
     ) -> None:
         self.executor = executor
+        executor.shared = True
         self.client: Any = client  # redis-py's reply types are too loose to check
         self.base = f"{prefix}:srv"
         self.stream = f"{self.base}:queue"
@@ -81,6 +82,7 @@ class RedisQueue:
         self.slots = asyncio.Semaphore(concurrency)
         self.lease_ms = lease_ms
         self._loops: list[asyncio.Task[Any]] = []
+        self._closing = False
         self._running: dict[str, asyncio.Task[Any]] = {}  # entry id -> its task
         self._kick = asyncio.Event()  # a thread was released: retry the waiting runs now
         self._release = client.register_script(_RELEASE)
@@ -203,8 +205,9 @@ class RedisQueue:
                 finally:
                     await self._release(keys=[lease], args=[token])
                     self._kick.set()
-                if not settled:
-                    return  # an older run of the thread goes first: tried again later
+                if not settled or self._closing:
+                    return  # tried again later (an older run of the thread goes first), or
+                    # by another executor (this one is shutting down)
                 # acknowledged only once the run ended: a crash before leaves it pending
                 await self.client.xack(self.stream, self.group, ident)
                 await self.client.xdel(self.stream, ident)
@@ -234,6 +237,12 @@ class RedisQueue:
             self.executor.tasks.pop(run_id, None)
 
     async def close(self) -> None:
+        # a process shutting down leaves its runs to the others: unsettled, unacknowledged,
+        # resumed from their last checkpoint by the next executor that takes them
+        self._closing = True
+        for run_id, task in list(self.executor.tasks.items()):
+            self.executor.stops[run_id] = "lost"
+            task.cancel()
         for task in [*self._loops, *self._running.values()]:
             task.cancel()
         for task in [*self._loops, *self._running.values()]:

@@ -7,7 +7,9 @@ import base64
 import contextlib
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -35,7 +37,10 @@ class Browser:
 
     def __init__(self) -> None:
         self.port = free_port()
-        self.profile = tempfile.TemporaryDirectory(prefix="studio-test-")
+        # Chromium's helper processes may still write to the profile as it is removed
+        self.profile = tempfile.TemporaryDirectory(
+            prefix="studio-test-", ignore_cleanup_errors=True
+        )
         self.proc = subprocess.Popen(
             [
                 browser_path(),
@@ -49,6 +54,7 @@ class Browser:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its helpers in its group: stopped with it
         )
         self._ids = itertools.count(1)
         deadline = time.monotonic() + 30
@@ -113,10 +119,12 @@ class Browser:
         """End the browser."""
         if getattr(self, "_held", None) is not None:
             self._held.close()
-        self.proc.terminate()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
         try:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         self.profile.cleanup()

@@ -100,48 +100,48 @@ def _running_on(where: dict[str, Any], worker_pid: int) -> int:
     return sum(int(c["pending"]) for c in consumers if f":{worker_pid}:" in str(c["name"], "utf-8"))
 
 
-async def test_sigkill_a_worker_mid_run(cluster: dict[str, Any]) -> None:
-    """20 background runs on 10 threads; one worker is SIGKILLed while it runs some: every
-    run ends success exactly once (one result in its stream) and each thread holds each
-    run's four messages once, in order."""
-    client = get_client(url=cluster["url"])
-    threads = [(await client.threads.create())["thread_id"] for _ in range(10)]
-    runs = []
-    for turn in range(2):
-        for i, tid in enumerate(threads):
-            city = f"city{i}x{turn}"
-            message = {"role": "user", "content": f"weather in {city}"}
-            run = await client.runs.create(tid, "slow_assistant", input={"messages": [message]})
-            runs.append((tid, run["run_id"], city))
-    victim = cluster["workers"][0]
-    for _ in range(100):  # kill it while it holds runs
-        if _running_on(cluster, victim.pid):
-            break
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait()
-    for tid, rid, _ in runs:
-        await asyncio.wait_for(client.runs.join(tid, rid), 60)
-    resumed = 0
-    for tid, rid, _ in runs:
-        assert (await client.runs.get(tid, rid))["status"] == "success"
-        events = _events(cluster, rid)
-        assert events.count("__result__") == 1, events
-        resumed += events.count("metadata") > 1  # a second attempt: taken over
-    assert resumed >= 1, "the killed worker held no run: the test proved nothing"
-    for i, tid in enumerate(threads):
-        messages = (await client.threads.get_state(tid))["values"]["messages"]
-        texts = [(m["type"], m["content"]) for m in messages]
-        want = []
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
+async def test_a_worker_lost_mid_run(cluster: dict[str, Any], sig: int) -> None:
+    """20 background runs on 10 threads; one worker is killed (SIGKILL) or stopped
+    (SIGTERM) while it runs some: every run ends success exactly once (one result in its
+    stream) and each thread holds each run's four messages once, in order."""
+    async with get_client(url=cluster["url"]) as client:
+        threads = [(await client.threads.create())["thread_id"] for _ in range(10)]
+        runs = []
         for turn in range(2):
-            city = f"city{i}x{turn}"
-            want += [
-                ("human", f"weather in {city}"),
-                ("ai", ""),
-                ("tool", f"sunny in {city}"),
-                ("ai", f"It is sunny in {city}."),
-            ]
-        assert texts == want, json.dumps(texts)
-        assert len({m["id"] for m in messages}) == len(messages)
-    await client.aclose()
+            for i, tid in enumerate(threads):
+                city = f"city{i}x{turn}"
+                message = {"role": "user", "content": f"weather in {city}"}
+                run = await client.runs.create(tid, "slow_assistant", input={"messages": [message]})
+                runs.append((tid, run["run_id"], city))
+        victim = cluster["workers"][0]
+        for _ in range(100):  # kill it while it holds runs
+            if _running_on(cluster, victim.pid):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        victim.send_signal(sig)
+        victim.wait()
+        for tid, rid, _ in runs:
+            await asyncio.wait_for(client.runs.join(tid, rid), 60)
+        resumed = 0
+        for tid, rid, _ in runs:
+            assert (await client.runs.get(tid, rid))["status"] == "success"
+            events = _events(cluster, rid)
+            assert events.count("__result__") == 1, events
+            resumed += events.count("metadata") > 1  # a second attempt: taken over
+        assert resumed >= 1, "the killed worker held no run: the test proved nothing"
+        for i, tid in enumerate(threads):
+            messages = (await client.threads.get_state(tid))["values"]["messages"]
+            texts = [(m["type"], m["content"]) for m in messages]
+            want = []
+            for turn in range(2):
+                city = f"city{i}x{turn}"
+                want += [
+                    ("human", f"weather in {city}"),
+                    ("ai", ""),
+                    ("tool", f"sunny in {city}"),
+                    ("ai", f"It is sunny in {city}."),
+                ]
+            assert texts == want, json.dumps(texts)
+            assert len({m["id"] for m in messages}) == len(messages)

@@ -129,11 +129,13 @@ async def test_interrupt_then_resume_with_command(client: LangGraphClient) -> No
 
 
 async def test_cancel_a_running_run(client: LangGraphClient) -> None:
-    """cancel stops a running run: it ends interrupted and the thread is free again."""
+    """cancel stops a running run (its thread busy meanwhile): it ends interrupted and the
+    thread is free again."""
     thread = await client.threads.create()
     tid = thread["thread_id"]
     run = await client.runs.create(tid, "slow", input={"delay": 30})
     await _status(client, tid, run["run_id"], "running")
+    assert (await client.threads.get(tid))["status"] == "busy"
     await client.runs.cancel(tid, run["run_id"], wait=True)
     assert (await client.runs.get(tid, run["run_id"]))["status"] == "interrupted"
     assert (await client.threads.get(tid))["status"] != "busy"

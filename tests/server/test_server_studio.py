@@ -64,7 +64,7 @@ def test_chat_interrupt_approve_in_the_page(studio_url: str, page: Browser, tmp_
     assert kinds == ["msg human", "msg ai", "msg tool", "msg ai"]
     assert page.run("document.querySelectorAll('.interrupt').length") == 0
     assert page.run("document.querySelectorAll('#threads li').length") >= 1
-    assert page.run("document.querySelectorAll('#history .step').length") >= 4
+    page.wait("document.querySelectorAll('#history .step').length >= 4")
     shot = tmp_path / "studio.png"
     page.screenshot(shot)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
