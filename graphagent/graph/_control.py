@@ -31,13 +31,8 @@ class Send:
     ``arg`` is a dict, else ``arg`` itself.
 
     Example:
-        >>> import operator
-        >>> from typing import Annotated, TypedDict
-        >>> from graphagent.graph import StateGraph, START, END
-        >>> class S(TypedDict):
-        ...     subjects: list[str]
-        ...     jokes: Annotated[list[str], operator.add]
-        >>> g = StateGraph(S)
+        >>> from graphagent.graph import END, START, AppendStrategy, StateGraph
+        >>> g = StateGraph({"jokes": AppendStrategy()})
         >>> g = g.add_node("joke", lambda s: {"jokes": [f"a joke about {s['subject']}"]})
         >>> g = g.add_conditional_edges(
         ...     START, lambda s: [Send("joke", {"subject": x}) for x in s["subjects"]]
