@@ -17,7 +17,7 @@ MERMAID_NODE := $(VENV)/mermaid-node/installed.json
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,otel,postgres,fast]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,a2a,otel,postgres,fast,server]'
 	touch $(STAMP) $(CORE_STAMP)
 
 # the package alone: what the demo runs (a full install above counts too)
@@ -40,7 +40,7 @@ $(MERMAID_NODE): $(STAMP) tests/_mermaid.py | system
 	$(BIN)/python tests/_mermaid.py
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,otel,postgres,fast,bench]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,a2a,otel,postgres,fast,server,bench]'
 	touch $(BENCH_STAMP)
 
 demo: $(CORE_STAMP)
@@ -85,7 +85,7 @@ notebooks: $(STAMP) $(MCP_NODE)
 LAB_STAMP := $(VENV)/.installed-lab
 LAB_ARGS ?=
 $(LAB_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,otel,postgres,fast,lab]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,a2a,otel,postgres,fast,server,lab]'
 	touch $(LAB_STAMP)
 
 lab: $(LAB_STAMP) $(MCP_NODE)
@@ -93,10 +93,13 @@ lab: $(LAB_STAMP) $(MCP_NODE)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python bench/graph_overhead.py
+	$(BIN)/python bench/func_overhead.py
 	$(BIN)/python bench/checkpoint_growth.py
 	$(BIN)/python bench/turn.py
 	$(BIN)/python bench/history.py
 	$(BIN)/python bench/agent_loop.py
+	$(BIN)/python bench/send_fanout.py
+	$(BIN)/python bench/durability.py
 	$(BIN)/python bench/load.py
 	$(BIN)/python bench/store.py
 

@@ -14,7 +14,9 @@ the same graph (they keep no decoded state between turns: warm and cold are alik
 
 Run: ``.venv/bin/python bench/turn.py`` (uses ``REDIS_URL``, else
 redis://127.0.0.1:6379/0, and ``DATABASE_URL``, else postgresql://127.0.0.1:5432/test;
-rows whose server does not answer are skipped). ``--sizes 10,1000`` measures fewer sizes.
+rows whose server does not answer are skipped). ``--sizes 10,1000`` measures fewer sizes;
+``--in-a-row 25`` also times 25 warm turns in a row at 1,000 messages on one thread, ours
+and LangGraph's, best and median (the best of many is least disturbed by a busy machine).
 """
 
 from __future__ import annotations
@@ -153,11 +155,11 @@ def redis_up() -> bool:
     return True
 
 
-def theirs(size: int, backend: Callable[[], Any]) -> float:
-    """LangGraph's median turn on the same graph (``add_messages``), synchronous durability."""
+def their_app(saver: Any) -> Any:
+    """LangGraph's one-node chat graph on ``saver`` (``add_messages``)."""
     from typing import Annotated, TypedDict
 
-    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.messages import AIMessage
     from langgraph.graph import END as LEND
     from langgraph.graph import START as LSTART
     from langgraph.graph import StateGraph as LStateGraph
@@ -168,18 +170,33 @@ def theirs(size: int, backend: Callable[[], Any]) -> float:
     def reply(state: Any) -> dict[str, Any]:
         return {"messages": [AIMessage(f"reply to message {len(state['messages'])}")]}
 
-    start: list[Any] = []
+    g = LStateGraph(S)
+    g.add_node("reply", reply)
+    g.add_edge(LSTART, "reply")
+    g.add_edge("reply", LEND)
+    return g.compile(checkpointer=saver)
+
+
+def their_history(size: int) -> list[Any]:
+    """:func:`history` in LangGraph's message types."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    out: list[Any] = []
     for i in range(size):
         if i % 2:
-            start.append(AIMessage(f"answer {i}: " + "the reply to that is this " * 4))
+            out.append(AIMessage(f"answer {i}: " + "the reply to that is this " * 4))
         else:
-            start.append(HumanMessage(f"question {i}: what about this and that? " * 2))
+            out.append(HumanMessage(f"question {i}: what about this and that? " * 2))
+    return out
+
+
+def theirs(size: int, backend: Callable[[], Any]) -> float:
+    """LangGraph's median turn on the same graph (``add_messages``), synchronous durability."""
+    from langchain_core.messages import HumanMessage
+
+    start = their_history(size)
     with backend() as saver:
-        g = LStateGraph(S)
-        g.add_node("reply", reply)
-        g.add_edge(LSTART, "reply")
-        g.add_edge("reply", LEND)
-        app = g.compile(checkpointer=saver)
+        app = their_app(saver)
         times = []
         for t in range(threads_for(size)):
             cfg = {"configurable": {"thread_id": f"lg-{t}"}}
@@ -193,6 +210,34 @@ def theirs(size: int, backend: Callable[[], Any]) -> float:
                 )
             )
     return median(times)
+
+
+def in_a_row(
+    turns: int, size: int, ours_saver: Any, backend: Callable[[], Any]
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """``turns`` warm turns in a row on one thread of ``size`` messages, ours and
+    LangGraph's: (best, median) seconds each. The best turn of many is the figure a busy
+    machine disturbs least."""
+    from langchain_core.messages import HumanMessage
+
+    app = chat_graph(ours_saver)
+    cfg: dict[str, Any] = {"thread_id": f"row-{uuid.uuid4().hex[:8]}"}
+    app.invoke({"messages": history(size)}, cfg)
+    app.invoke({"messages": [UserMessage("warm-up")]}, cfg)
+    mine = sorted(
+        timed(lambda: app.invoke({"messages": [UserMessage("next")]}, cfg)) for _ in range(turns)
+    )
+    ours_saver.delete_thread(cfg["thread_id"])
+    with backend() as saver:
+        lg = their_app(saver)
+        lcfg = {"configurable": {"thread_id": "lg-row"}}
+        lg.invoke({"messages": their_history(size)}, lcfg, durability="sync")
+        lg.invoke({"messages": [HumanMessage("warm-up")]}, lcfg, durability="sync")
+        other = sorted(
+            timed(lambda: lg.invoke({"messages": [HumanMessage("next")]}, lcfg, durability="sync"))
+            for _ in range(turns)
+        )
+    return (mine[0], median(mine)), (other[0], median(other))
 
 
 @contextmanager
@@ -244,6 +289,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--no-langgraph", action="store_true")
+    parser.add_argument(
+        "--in-a-row",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time N warm turns in a row at 1,000 messages, ours and LangGraph's "
+        "(memory, SQLite, PostgreSQL): best and median",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"one more turn on a thread of n messages ({machine()})")
@@ -336,6 +389,46 @@ def main() -> None:
                     f"  {mine} vs {other} at 1,000: warm {theirs_at[other] / warm:.1f}x less, "
                     f"cold {theirs_at[other] / (cold or warm):.1f}x less"
                 )
+
+    if args.in_a_row and have_langgraph() and not args.no_langgraph:
+        row_turns(args.in_a_row)
+
+
+def row_turns(turns: int) -> None:
+    """The ``--in-a-row`` table."""
+    print(f"\n{turns} warm turns in a row at 1,000 messages, best / median ms:")
+    with sqlite_file() as path:
+        pairs: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
+            ("memory", MemorySaver, lg_memory),
+            ("SQLite", lambda: SqliteSaver(path), lg_sqlite),
+        ]
+        schema = f"bench_row_{uuid.uuid4().hex[:8]}"
+        if postgres_up():
+            pairs.append(
+                (
+                    "PostgreSQL",
+                    lambda: PostgresSaver.from_url(POSTGRES_URL, schema=schema),
+                    lg_postgres,
+                )
+            )
+        for name, make, backend in pairs:
+            saver = make()
+            if name == "PostgreSQL":
+                saver.setup()
+            try:
+                (mb, mm), (tb, tm) = in_a_row(turns, 1000, saver, backend)
+            finally:
+                if hasattr(saver, "close"):
+                    saver.close()
+            print(
+                f"  {name:<11} graphagent {mb * 1e3:6.2f} / {mm * 1e3:6.2f}   LangGraph "
+                f"{tb * 1e3:6.2f} / {tm * 1e3:6.2f}   {tb / mb:5.1f}x / {tm / mm:5.1f}x less"
+            )
+        if postgres_up():
+            import psycopg
+
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+                admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 if __name__ == "__main__":

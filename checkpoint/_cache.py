@@ -36,6 +36,7 @@ from typing import Any, cast
 
 from checkpoint import _layout as layout
 from checkpoint._stored import located
+from checkpoint.base import IndexedList
 from checkpoint.errors import SerializationError
 from checkpoint.serde import Serde
 
@@ -51,13 +52,19 @@ class _Raw(bytes):
 
 
 class _Window:
-    """Decoded items ``lo..lo + len(items)`` of one log branch; only ever extended."""
+    """Decoded items ``lo..lo + len(items)`` of one log branch; only ever extended.
 
-    __slots__ = ("items", "lo", "raw", "size")
+    ``ids`` indexes the items' ids by position from ``lo`` (see ``IndexedList``): a
+    read whose log is this window from ``lo`` hands on a copy, so that appending to the
+    log needs no pass over it.
+    """
+
+    __slots__ = ("ids", "items", "lo", "raw", "size")
 
     def __init__(self, lo: int) -> None:
         self.lo = lo
         self.items: list[Any] = []
+        self.ids: dict[Any, int] = {}
         self.raw = 0  # how many items are _Raw
         self.size = 0  # stored bytes of the items
 
@@ -67,12 +74,13 @@ class _Window:
 
 
 class _Thread:
-    __slots__ = ("sets", "size", "windows")
+    __slots__ = ("last", "sets", "size", "windows")
 
     def __init__(self) -> None:
         self.windows: dict[Slot, _Window] = {}
         self.sets: dict[str, bytes] = {}  # value map version -> its stored bytes
         self.size = 0
+        self.last: tuple[Slot, ...] = ()  # the branches the latest fetching read ended on
 
 
 class ReadCache:
@@ -138,6 +146,32 @@ class ReadCache:
                 self._threads.move_to_end(thread_id)
             return ReadPlan(self, thread_id, record, held)
 
+    def guess(self, thread_id: str, ahead: int) -> list[str]:
+        """The data fields a next read of the thread likely needs: the ``ahead`` items
+        after what is held of each log branch its latest read ended on (what a turn
+        appends). A driver may fetch them with the head, saving a round trip.
+
+        Args:
+            thread_id: the thread.
+            ahead: how many items per branch.
+
+        Example:
+            >>> from checkpoint import MemorySaver
+            >>> MemorySaver().read_cache.guess("never-read", 16)
+            []
+        """
+        with self._lock:
+            held = self._threads.get(thread_id)
+            if held is None:
+                return []
+            out: list[str] = []
+            for slot in held.last:
+                window = held.windows.get(slot)
+                if window is not None:
+                    stem = layout.log_stem(*slot)
+                    out.extend([f"{stem}{i}" for i in range(window.hi, window.hi + ahead)])
+            return out
+
     def _keep(self, thread_id: str, held: _Thread) -> None:
         """Hold ``held`` (new or grown) and evict down to the bounds; under the lock."""
         self._threads[thread_id] = held
@@ -148,6 +182,26 @@ class ReadCache:
         while len(self._threads) > self.max_threads or self._size > self.max_bytes:
             _, gone = self._threads.popitem(last=False)
             self._size -= gone.size
+
+
+# what a read fetched of one branch: its slot, first index, items (_Raw where they could
+# change), how many are _Raw, their stored bytes, the index it handed on (or None) and
+# the items all decoded
+_Fetched = tuple[Slot, int, list[Any], int, int, "dict[Any, int] | None", list[Any]]
+
+
+def _index(ids: dict[Any, int], items: Sequence[Any], at: int) -> None:
+    """Add the position (from ``at``) of each of ``items`` with a text ``id`` to ``ids``
+    (what ``IndexedList`` promises: every message has an entry)."""
+    try:
+        ids.update({item.id: i for i, item in enumerate(items, at)})
+        return
+    except (AttributeError, TypeError):
+        pass  # not all messages: only those with an id
+    for i, item in enumerate(items, at):
+        iid = getattr(item, "id", None)
+        if type(iid) is str:
+            ids[iid] = i
 
 
 # one log range of the record: key, branch, start, end, the window held for it (or
@@ -251,32 +305,48 @@ class ReadPlan:
             if key not in held:
                 raise SerializationError(f"stored data for key {key!r} is missing")
             values[key] = held[key]
-        fetched: list[tuple[Slot, int, list[Any], int, int]] = []
+        fetched: list[_Fetched] = []
+        logs = record.logs
         for key, branch, start, end, window, first in self._parts:
             raw = 0
+            # the log is this one range read from its window's start: it gets the index
+            whole = len(logs[key]) == 1 and (window is None or window.lo == start)
+            make: type[list[Any]] = IndexedList if whole else list
+            ids: dict[Any, int] | None = None
             if window is not None:
-                part = window.items[start - window.lo : first - window.lo]
+                part = make(window.items[start - window.lo : first - window.lo])
                 raw = window.raw
+                if whole:
+                    ids = window.ids.copy()  # the reader's own: a caller may change it
             else:
-                part = []
+                part = make()
+                if whole:
+                    ids = {}
             if first < end:
                 got = list(islice(it, end - first))
                 if len(got) < end - first or None in got:
                     _present(None, key)
                 chunk = cast("list[bytes]", got)
                 items = loads_all(chunk)
+                plain = items
+                if ids is not None:
+                    _index(ids, items, first - start)
                 changeable = unshareable(items)
-                for i in changeable:
-                    items[i] = _Raw(chunk[i])
+                if changeable:
+                    plain = list(items)
+                    for i in changeable:
+                        items[i] = _Raw(chunk[i])
                 new_raw = len(changeable)
                 size = sum(map(len, chunk))
-                fetched.append(((key, branch), first, items, new_raw, size))
+                fetched.append(((key, branch), first, items, new_raw, size, ids, plain))
                 part.extend(items)
                 raw += new_raw
             if raw:
-                part = [loads(i) if type(i) is _Raw else i for i in part]
+                part = make([loads(i) if type(i) is _Raw else i for i in part])
             out = values.get(key)
             if out is None:
+                if ids is not None:
+                    cast("IndexedList", part).ids = ids
                 values[key] = part
             else:
                 out.extend(part)
@@ -286,9 +356,7 @@ class ReadPlan:
             self._keep(fresh_sets, fetched)
         return values
 
-    def _keep(
-        self, fresh_sets: dict[str, bytes], fetched: list[tuple[Slot, int, list[Any], int, int]]
-    ) -> None:
+    def _keep(self, fresh_sets: dict[str, bytes], fetched: list[_Fetched]) -> None:
         """Hold what this read fetched, extending the windows it continues."""
         cache = self._cache
         with cache._lock:
@@ -306,12 +374,13 @@ class ReadPlan:
                     if version not in held.sets:
                         held.sets[version] = blob
                         grown += len(blob)
-            for slot, first, items, raw, size in fetched:
+            for slot, first, items, raw, size, ids, plain in fetched:
                 window = held.windows.get(slot)
                 if window is not None and window.lo <= first <= window.hi:
                     skip = window.hi - first  # another read may have extended it meanwhile
                     if skip < len(items):
                         more = items[skip:]
+                        _index(window.ids, plain[skip:], window.hi - window.lo)
                         window.items.extend(more)
                         window.raw += sum(1 for i in more if type(i) is _Raw) if raw else 0
                         share = size * len(more) // len(items)
@@ -322,7 +391,13 @@ class ReadPlan:
                     grown -= window.size
                 window = held.windows[slot] = _Window(first)
                 window.items, window.raw, window.size = items, raw, size
+                if ids is not None:
+                    window.ids = ids.copy()
+                else:
+                    _index(window.ids, plain, 0)
                 grown += size
+            logs = self._record.logs
+            held.last = tuple((key, ranges[-1][0]) for key, ranges in logs.items() if ranges)
             held.size += grown
             cache._size += grown if cache._threads.get(self._thread_id) is held else held.size
             cache._keep(self._thread_id, held)

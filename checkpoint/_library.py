@@ -28,6 +28,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "graphagent.AssistantMessage": ("content", "id", "metadata", "tool_calls"),
     "graphagent.ToolResponseMessage": ("content", "id", "metadata", "tool_call_id", "name"),
     _CALL: ("id", "name", "arguments"),
+    "graphagent.Send": ("node", "arg"),
     "graphagent.AgentRecord": (
         "model_calls",
         "tool_calls",

@@ -112,6 +112,9 @@ class Logic(Protocol):
 
     def get(self, thread_id: str, checkpoint_id: str | None) -> Program[Checkpoint | None]: ...
 
+    def get_mode(self) -> bool | None:
+        """The transaction a get runs in (see :class:`Call`)."""
+
     def history(
         self, thread_id: str, limit: int | None, before: str | None
     ) -> Program[CheckpointHistory]: ...
@@ -188,7 +191,7 @@ class _Calls(CheckpointSaver, Generic[L]):
 
     def _get_call(self, thread_id: str, checkpoint_id: str | None) -> Call[Checkpoint | None]:
         program = self.logic.get(thread_id, checkpoint_id)
-        return Call(program, False, f"reading thread {thread_id!r}")
+        return Call(program, self.logic.get_mode(), f"reading thread {thread_id!r}")
 
     def _history_call(
         self, thread_id: str, limit: int | None, before: str | None

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Any
+from contextlib import suppress
+from typing import Any, TypeVar
 
 from checkpoint import _layout as layout
 from checkpoint._cache import ReadPlan
@@ -32,6 +33,11 @@ from checkpoint.base import DELETE_KEPT, Checkpoint, PendingWrite, new_checkpoin
 
 __all__ = ["SqlLogic"]
 
+T = TypeVar("T")
+
+# items after the held ones that a warm PostgreSQL read fetches with the head, per branch:
+# a turn of a chat or a tool loop appends fewer
+_GUESS = 16
 _CHUNK = 500  # parameters per IN (...) list: below every SQLite build's limit
 _AFTER_SEP = bytes([ord(layout.SEP) + 1])  # the byte after '|': ends a field-prefix range
 
@@ -57,15 +63,96 @@ class SqlLogic(SqlPut):
         return str(rows[0][0]) if rows else None
 
     def get(self, thread_id: str, checkpoint_id: str | None) -> Program[Checkpoint | None]:
-        """The head (or the named checkpoint) with its state."""
+        """The head (or the named checkpoint) with its state: on PostgreSQL first as one
+        statement (see :meth:`get_mode`), else in the driver's snapshot transaction."""
+        if self.dialect.cte_put:
+            return self._get_at_once(thread_id, checkpoint_id)
+        return self._get(thread_id, checkpoint_id)
+
+    def get_mode(self) -> bool | None:
+        """A get's transaction: none where :meth:`get` reads as one statement, else a
+        snapshot read."""
+        return None if self.dialect.cte_put else False
+
+    def _get_at_once(self, thread_id: str, checkpoint_id: str | None) -> Program[Checkpoint | None]:
+        """:meth:`get` as one statement, without a transaction (one statement sees one
+        snapshot): the record, its pending writes and the data fields the read cache
+        guesses a warm turn needs (the items after those it holds, and the values set at
+        the checkpoint). Only when the record needs more than that (a cold read, a long
+        turn, another worker's fork) is it read again in a snapshot transaction."""
+        if checkpoint_id is not None and not storable_id(checkpoint_id):
+            raise self._not_found(thread_id, checkpoint_id)
+        guess = self.cache.guess(thread_id, _GUESS)
+        if not guess:  # nothing held: the whole state is read anyway
+            return (yield from self._in_snapshot(self._get(thread_id, checkpoint_id)))
+        tid = encode_text(thread_id)
+        cond, extra = self._alive()
+        rows = yield self.query(
+            # each part index look-ups, whatever the table's statistics say (an OR of the
+            # data conditions, a join on COALESCE, or a flattened join would scan the
+            # thread's rows: O(history)); OFFSET 0 keeps the look-up per guessed field
+            "WITH c AS (SELECT id, record FROM {t}graphagent_checkpoints "
+            "WHERE thread_id = ? AND id = (SELECT COALESCE(?::text, head) "
+            "FROM {t}graphagent_threads WHERE thread_id = ?" + cond + ")) "
+            "SELECT 0, c.id, NULL, c.record FROM c UNION ALL "
+            "SELECT 1, NULL, d.field, d.value FROM unnest(?::bytea[]) AS g(f) "
+            "CROSS JOIN LATERAL (SELECT field, value FROM {t}graphagent_data "
+            "WHERE thread_id = ? AND field = g.f OFFSET 0) AS d UNION ALL "
+            "SELECT 1, NULL, field, value FROM {t}graphagent_data "
+            "WHERE thread_id = ? AND field = (SELECT ? || convert_to(id, 'UTF8') FROM c) "
+            "UNION ALL SELECT 2, checkpoint_id, task, value FROM {t}graphagent_writes "
+            "WHERE thread_id = ? AND checkpoint_id = (SELECT id FROM c)",
+            tid,
+            checkpoint_id,
+            tid,
+            *extra,
+            [encode_text(f) for f in guess],
+            tid,
+            tid,
+            encode_text(layout.val_field("")),
+            tid,
+        )
+        found = [r for r in rows if r[0] == 0]
+        if not found:
+            if checkpoint_id is not None:
+                raise self._not_found(thread_id, checkpoint_id)
+            return None
+        record = self._record(thread_id, str(found[0][1]), found[0][3])
+        plan = self.cache.plan(thread_id, record)
+        got = {decode_text(r[2]): bytes(r[3]) for r in rows if r[0] == 1}
+        # (counted first: a damaged record may claim far more fields than anyone stores)
+        blobs = [got.get(f) for f in plan.fields] if plan.count <= len(got) else [None]
+        if None in blobs:  # more than the guess: read whole, claims counted
+            return (yield from self._in_snapshot(self._get(thread_id, checkpoint_id)))
+        values = plan.build(blobs)
+        pending = {decode_text(r[2]): bytes(r[3]) for r in rows if r[0] == 2}
+        writes_of = layout.group_writes(pending, self.serde.loads)
+        return layout.to_checkpoint(thread_id, record, values, writes_of)
+
+    def _in_snapshot(self, program: Program[T]) -> Program[T]:
+        """``program`` in a snapshot read transaction of its own (a program run without
+        one, whose driver begins none)."""
+        yield self.stmt(self.dialect.begin_read)
+        try:
+            result = yield from program
+        except Exception:
+            with suppress(Exception):  # a broken connection is the pool's to discard
+                yield self.stmt("ROLLBACK")
+            raise
+        yield self.stmt("COMMIT")
+        return result
+
+    def _get(self, thread_id: str, checkpoint_id: str | None) -> Program[Checkpoint | None]:
         if checkpoint_id is not None and not storable_id(checkpoint_id):
             raise self._not_found(thread_id, checkpoint_id)
         tid = encode_text(thread_id)
         cond, extra = self._alive()
         rows = yield self.stmt(
-            "SELECT c.id, c.record FROM {t}graphagent_threads t JOIN {t}graphagent_checkpoints c "
-            "ON c.thread_id = t.thread_id AND c.id = COALESCE(?, t.head) "
-            "WHERE t.thread_id = ?" + cond.replace("touched_at", "t.touched_at"),
+            # the id first, then one index look-up (a join on COALESCE scans the thread's
+            # checkpoints on PostgreSQL)
+            "SELECT id, record FROM {t}graphagent_checkpoints WHERE thread_id = ? AND id = "
+            "(SELECT COALESCE(?, head) FROM {t}graphagent_threads WHERE thread_id = ?" + cond + ")",
+            tid,
             checkpoint_id,
             tid,
             *extra,
@@ -306,14 +393,20 @@ def _in_plan_order(plan: ReadPlan, found: Sequence[Sequence[Any]]) -> list[bytes
     }
     blobs: list[bytes | None] = [singles.get(f) for f in plan.singles]
     for key, branch, start, end in plan.spans:
-        part: list[bytes | None] = [None] * (end - start)
-        cut = len(encode_text(layout.log_stem(key, branch)))
-        for field, value in next(rows):
-            digits = bytes(field)[cut:]
-            # only an item's own name: a stranger field under the prefix is not one
-            if digits.isdigit() and (digits[:1] != b"0" or digits == b"0"):
-                index = int(digits) - start
-                if 0 <= index < end - start:
-                    part[index] = bytes(value)
+        got = next(rows)
+        if end - start <= _CHUNK:  # read by name: only items came back
+            by_name = {decode_text(f): bytes(v) for f, v in got}
+            stem = layout.log_stem(key, branch)
+            blobs.extend([by_name.get(f"{stem}{i}") for i in range(start, end)])
+            continue
+        # read by range: look each item up by its own name (a stranger under the
+        # prefix, "007" or "x", is no item's name); a dict of the rows is built in C
+        named: dict[Any, Any] = dict(got)
+        if named and type(next(iter(named))) is not bytes:
+            named = {bytes(f): v for f, v in named.items()}
+        prefix = encode_text(layout.log_stem(key, branch))
+        part = [named.get(prefix + b"%d" % i) for i in range(start, end)]
+        if named and type(next(iter(named.values()))) is not bytes:  # one driver: one type
+            part = [None if v is None else bytes(v) for v in part]
         blobs.extend(part)
     return blobs

@@ -77,6 +77,10 @@ class SqlBase:
         sql = self.sql(template)
         return Stmt(sql, params, result=result_kind(sql))
 
+    def query(self, template: str, *params: Any) -> Stmt:
+        """A statement whose rows the program reads, whatever it starts with."""
+        return Stmt(self.sql(template), params, result="rows")
+
     def many(self, template: str, rows: Sequence[Sequence[Any]]) -> Stmt:
         """A statement run once per parameter row; its result is not needed."""
         return Stmt(self.sql(template), rows, many=True, result="none")

@@ -39,6 +39,7 @@ __all__ = [
     "CheckpointHistory",
     "CheckpointSaver",
     "CheckpointWrite",
+    "IndexedList",
     "ListedHistory",
     "LockOps",
     "PendingWrite",
@@ -69,6 +70,25 @@ class Change(NamedTuple):
 
     kind: ChangeKind
     value: Any
+
+
+class IndexedList(list):  # type: ignore[type-arg]
+    """A list with :attr:`ids`: an ``id`` -> position index of its items that have one
+    (messages), which a list may share with the lists it grew from.
+
+    A saver reads a log as one, so appending to a long history needs no pass over it.
+    Every item with an ``id`` has an entry (entries are never removed), but an entry is
+    a hint to check: it may point at another item (a sibling's append) or past the end.
+
+    Example:
+        >>> log = IndexedList(["a"])
+        >>> log.ids = {}
+        >>> log + ["b"]
+        ['a', 'b']
+    """
+
+    __slots__ = ("ids",)
+    ids: dict[Any, int]
 
 
 @dataclass(frozen=True)

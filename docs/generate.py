@@ -21,11 +21,17 @@ MODULES = {
     "[seeing graphs and state](visualize.md).",
     "graphagent.graph.draw": "What the command line shows of graphs and threads: the drawing "
     "formats and a snapshot's rows as text. Guide: [seeing graphs and state](visualize.md).",
+    "graphagent.func": "Durable functions: `@entrypoint` and `@task`. Guide: "
+    "[durable functions](functional.md).",
     "graphagent.tools": "Tools from functions and methods. Guide: [tools](tools.md).",
     "graphagent.models": "Chat model clients and test doubles. Guide: [models](models.md).",
     "graphagent.messages": "Messages and the `add_messages` rule.",
     "graphagent.mcp": "MCP servers' tools as graphagent tools, and graphagent served over MCP "
     "(extra `graphagent[mcp]`). Guide: [MCP](mcp.md).",
+    "graphagent.a2a": "Agents served over A2A (Agent2Agent), and remote A2A agents used as "
+    "local ones (extra `graphagent[a2a]`, the official `a2a-sdk`). Guide: [A2A](a2a.md).",
+    "graphagent.server": "Agents and graphs served over HTTP: the Agent Protocol, as "
+    "`langgraph-sdk` drives it (extra `graphagent[server]`). Guide: [serving](server.md).",
     "graphagent.observability": "Live progress, logs, and OpenTelemetry traces (extra "
     "`graphagent[otel]`). Guide: [progress, logs and traces](observability.md).",
     "graphagent.errors": "Every error is a `GraphAgentError`; the message says what to do.",
@@ -44,6 +50,8 @@ MODULES = {
     "checkpoint.redis": "`RedisSaver` and its async twin (extra `graphagent[redis]`).",
     "checkpoint.memory": "`MemorySaver`: threads in this process's memory.",
     "checkpoint.store": "Long-term memory shared across threads. Guide: [memory](memory.md).",
+    "checkpoint.cache": "Node-result caches for `CachePolicy` (memory, SQLite, Redis). "
+    "Guide: [graphs](graphs.md#caching-node-results).",
 }
 PAGE = Path(__file__).with_name("reference.md")
 PICTURE = Path(__file__).parent / "img" / "weather_assistant.svg"

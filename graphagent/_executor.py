@@ -6,6 +6,7 @@
   agents) never waits for a pool slot: however deep the nesting, nothing deadlocks.
 - :func:`call_with_timeout` runs one call in a thread of its own, started at once, so
   the timeout counts from the call's own start, never from a wait in a queue.
+- :func:`submit` starts one call on the pool and hands back its future (durable tasks).
 - :func:`in_thread` awaits one blocking call (a sync node or tool under ``ainvoke``) on
   the same pool, not on asyncio's default executor, which is sized from the core count
   (6 workers on 2 cores): sixteen conversations blocked in sync calls run at once.
@@ -19,11 +20,20 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import itertools
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_WORKERS", "call_with_timeout", "in_thread", "run_all", "run_each"]
+__all__ = [
+    "DEFAULT_WORKERS",
+    "call_with_timeout",
+    "executor_of",
+    "in_thread",
+    "run_all",
+    "run_each",
+    "submit",
+]
 
 T = TypeVar("T")
 
@@ -48,11 +58,35 @@ def _pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
     return pool
 
 
+def executor_of(value: Any) -> concurrent.futures.Executor | None:
+    """An executor choice as an executor: ``None`` (the shared pool), a number of workers
+    (a shared pool of that size) or a ``concurrent.futures.Executor`` of the caller's.
+
+    Raises:
+        TypeError: ``value`` is none of those.
+    """
+    if value is None or isinstance(value, concurrent.futures.Executor):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return _pool(value)
+    raise TypeError(
+        f"executor={value!r}: pass a number of worker threads (e.g. 4) or a "
+        "concurrent.futures.ThreadPoolExecutor"
+    )
+
+
 def _submit(
-    calls: Sequence[Callable[[], T]], max_workers: int | None
+    calls: Sequence[Callable[[], T]],
+    max_workers: int | None,
+    pools: Sequence[concurrent.futures.Executor | None] | None = None,
 ) -> list[concurrent.futures.Future[T]]:
-    pool = _pool(max_workers or DEFAULT_WORKERS)
-    return [pool.submit(contextvars.copy_context().run, call) for call in calls]
+    default = _pool(max_workers or DEFAULT_WORKERS)
+    if pools is None:
+        return [default.submit(contextvars.copy_context().run, call) for call in calls]
+    return [
+        (pool or default).submit(contextvars.copy_context().run, call)
+        for call, pool in zip(calls, pools, strict=True)
+    ]
 
 
 def _fill(
@@ -92,7 +126,9 @@ def run_all(calls: Sequence[Callable[[], T]], max_workers: int | None = None) ->
 
 
 def run_each(
-    calls: Sequence[Callable[[], T]], max_workers: int | None = None
+    calls: Sequence[Callable[[], T]],
+    max_workers: int | None = None,
+    pools: Sequence[concurrent.futures.Executor | None] | None = None,
 ) -> tuple[list[T | None], BaseException | None]:
     """:func:`run_all` for calls that never raise an ``Exception``, keeping what finished
     when the run is stopped.
@@ -101,10 +137,15 @@ def run_each(
     ``BaseException`` that is not an ``Exception``) waits for the calls already running,
     then returns the results with ``None`` for each call that did not finish, and the
     stop (``None`` when there was none) for the caller to re-raise.
+
+    ``pools`` names, per call, the executor it is submitted to (``None``: the shared one).
     """
     if not calls:
         return [], None
-    futures = _submit(calls, max_workers)
+    workers = max_workers or DEFAULT_WORKERS
+    if pools is None and len(calls) > workers:
+        return _pull_each(calls, workers)
+    futures = _submit(calls, max_workers, pools)
     results: list[Any] = [_PENDING] * len(calls)
     try:
         _fill(calls, futures, results)
@@ -123,10 +164,57 @@ def run_each(
         _wait_running(futures)
 
 
-async def in_thread(call: Callable[[], T]) -> T:
-    """Await ``call`` run on the shared pool, in a copy of the caller's context."""
+def _pull_each(
+    calls: Sequence[Callable[[], T]], workers: int
+) -> tuple[list[T | None], BaseException | None]:
+    """:func:`run_each` for more calls than workers (a ``Send`` fan-out): ``workers - 1``
+    pool threads and this one take the calls in turn from one counter, instead of one
+    future per call. A future per call cost ~10 us a task (its lock and condition) in
+    bench/send_fanout.py; this costs a counter step. As in :func:`run_all`, this thread
+    runs whatever no worker took, so nested fan-outs never wait for a pool slot."""
+    results: list[Any] = [None] * len(calls)
+    taken = itertools.count()
+    stopped: list[BaseException] = []
+    size = len(calls)
+
+    def take() -> None:
+        while not stopped:
+            index = next(taken)
+            if index >= size:
+                return
+            try:
+                results[index] = contextvars.copy_context().run(calls[index])
+            except BaseException as exc:  # calls return their errors: this is a stop
+                stopped.append(exc)
+                return
+
+    pool = _pool(workers)
+    helpers = [pool.submit(contextvars.copy_context().run, take) for _ in range(workers - 1)]
+    try:
+        take()
+    except BaseException as exc:  # Ctrl-C in this thread
+        stopped.append(exc)
+    finally:
+        _wait_running(helpers)
+    return results, (stopped[0] if stopped else None)
+
+
+def submit(call: Callable[[], T]) -> concurrent.futures.Future[T]:
+    """Start ``call`` on the shared pool, in a copy of the caller's context.
+
+    A caller that waits for the result should first try ``future.cancel()``: when no
+    worker has taken the call yet, it runs the call itself, so that calls waiting on calls
+    (durable tasks starting tasks) never wait for a pool slot.
+    """
+    return _pool(DEFAULT_WORKERS).submit(contextvars.copy_context().run, call)
+
+
+async def in_thread(call: Callable[[], T], pool: concurrent.futures.Executor | None = None) -> T:
+    """Await ``call`` run on ``pool`` (the shared one unless given), in a copy of the
+    caller's context."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_pool(DEFAULT_WORKERS), contextvars.copy_context().run, call)
+    executor = pool or _pool(DEFAULT_WORKERS)
+    return await loop.run_in_executor(executor, contextvars.copy_context().run, call)
 
 
 def call_with_timeout(call: Callable[[], T], timeout: float | None) -> T:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graphagent.errors import UserError
 
@@ -22,8 +23,14 @@ class RunnableConfig(BaseModel):
     Anywhere a config is taken, a plain dict with these keys works too.
 
     Attributes:
-        thread_id: the conversation to load and checkpoint; ``None`` runs fresh.
+        thread_id: the conversation to load and checkpoint; ``None`` runs fresh. An
+            ``int`` or a ``uuid.UUID`` is taken as its text (``str(value)``).
         checkpoint_id: start from this checkpoint of the thread (time travel, forks).
+        checkpoint_ns: ``""`` for the graph itself, or a paused subgraph inside it, as
+            ``get_state(config, subgraphs=True).tasks[i].state.config`` names it
+            (``"node:task_id"``, ``"|"``-joined when nested; the ``:task_id`` parts may
+            be left out): ``get_state`` and ``update_state`` then read and write that
+            subgraph's own state.
         metadata: user data for hooks and tools (user id, tenant, ...); also stored
             in each checkpoint's metadata.
         recursion_limit: most super-steps one run may take.
@@ -36,6 +43,10 @@ class RunnableConfig(BaseModel):
         emit: set while a ``"messages"`` stream is read: ``emit("messages", payload)``
             hands model tokens and tool results to the caller as they happen (agents use
             it; ``None`` otherwise).
+        context: the run's context object (``invoke(..., context=Ctx(...))``): typed,
+            per run, never stored (a user id, a database handle). Nodes read it as
+            ``runtime.context`` (a ``runtime`` parameter, or ``get_runtime()``), tools as
+            ``ctx.runtime.context``; ``None`` without one.
         listeners: :class:`~graphagent.graph.GraphLifecycleListener` objects told of
             this run's start, nodes, errors and end (besides the compiled graph's).
 
@@ -49,12 +60,23 @@ class RunnableConfig(BaseModel):
 
     thread_id: str | None = None
     checkpoint_id: str | None = None
+    checkpoint_ns: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
     recursion_limit: int = Field(default=25, ge=1)
     configurable: dict[str, Any] = Field(default_factory=dict)
     writer: Callable[[Any], None] = Field(default=_discard, exclude=True, repr=False)
     emit: Callable[[str, Any], None] | None = Field(default=None, exclude=True, repr=False)
     store: Any = Field(default=None, exclude=True, repr=False)
+    context: Any = Field(default=None, exclude=True, repr=False)
+
+    @field_validator("thread_id", mode="before")
+    @classmethod
+    def _thread_text(cls, value: Any) -> Any:
+        # LangGraph users key threads by int or UUID; a thread is stored under its text
+        if isinstance(value, uuid.UUID) or (type(value) is int):
+            return str(value)
+        return value
+
     listeners: tuple[Any, ...] = Field(default=(), exclude=True, repr=False)
 
 
@@ -78,7 +100,7 @@ def ensure_config(config: ConfigLike = None, **overrides: Any) -> RunnableConfig
     # LangGraph puts these under "configurable"; ignoring them would silently drop the thread
     configurable = data.get("configurable")
     if configurable:
-        for key in ("thread_id", "checkpoint_id"):
+        for key in ("thread_id", "checkpoint_id", "checkpoint_ns"):
             nested = configurable.get(key) if isinstance(configurable, Mapping) else None
             if nested is not None and data.get(key) is None:
                 data[key] = nested
@@ -92,5 +114,5 @@ def ensure_config(config: ConfigLike = None, **overrides: Any) -> RunnableConfig
         )
         raise UserError(
             f"invalid run config ({problems}); allowed keys: "
-            "thread_id, checkpoint_id, metadata, recursion_limit, configurable"
+            "thread_id, checkpoint_id, checkpoint_ns, metadata, recursion_limit, configurable"
         ) from None

@@ -12,7 +12,8 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     │   ├── EmptyInputError             a run was started with nothing to do
     │   ├── ModelConfigError            a model client lacks a setting (an API key)
     │   ├── ToolDefinitionError         a tool's signature or options are unusable
-    │   └── ThreadAccessError           a served caller named a thread it did not start
+    │   ├── ThreadAccessError           a served caller named a thread it did not start
+    │   └── TaskReplayError             a resumed entrypoint called its tasks in another order
     ├── RunError                        the run itself failed
     │   ├── GraphRecursionError         more super-steps than ``recursion_limit``
     │   ├── MaxIterationsError          the agent looped more than ``max_iterations``
@@ -20,6 +21,8 @@ failures of a run, and both apart from the control-flow signal of an interrupt::
     │   ├── StructuredOutputError       the final answer did not fit ``output_type``
     │   ├── ToolArgumentsError          a model's arguments do not fit a tool's schema
     │   ├── ToolExecutionError          a tool failed and the failure was not sent back
+    │   ├── ToolCancelledError          a sync tool saw its cancellation token set (timeout)
+    │   ├── PIIDetectionError           a PII hook with strategy "block" found personal data
     │   └── ModelError                  a chat model call failed
     │       ├── ModelHTTPError          the provider answered with an HTTP error
     │       ├── ModelTimeoutError       the provider did not answer in time
@@ -70,13 +73,16 @@ __all__ = [
     "ModelHTTPError",
     "ModelResponseError",
     "ModelTimeoutError",
+    "PIIDetectionError",
     "RunError",
     "SerializationError",
     "StructuredOutputError",
+    "TaskReplayError",
     "ThreadAccessError",
     "ThreadLockedError",
     "ThreadNotKeptWarning",
     "ToolArgumentsError",
+    "ToolCancelledError",
     "ToolDefinitionError",
     "ToolExecutionError",
     "UserError",
@@ -131,6 +137,16 @@ class ThreadAccessError(UserError):
     """
 
 
+class TaskReplayError(UserError):
+    """A resumed entrypoint (or node) called its tasks (``@task``) in another order than the run
+    it resumes: the recorded results cannot be matched to the calls.
+
+    Entrypoint code must call its tasks in the same order on every run of one step (take
+    clocks, random numbers and reads of changing data inside tasks). The message names the
+    first call that differs.
+    """
+
+
 class RunError(GraphAgentError):
     """The run failed for a reason other than a mistake in the calling code."""
 
@@ -170,6 +186,27 @@ class ToolExecutionError(RunError):
         super().__init__(message)
         self.tool_name = tool_name
         self.tool_call_id = tool_call_id
+
+
+class ToolCancelledError(RunError):
+    """A tool stopped because its call was cancelled (it ran past the tool timeout).
+
+    Raised by ``ToolContext.cancellation.raise_if_cancelled()`` inside a sync tool; the
+    tools step has already answered the model that the call timed out.
+    """
+
+
+class PIIDetectionError(RunError):
+    """A :class:`~graphagent.agent.PIIDetectionHook` with ``strategy="block"`` found
+    personal data (the message names the kinds found, never the data).
+
+    Attributes:
+        pii_types: the kinds of data found (``"email"``, ``"credit_card"``, ...).
+    """
+
+    def __init__(self, message: str, *, pii_types: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.pii_types = pii_types
 
 
 class ModelError(RunError):

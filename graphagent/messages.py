@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,6 +31,7 @@ from graphagent._internal.parts import (
 )
 
 __all__ = [
+    "REMOVE_ALL_MESSAGES",
     "AnyMessage",
     "AssistantMessage",
     "ContentPart",
@@ -188,6 +189,9 @@ class RemoveMessage(Message):
         super().__init__(**data)
 
 
+REMOVE_ALL_MESSAGES = "__remove_all__"
+"""``RemoveMessage(REMOVE_ALL_MESSAGES)`` clears the list (what follows it is the new one)."""
+
 AnyMessage = Union[  # noqa: UP007 - a runtime alias, valid on Python 3.10
     SystemMessage, UserMessage, AssistantMessage, ToolResponseMessage, RemoveMessage
 ]
@@ -227,43 +231,44 @@ def coerce_message(value: Any) -> Message:
 
 
 def _as_list(value: Any) -> list[Any]:
-    if isinstance(value, (str, Message, Mapping)):
-        return [value]
-    if isinstance(value, Iterable):
+    if isinstance(value, Iterable) and not isinstance(value, (str, Message, Mapping)):
         return list(value)
     return [value]
 
 
-def add_messages(left: Sequence[Any] | None, right: Any) -> list[Message]:
-    """Merge ``right`` (one message or several) into ``left`` by message id.
+def add_messages(left: Any, right: Any) -> list[Message]:
+    """Merge ``right`` (one message or several) into ``left`` (the same) by message id.
 
     A message whose id is in ``left`` replaces it in place; :class:`RemoveMessage`
-    deletes the message with its id (an unknown id is an error); others append.
-    Neither argument is modified.
+    deletes the message with its id (an unknown id is an error, the same id twice is
+    removed once; written again, it appends anew); others append. What follows the last
+    ``RemoveMessage(REMOVE_ALL_MESSAGES)`` is the new list. Neither argument is modified.
 
     Raises:
         ValueError: a :class:`RemoveMessage` names an id that is not in the list.
     """
-    merged: list[Message | None] = [coerce_message(m) for m in (left or ())]
+    incoming = [coerce_message(m) for m in _as_list(right)]
+    ids = [m.id if isinstance(m, RemoveMessage) else None for m in incoming]
+    if REMOVE_ALL_MESSAGES in ids:  # the last one: what follows it is the new list
+        return add_messages([], incoming[len(ids) - ids[::-1].index(REMOVE_ALL_MESSAGES) :])
+    merged: list[Message | None] = [coerce_message(m) for m in _as_list(left)] if left else []
     index = {m.id: i for i, m in enumerate(merged) if m is not None}
-    removed = False
-    for raw in _as_list(right):
-        msg = coerce_message(raw)
+    removed: set[str] = set()
+    for msg in incoming:
         position = index.get(msg.id)
         if isinstance(msg, RemoveMessage):
-            if position is None:
+            if position is not None:
+                merged[position] = None
+                del index[msg.id]
+                removed.add(msg.id)
+            elif msg.id not in removed:  # the same removal twice in one update is once
                 raise ValueError(f"RemoveMessage names id {msg.id!r}, which is not in the list")
-            merged[position] = None
-            del index[msg.id]
-            removed = True
         elif position is not None:
             merged[position] = msg
         else:
             index[msg.id] = len(merged)
             merged.append(msg)
-    if removed:
-        return [m for m in merged if m is not None]
-    return [m for m in merged if m is not None] if None in merged else merged  # type: ignore[return-value]
+    return [m for m in merged if m is not None] if removed else merged  # type: ignore[return-value]
 
 
 # How each message is stored: one flat list per message (its tool calls as lists inside
@@ -428,7 +433,7 @@ def _always(value: Any) -> bool:
 
 
 _new = object.__new__
-_put = object.__setattr__
+_put = BaseModel.__dict__["__dict__"].__set__  # the instance dict, set without a look-up
 # BaseModel's slots, set through their descriptors (object.__setattr__ looks each one up)
 _fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _extra = BaseModel.__dict__["__pydantic_extra__"].__set__
@@ -441,7 +446,7 @@ def _built(cls: type[BaseModel], fields: dict[str, Any]) -> Any:
     fields set: pydantic changes it only on a model that is not frozen, and ``model_copy``
     copies it first."""
     message = _new(cls)
-    _put(message, "__dict__", fields)
+    _put(message, fields)
     _fields_set(message, _ALL_SET[cls])
     _extra(message, None)
     _private(message, None)
@@ -496,7 +501,7 @@ def _decoder(cls: type[BaseModel]) -> Any:
                     fields = {"content": content, "id": mid, "metadata": metadata}
                     if unset:
                         fields.update(unset)
-                    _put(message, "__dict__", fields)
+                    _put(message, fields)
                     _fields_set(message, fields_set)
                     _extra(message, None)
                     _private(message, None)
@@ -539,7 +544,27 @@ def _decoder(cls: type[BaseModel]) -> Any:
         }
         return _built(cls, fields)
 
-    return simple if names == ("content", "id", "metadata") else decode
+    def assistant(stored: list[Any]) -> Any:
+        # an assistant message without tool calls: the other half of a chat, built inline
+        if type(stored) is list and len(stored) == 4:
+            content, mid, meta, calls = stored
+            if type(content) is str and type(mid) is str and calls == []:
+                metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
+                if metadata is not None:
+                    message = _new(cls)
+                    fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": ()}
+                    if unset:
+                        fields.update(unset)
+                    _put(message, fields)
+                    _fields_set(message, fields_set)
+                    _extra(message, None)
+                    _private(message, None)
+                    return message
+        return decode(stored)
+
+    if names == ("content", "id", "metadata"):
+        return simple
+    return assistant if cls is AssistantMessage else decode
 
 
 _ALL_SET: dict[type[BaseModel], set[str]] = {cls: set(cls.model_fields) for cls in _STORED_FIELDS}

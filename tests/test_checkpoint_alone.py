@@ -150,9 +150,11 @@ def test_checkpoint_knows_graphagents_stored_shapes() -> None:
     """The stored names and field orders checkpoint reads are the ones graphagent writes:
     one table each side, held equal here."""
     from checkpoint._library import FIELDS
+    from graphagent.graph._control import SEND_FIELDS
 
     theirs = {f"graphagent.{cls.__name__}": fields for cls, fields in _STORED_FIELDS.items()}
     theirs["graphagent.AgentRecord"] = _STORED
+    theirs["graphagent.Send"] = SEND_FIELDS  # the sends a fan-out step keeps due
     assert theirs == FIELDS
 
 

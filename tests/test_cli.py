@@ -168,6 +168,8 @@ def test_draw_to_stdout_and_file(module: str, tmp_path: Path) -> None:
     assert (tmp_path / "agent.svg").read_text().startswith("<svg")
     code, text = run("draw", f"{module}.py:graph", "-f", "dot")
     assert code == 0 and "digraph" in text
+    code, text = run("draw", f"{module}:agent", "-f", "plantuml")
+    assert code == 0 and text.startswith("@startuml") and text.endswith("@enduml\n")
 
 
 @pytest.mark.parametrize(

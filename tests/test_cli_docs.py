@@ -25,7 +25,8 @@ def _free_port() -> int:
 
 
 def _serve_briefly(line: str, cwd: Path, env: dict[str, str], port: int) -> None:
-    """Start a long-running `mcp serve --http` line, see it accept a connection, stop it."""
+    """Start a long-running `mcp serve --http` or `a2a serve` line, see it accept a
+    connection, stop it."""
     server = subprocess.Popen(
         ["bash", "-c", f"exec {line}"],
         cwd=cwd,
@@ -56,8 +57,8 @@ def test_every_shell_block_of_the_cli_page_runs(
     """Each ```sh block runs with bash -e (every command exits 0, no error line) in one
     empty folder, with `graphagent` on PATH running this checkout. Only where the services
     are is rewritten: the page's Redis and PostgreSQL URLs become this test's (with its own
-    --prefix and --schema), and port 8000 a free one; `--http` servers are started, seen
-    listening, and stopped."""
+    --prefix and --schema), and port 8000 a free one; `--http` and `a2a serve` servers are
+    started, seen listening, and stopped."""
     text = PAGE.read_text(encoding="utf-8")
     blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.S)
     assert len(blocks) >= 5 and "myapp" not in text
@@ -66,6 +67,7 @@ def test_every_shell_block_of_the_cli_page_runs(
         "redis://localhost:6379/0": f"{redis_url} --prefix {redis_prefix}",
         "postgresql://localhost:5432/test": f"{postgres_url} --schema {pg_schema}",
         "127.0.0.1:8000": f"127.0.0.1:{port}",
+        "--port 8000": f"--port {port}",
     }
     assert all(literal in text for literal in rewrite)
     bin_dir = tmp_path / "bin"
@@ -82,7 +84,9 @@ def test_every_shell_block_of_the_cli_page_runs(
     for i, block in enumerate(blocks):
         for literal, actual in rewrite.items():
             block = block.replace(literal, actual)
-        servers = [line for line in block.splitlines() if " --http " in line]
+        servers = [
+            line for line in block.splitlines() if " --http " in line or " a2a serve " in line
+        ]
         script = "\n".join(line for line in block.splitlines() if line not in servers)
         done = subprocess.run(
             ["bash", "-e", "-c", script],

@@ -96,6 +96,7 @@ def test_every_package_and_module_is_checked() -> None:
         "graphagent",
         "graphagent.cli",
         "graphagent.mcp",
+        "graphagent.a2a",
         "graphagent.observability",
         "checkpoint",
         "checkpoint.store",

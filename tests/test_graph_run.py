@@ -365,7 +365,10 @@ def test_stream_modes() -> None:
         ("updates", {"b": {"n": 4}}),
     ]
     debug = list(app.stream({"n": 1}, mode="debug"))
-    assert [d["type"] for d in debug] == ["task", "checkpoint", "task", "checkpoint"]
+    # LangGraph's shape; without a saver nothing is checkpointed, so no checkpoint events
+    assert [d["type"] for d in debug] == ["task", "task_result", "task", "task_result"]
+    assert debug[1]["payload"]["result"] == {"n": 2}
+    assert debug[0]["payload"]["id"] == debug[1]["payload"]["id"]
     with pytest.raises(UserError, match="unknown stream mode"):
         list(app.stream({"n": 1}, mode="tokens"))
 

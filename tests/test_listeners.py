@@ -176,3 +176,12 @@ def test_agent_nodes_reported() -> None:
     assert nodes == ["model", "tools", "model"]
     tools_update = next(e[2] for e in log.events if e[:2] == ("after", "tools"))
     assert tools_update["messages"][0].content == "3"
+
+
+def test_agent_built_with_listeners_hears_every_run() -> None:
+    """ReactAgent(listeners=[...]) registers them at compile: every call is heard."""
+    log = Log()
+    agent = ReactAgent(name="a", model=FakeChatModel(["one", "two"]), listeners=[log])
+    agent.call("hi")
+    agent.call("again")
+    assert [e[1] for e in log.events if e[0] == "start"] == ["a", "a"]

@@ -537,3 +537,11 @@ def test_checkpoint_alone_reads_and_rewrites_parts_and_reasoning() -> None:
         assert plain is not None
         assert plain[_library.OPTIONAL[name]] == frame[-1]
         assert _library.encode(plain) == frame
+
+
+def test_checkpoint_knows_which_fields_are_optional() -> None:
+    """The optional trailing field of each message type is the same on both sides."""
+    from checkpoint._library import OPTIONAL
+    from graphagent.messages import _OPTIONAL
+
+    assert {f"graphagent.{cls.__name__}": name for cls, name in _OPTIONAL.items()} == OPTIONAL

@@ -78,11 +78,24 @@ def test_two_sub_nodes_interrupting_in_one_step_resume_by_path(saver: Checkpoint
         ("b?", "b", ("sub", "b")),
     ]
     a, b = pending
-    with pytest.raises(UserError, match=b.id):
-        app.invoke(Command(resume={a.id: "A"}), config)
     # the order of the answers does not matter: they are keyed by id, delivered by path
     assert app.invoke(Command(resume={b.id: "B", a.id: "A"}), config) == {"log": ["a:A", "b:B"]}
     assert sorted(calls) == ["a", "a", "b", "b"]
+
+
+def test_two_sub_nodes_answered_one_at_a_time(saver: CheckpointSaver) -> None:
+    """Answering one of two questions by id finishes its node; the other is asked again
+    (same id), and the finished node does not run again when that one is answered."""
+    calls = Calls()
+    app = _line(calls, ("sub", _fan(calls, a="a?", b="b?")), saver=saver)
+    config = _thread()
+    app.invoke({"log": []}, config)
+    a, b = app.get_state(config).interrupts
+    out = app.invoke(Command(resume={a.id: "A"}), config)
+    assert [i.id for i in out["__interrupt__"]] == [b.id]
+    assert app.get_state(config).interrupts == (b,)
+    assert app.invoke(Command(resume={b.id: "B"}), config) == {"log": ["a:A", "b:B"]}
+    assert sorted(calls) == ["a", "a", "b", "b", "b"]
 
 
 def test_subgraph_resumes_in_place(saver: CheckpointSaver) -> None:

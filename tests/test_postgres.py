@@ -279,3 +279,134 @@ def test_an_unreachable_server_names_the_cause_after_the_timeout() -> None:
             saver.get("t")
     finally:
         saver.close()
+
+
+def _kill(postgres_url: str, name: str) -> None:
+    """Terminate every connection of ``application_name`` ``name`` and wait until gone."""
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )
+        for _ in range(100):
+            left = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)
+            ).fetchone()
+            if left is not None and left[0] == 0:
+                return
+            time.sleep(0.02)
+
+
+def _chat(saver: Any) -> Any:
+    def reply(state: Any) -> dict[str, Any]:
+        return {"messages": [AssistantMessage(f"answer {len(state['messages'])}")]}
+
+    g = StateGraph({"messages": AppendStrategy()}).add_node("reply", reply)
+    return g.add_edge(START, "reply").add_edge("reply", END).compile(saver=saver)
+
+
+@pytest.mark.parametrize("unseen", [False, True], ids=["seen-by-poll", "unseen"])
+def test_connections_the_server_closed_while_idle_are_replaced(
+    postgres_url: str, pg_schema: str, pg: Any, monkeypatch: pytest.MonkeyPatch, unseen: bool
+) -> None:
+    """The pool's connections are terminated between turns. The checkout's local poll
+    sees it; and when it does not (``unseen``: the server's goodbye not arrived yet), the
+    first statement fails on the dead connection and is sent once more on a fresh one: a
+    read, and a one-statement write, each land exactly once."""
+    from checkpoint.postgres import _common
+
+    pg()  # setup
+    sep = "&" if "?" in postgres_url else "?"
+    saver = PostgresSaver.from_url(
+        f"{postgres_url}{sep}application_name={pg_schema}", schema=pg_schema, min_size=2
+    )
+    if unseen:
+        monkeypatch.setattr(_common, "_readable", lambda conn: False)
+    try:
+        app = _chat(saver)
+        cfg = {"thread_id": "t"}
+        app.invoke({"messages": [UserMessage("one")]}, cfg)
+        _kill(postgres_url, pg_schema)
+        cp = saver.get("t")  # the read: retried
+        assert cp is not None and [m.text for m in cp.values["messages"]] == ["one", "answer 1"]
+        _kill(postgres_url, pg_schema)
+        head = saver.head("t")
+        step = write(head, {"messages": ("append", [UserMessage("two")])}, step=5)
+        _kill(postgres_url, pg_schema)
+        saver.put("t", step, expected_head=head)  # the one-statement write: retried
+        assert saver.head("t") == step.id
+        assert saver.list("t")[0].id == step.id
+        _kill(postgres_url, pg_schema)
+        out = app.invoke({"messages": [UserMessage("three")]}, cfg)
+        assert [m.text for m in out["messages"]] == ["one", "answer 1", "two", "three", "answer 4"]
+    finally:
+        saver.close()
+
+
+def test_a_dead_connection_is_not_retried_after_the_first_statement(
+    pg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the first statement of a program is sent again: a connection that dies in the
+    middle of a transaction fails the call (named), and nothing of it is stored."""
+    from checkpoint.postgres import _sync
+
+    saver = pg()
+    ids = chain(saver, "t", 2)
+    real = _sync._execute_stmt
+    calls: list[str] = []
+
+    def dying(conn: Any, stmt: Any) -> Any:
+        calls.append(stmt.sql)
+        if len(calls) == 2:
+            conn.close()  # the connection dies under the program's second statement
+        return real(conn, stmt)
+
+    monkeypatch.setattr(_sync, "_execute_stmt", dying)
+    with pytest.raises(CheckpointStorageError):
+        saver.put_writes("t", ids[-1], [PendingWrite("n", "update", {"x": 1})])
+    monkeypatch.setattr(_sync, "_execute_stmt", real)
+    cp = saver.get("t")
+    assert cp is not None and cp.pending_writes == ()
+
+
+def test_a_warm_turn_is_two_statements_and_a_long_one_reads_again(
+    pg: Any, monkeypatch: pytest.MonkeyPatch, postgres_url: str
+) -> None:
+    """A warm worker's turn is one statement to read (head, new items, pending writes:
+    index look-ups, no scan of the thread's rows) and one to write; when another worker
+    appended more than the read guesses, or the read cache is empty, the state is read
+    whole in a snapshot, and is the same."""
+    from checkpoint.postgres import _sync
+
+    one, two = pg(), pg()
+    app, other = _chat(one), _chat(two)
+    cfg = {"thread_id": "t"}
+    app.invoke({"messages": [UserMessage(f"m{i}") for i in range(30)]}, cfg)
+    app.invoke({"messages": [UserMessage("warm-up")]}, cfg)
+    real = _sync._execute_stmt
+    sent: list[str] = []
+
+    reads: list[Any] = []
+
+    def counting(conn: Any, stmt: Any) -> Any:
+        sent.append(stmt.sql.split()[0])
+        reads.append(stmt)
+        return real(conn, stmt)
+
+    monkeypatch.setattr(_sync, "_execute_stmt", counting)
+    app.invoke({"messages": [UserMessage("next")]}, cfg)
+    assert sent == ["WITH", "WITH"], sent
+    read = next(st for st in reads if st.sql.startswith("WITH c AS"))
+    with psycopg.connect(postgres_url) as conn:  # the read looks up, it never scans
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN ANALYZE " + read.sql, read.params))
+    assert "Rows Removed by Filter" not in plan and "Seq Scan" not in plan, plan
+    other.invoke({"messages": [UserMessage(f"x{i}") for i in range(40)]}, cfg)
+    sent.clear()
+    out = app.invoke({"messages": [UserMessage("after")]}, cfg)
+    assert sent[0] == "WITH" and "BEGIN" in sent, sent
+    texts = [m.text for m in out["messages"]]
+    assert texts[-43:] == [*(f"x{i}" for i in range(40)), "answer 75", "after", "answer 77"]
+    one.read_cache.clear()
+    warm, cold = one.get("t"), two.get("t")
+    assert warm is not None and cold is not None and warm.values == cold.values

@@ -237,6 +237,9 @@ def test_what_a_caller_changes_in_a_read_state_changes_nothing_stored_or_cached(
         values["summary"]["last"].append(-1)
         cp.metadata["source"] = "changed"
         values["new key"] = 1
+        ids = getattr(values["messages"], "ids", None)
+        if ids is not None:  # the message index is the reader's own too
+            ids.clear()
         again = saver.get("t")
         assert again is not None and plain(again.values) == expected
         assert again.metadata["source"] != "changed"
@@ -460,3 +463,38 @@ def test_loads_all_refuses_a_msgpack_timestamp_inside_a_message_as_loads_does() 
     with pytest.raises(SerializationError) as batch:
         default_serde.loads_all([good, bad, good])
     assert str(batch.value) == str(one.value)
+
+
+def test_a_message_id_seen_before_replaces_on_a_warm_turn_on_every_saver(
+    saver: CheckpointSaver,
+) -> None:
+    """The message log a saver reads carries its id index (so a turn does not index the
+    whole history again): a message whose id is already in the history replaces that
+    one, warm and cold, and a new id is appended; including after a caller cleared the
+    index of a list it read, and on a fork."""
+    app = chat(saver, extras=False)
+    for i in range(3):
+        turn(app, "t", f"hi {i}")
+    for cold in (False, True):
+        if cold:
+            saver.read_cache.clear()  # type: ignore[attr-defined]
+        read = saver.get("t")
+        assert read is not None
+        getattr(read.values["messages"], "ids", {}).clear()  # changes nothing held
+        first = read.values["messages"][0]
+        cfg = {"thread_id": "t"}
+        out = app.invoke({"messages": [UserMessage(f"edited {cold}", id=first.id)]}, cfg)
+        texts = [m.text for m in out["messages"]]
+        assert texts[0] == f"edited {cold}" and texts.count(f"edited {cold}") == 1
+        assert len({m.id for m in out["messages"]}) == len(texts)
+        assert plain(saver.get("t").values) == cold_values(saver, "t")  # type: ignore[union-attr]
+    old = saver.list("t")[-2].id
+    fork = {"thread_id": "t", "checkpoint_id": old}
+    app.update_state(fork, {"messages": [UserMessage("forked")]})
+    forked = saver.get("t")
+    assert forked is not None
+    again = forked.values["messages"][-1]
+    out = app.invoke({"messages": [UserMessage("forked again", id=again.id)]}, {"thread_id": "t"})
+    texts = [m.text for m in out["messages"]]
+    assert texts.count("forked again") == 1 and "forked" not in texts
+    saver.delete_thread("t")

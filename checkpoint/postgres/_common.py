@@ -3,7 +3,9 @@ constructor and pool setup, and the one place psycopg errors become checkpoint e
 
 from __future__ import annotations
 
+import select
 import time
+from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -187,6 +189,112 @@ async def afirst_connection(pool: Any, action: str) -> None:
         raise _unreachable(action, pool, cause) from exc
 
 
+def _readable(conn: Any) -> bool:
+    """Whether an idle connection's socket has something to read: what a server that
+    closed it (a restart, ``pg_terminate_backend``, an idle timeout) left, its goodbye or
+    the end of the stream. A local poll: no round trip."""
+    try:
+        fd = conn.fileno()
+    except Exception:
+        return True  # closed: let the real check say so
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+def check_idle(conn: Any) -> None:
+    """The pool's check of a connection it hands out: a round trip only when the socket
+    shows the server closed it (or sent something), else none. A connection that dies
+    unseen fails its first statement instead, which the saver then sends once more on
+    another connection (see :class:`Attempt`).
+
+    Raises:
+        psycopg.Error: the connection is dead (the pool replaces it).
+    """
+    if conn.closed or conn.broken or _readable(conn):
+        _, psycopg_pool = require()
+        psycopg_pool.ConnectionPool.check_connection(conn)
+
+
+async def acheck_idle(conn: Any) -> None:
+    """:func:`check_idle` for an async pool."""
+    if conn.closed or conn.broken or _readable(conn):
+        _, psycopg_pool = require()
+        await psycopg_pool.AsyncConnectionPool.check_connection(conn)
+
+
+R = TypeVar("R")
+
+
+class Attempt:
+    """One program's connection, taken again once if it turns out dead at the program's
+    first statement (the server closed it while it sat in the pool, unseen by the check).
+
+    Sending the first statement again is safe for every program: a read changes nothing,
+    ``BEGIN`` neither, and a one-statement write that landed before its reply was lost
+    is recognised as itself when it comes again (the savers' retry rule).
+
+    Args:
+        pool: the pool (a dead connection goes back to it, which discards it).
+        conn: the connection taken.
+    """
+
+    __slots__ = ("conn", "first", "pool")
+
+    def __init__(self, pool: Any, conn: Any) -> None:
+        self.pool = pool
+        self.conn = conn
+        self.first = True
+
+    def dead(self, exc: BaseException) -> bool:
+        """Whether ``exc`` from a statement means: the first statement found the
+        connection dead, so it goes back to the pool and the statement is sent again."""
+        if not self.first:
+            return False
+        self.first = False
+        psycopg, _ = require()
+        if not isinstance(exc, psycopg.OperationalError) or not self.conn.broken:
+            return False
+        dead, self.conn = self.conn, None
+        self.pool.putconn(dead)
+        return True
+
+    def run(self, send: Callable[[Any], R], take: Callable[[], Any]) -> R:
+        """``send(conn)``; the first time, once more on ``take()`` if the connection was
+        dead."""
+        if not self.first:
+            return send(self.conn)
+        try:
+            result = send(self.conn)
+        except Exception as exc:
+            if not self.dead(exc):
+                raise
+            self.pool.check()  # the others idle may be dead too (a restart): replaced
+            self.conn = take()
+            return send(self.conn)
+        self.first = False
+        return result
+
+    async def arun(
+        self, send: Callable[[Any], Awaitable[R]], take: Callable[[], Awaitable[Any]]
+    ) -> R:
+        """:meth:`run` on an async connection."""
+        if not self.first:
+            return await send(self.conn)
+        try:
+            result = await send(self.conn)
+        except Exception as exc:
+            if not self.dead(exc):
+                raise
+            await self.pool.check()
+            self.conn = await take()
+            return await send(self.conn)
+        self.first = False
+        return result
+
+
 def errors() -> tuple[type[BaseException], ...]:
     """The exception classes :func:`storage_error` translates."""
     psycopg, psycopg_pool = require()
@@ -257,9 +365,10 @@ class PostgresBase(Generic[P]):
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True},
-            # one cheap round trip per checkout, so a connection the server dropped
-            # (restart, failover, idle timeout) is replaced instead of failing a step
-            check=pool_class.check_connection,
+            # a connection the server dropped (restart, failover, idle timeout) is
+            # replaced instead of failing a step: seen by a local poll at checkout, or
+            # when its first statement fails (then sent again on a fresh one)
+            check=check_idle if cls._open_pool else acheck_idle,
             open=cls._open_pool,
         )
         return cls(pool, schema=schema, **options)

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from checkpoint._program import Program, ProgramSaver, drive
 from checkpoint._sql import SqlLogic
 from checkpoint._sqlschema import Stmt
-from checkpoint.postgres._common import PostgresBase, errors, first_connection, storage_error
+from checkpoint.postgres._common import (
+    Attempt,
+    PostgresBase,
+    errors,
+    first_connection,
+    storage_error,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -56,23 +62,39 @@ class PostgresSaver(PostgresBase["ConnectionPool[Any]"], ProgramSaver[SqlLogic])
         try:
             if not self._checked:
                 first_connection(self.pool, action)
-            with self.pool.connection() as conn:
-                if not conn.autocommit:
-                    conn.autocommit = True  # transactions are begun here, one per program
-                execute = functools.partial(_perform, conn)
-                if write is None:
-                    return drive(program, execute)
-                dialect = self.logic.dialect
-                conn.execute(dialect.begin_write if write else dialect.begin_read)
-                try:
-                    result = drive(program, execute)
-                except BaseException:
-                    _rollback(conn)
-                    raise
-                conn.execute("COMMIT")
-                return result
+            attempt = Attempt(self.pool, self._take())
+            try:
+                return self._on(attempt, program, write)
+            finally:
+                if attempt.conn is not None:
+                    self.pool.putconn(attempt.conn)
         except errors() as exc:
             raise storage_error(action, exc) from exc
+
+    def _take(self) -> psycopg.Connection[Any]:
+        conn: psycopg.Connection[Any] = self.pool.getconn()
+        if not conn.autocommit:
+            conn.autocommit = True  # transactions are begun here, one per program
+        return conn
+
+    def _on(self, attempt: Attempt, program: Program[T], write: bool | None) -> T:
+        take = self._take
+
+        def perform(op: Stmt | tuple[Stmt, ...]) -> Any:
+            return attempt.run(functools.partial(_perform, op=op), take)
+
+        if write is None:
+            return drive(program, perform)
+        dialect = self.logic.dialect
+        opening = dialect.begin_write if write else dialect.begin_read
+        attempt.run(lambda conn: conn.execute(opening), take)
+        try:
+            result = drive(program, perform)
+        except BaseException:
+            _rollback(attempt.conn)
+            raise
+        attempt.conn.execute("COMMIT")
+        return result
 
     def setup(self) -> int:
         """Create the tables, or migrate them to this version; safe to repeat or race.
@@ -99,7 +121,7 @@ def _rollback(conn: psycopg.Connection[Any]) -> None:
         conn.execute("ROLLBACK")
 
 
-def _perform(conn: psycopg.Connection[Any], op: Stmt | tuple[Stmt, ...]) -> Any:
+def _perform(conn: psycopg.Connection[Any], *, op: Stmt | tuple[Stmt, ...]) -> Any:
     if isinstance(op, tuple):
         return [_execute_stmt(conn, stmt) for stmt in op]
     return _execute_stmt(conn, op)

@@ -11,6 +11,7 @@ from checkpoint._program import AsyncOnly, AsyncProgramSaver, Program, adrive
 from checkpoint._sql import SqlLogic
 from checkpoint._sqlschema import Stmt
 from checkpoint.postgres._common import (
+    Attempt,
     PostgresBase,
     afirst_connection,
     errors,
@@ -73,23 +74,40 @@ class AsyncPostgresSaver(
                         await self.pool.open()
             if not self._checked:
                 await afirst_connection(self.pool, action)
-            async with self.pool.connection() as conn:
-                if not conn.autocommit:
-                    await conn.set_autocommit(True)
-                if write is None:
-                    return await adrive(program, functools.partial(_perform, conn))
-                dialect = self.logic.dialect
-                await conn.execute(dialect.begin_write if write else dialect.begin_read)
-                try:
-                    result = await adrive(program, functools.partial(_perform, conn))
-                except BaseException:
-                    with suppress(*errors()):
-                        await conn.execute("ROLLBACK")
-                    raise
-                await conn.execute("COMMIT")
-                return result
+            attempt = Attempt(self.pool, await self._take())
+            try:
+                return await self._on(attempt, program, write)
+            finally:
+                if attempt.conn is not None:
+                    await self.pool.putconn(attempt.conn)
         except errors() as exc:
             raise storage_error(action, exc) from exc
+
+    async def _take(self) -> psycopg.AsyncConnection[Any]:
+        conn: psycopg.AsyncConnection[Any] = await self.pool.getconn()
+        if not conn.autocommit:
+            await conn.set_autocommit(True)
+        return conn
+
+    async def _on(self, attempt: Attempt, program: Program[T], write: bool | None) -> T:
+        take = self._take
+
+        async def perform(op: Stmt | tuple[Stmt, ...]) -> Any:
+            return await attempt.arun(functools.partial(_perform, op=op), take)
+
+        if write is None:
+            return await adrive(program, perform)
+        dialect = self.logic.dialect
+        opening = dialect.begin_write if write else dialect.begin_read
+        await attempt.arun(lambda conn: conn.execute(opening), take)
+        try:
+            result = await adrive(program, perform)
+        except BaseException:
+            with suppress(*errors()):
+                await attempt.conn.execute("ROLLBACK")
+            raise
+        await attempt.conn.execute("COMMIT")
+        return result
 
     async def asetup(self) -> int:
         """Create the tables, or migrate them to this version; safe to repeat or race."""
@@ -106,7 +124,7 @@ class AsyncPostgresSaver(
         await self.pool.close()
 
 
-async def _perform(conn: psycopg.AsyncConnection[Any], op: Stmt | tuple[Stmt, ...]) -> Any:
+async def _perform(conn: psycopg.AsyncConnection[Any], *, op: Stmt | tuple[Stmt, ...]) -> Any:
     if isinstance(op, tuple):
         return [await _execute_stmt(conn, stmt) for stmt in op]
     return await _execute_stmt(conn, op)

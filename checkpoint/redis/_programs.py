@@ -227,6 +227,10 @@ class RedisLogic:
         """None: a step is one script, atomic on its own."""
         return None
 
+    def get_mode(self) -> bool | None:
+        """False: a read is a snapshot (the Redis driver runs each script whole)."""
+        return False
+
     def purge_due(self) -> bool:
         """Never: Redis expires a thread's keys itself."""
         return False
@@ -413,9 +417,14 @@ class RedisLogic:
             )
             yield from self._check_claims(thread_id, [record])
             plan = self.cache.plan(thread_id, record)
-            fields = plan.fields
-            data = self.keys(thread_id).data
-            blobs = (yield Command("hmget", (data, [_b(f) for f in fields]))) if fields else []
+            blobs = []
+            if plan.count:
+                # the script names a log's fields from its range: a long history is not
+                # sent as one name per item
+                spec = [_b(cid), *plan_spec(record, plan)]
+                again = yield from run_script(scripts.READ, self.keys(thread_id).read, spec)
+                # gone meanwhile (pruned, deleted): build() names what is missing
+                blobs = again[3] if again is not None and len(again) == 4 else [None] * plan.count
         if checkpoint_id is None:
             self._heads.keep(thread_id, cid)
         values = plan.build(blobs)

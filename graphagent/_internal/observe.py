@@ -83,13 +83,15 @@ class RunInfo:
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     """A node starting (``path``: parent nodes down to it), with the state and config
-    it is called with; its watch records the update it returned."""
+    it is called with; its watch records the update it returned. ``attempt`` is 1, or
+    the retry's number under a retry policy."""
 
     name: str
     kind: str
     path: tuple[str, ...]
     state: Any = None
     config: Any = None
+    attempt: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +361,12 @@ def run(
 
 
 def node(
-    name: str, kind: str, path: tuple[str, ...], state: Any = None, config: Any = None
+    name: str,
+    kind: str,
+    path: tuple[str, ...],
+    state: Any = None,
+    config: Any = None,
+    attempt: int = 1,
 ) -> Watch:
     """Watch one node execution (callers on hot paths check :data:`ACTIVE` first);
     ``record`` it with the node's update."""
@@ -368,7 +375,7 @@ def node(
     observers = _observers("node")
     if not observers:
         return IDLE
-    info = NodeInfo(name, kind, path, state, config)
+    info = NodeInfo(name, kind, path, state, config, attempt)
     return _watch([o.node(info) for o in observers])
 
 

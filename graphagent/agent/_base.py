@@ -13,7 +13,7 @@ from typing import Any
 from checkpoint.base import CheckpointSaver
 from graphagent.agent._record import AGENT_KEY, AgentRecordStrategy, legacy_layout, new_run
 from graphagent.config import ConfigLike, RunnableConfig, ensure_config
-from graphagent.errors import InvalidUpdateError, ThreadNotKeptWarning
+from graphagent.errors import InvalidUpdateError, ThreadNotKeptWarning, UserError
 from graphagent.graph import (
     AppendStrategy,
     Command,
@@ -27,7 +27,7 @@ from graphagent.graph import (
 )
 from graphagent.messages import AssistantMessage, Message, coerce_message
 
-__all__ = ["AGENT_SCHEMA", "BaseAgent", "compile_agent", "last_answer"]
+__all__ = ["AGENT_SCHEMA", "BaseAgent", "agent_schema", "compile_agent", "last_answer"]
 
 AGENT_SCHEMA: dict[str, Any] = {
     "messages": AppendStrategy(),
@@ -38,6 +38,24 @@ AGENT_SCHEMA: dict[str, Any] = {
 """The state every agent keeps; its bookkeeping is the private ``"__agent"`` record."""
 
 
+def agent_schema(name: str, output_key: str | None, strategy: Any = None) -> dict[str, Any]:
+    """The state of an agent that writes its answer to ``output_key`` (with ``strategy``,
+    default replace)."""
+    if output_key is None:
+        return AGENT_SCHEMA
+    if output_key in AGENT_SCHEMA or output_key in ("loop_rounds", "loop_items", "route"):
+        raise UserError(
+            f"agent {name!r}: output_key {output_key!r} is a key the agents keep for "
+            "themselves; choose another (e.g. the kind of answer: 'article', 'sql')"
+        )
+    if not isinstance(output_key, str) or not output_key or output_key.startswith("__"):
+        raise UserError(
+            f"agent {name!r}: output_key must be a non-empty state key not starting with "
+            f"'__' (private), got {output_key!r}"
+        )
+    return {**AGENT_SCHEMA, output_key: strategy if strategy is not None else ReplaceStrategy()}
+
+
 def compile_agent(
     graph: StateGraph,
     saver: CheckpointSaver | None,
@@ -46,11 +64,12 @@ def compile_agent(
     *,
     store: Any = None,
     edge_notes: Mapping[str, str] | None = None,
+    listeners: Sequence[Any] = (),
 ) -> CompiledGraph:
     """Compile ``agent``'s graph: its runs are the agent's runs (traces say
     ``invoke_agent``), they get ``store`` as ``config.store``, it refuses threads saved
-    with the old state layout, and its drawings explain the edge labels ``edge_notes``
-    names."""
+    with the old state layout, its drawings explain the edge labels ``edge_notes``
+    names, and ``listeners`` hear every run."""
     return graph.compile(
         saver=saver,
         name=name,
@@ -58,6 +77,7 @@ def compile_agent(
         agent=agent,
         stored_check=legacy_layout,
         edge_notes=edge_notes,
+        listeners=listeners,
     )
 
 
@@ -81,6 +101,22 @@ class BaseAgent:
     name: str
     description: str
     graph: CompiledGraph
+    #: a message added before the input of each run; ``{key}`` placeholders read state
+    instruction: str | None = None
+    #: the state key the final answer is also written to (for the agents after this one)
+    output_key: str | None = None
+    #: how ``output_key`` merges (``None``: replace)
+    output_key_strategy: Any = None
+    #: as a sub-agent: see the parent's conversation (else only instruction and input)
+    include_contents: bool = True
+    #: as a sub-agent: hand every message back to the parent (else only the answer)
+    return_reasoning_contents: bool = False
+    #: drop the thread from the saver once a run completes (stateless deployments)
+    release_thread: bool = False
+    #: the final answer is structured (``output_type`` or ``output_schema``)
+    structured: bool = False
+    #: what callers give it as a tool (``AgentTool``): a pydantic model or a JSON schema
+    input_schema: Any = None
 
     # -- input -------------------------------------------------------------------------
 
@@ -107,6 +143,11 @@ class BaseAgent:
             f"cannot run {self.name!r} on {type(input).__name__}: pass a string, a message, a "
             "list of messages, a state dict, Command(resume=...) or None"
         )
+
+    def prepare_sub_input(self, messages: list[Message]) -> Any:
+        """Graph input for running as a composite agent's node on ``messages`` (they
+        already hold this agent's instruction, filled from the parent's state)."""
+        return self.prepare_input({"messages": messages})
 
     @staticmethod
     def _config(
@@ -166,7 +207,10 @@ class BaseAgent:
         shows the current node, tool and elapsed time while it runs.
         """
         cfg = self._run_config(config, thread_id, tools, tool_names)
-        return self.graph.invoke(self.prepare_input(input), cfg, progress=progress)
+        values = self.graph.invoke(self.prepare_input(input), cfg, progress=progress)
+        if self._releases(cfg) and "__interrupt__" not in values:
+            self.graph.delete_thread(cfg)
+        return values
 
     async def ainvoke(
         self,
@@ -180,7 +224,10 @@ class BaseAgent:
     ) -> dict[str, Any]:
         """Async :meth:`invoke`."""
         cfg = self._run_config(config, thread_id, tools, tool_names)
-        return await self.graph.ainvoke(self.prepare_input(input), cfg, progress=progress)
+        values = await self.graph.ainvoke(self.prepare_input(input), cfg, progress=progress)
+        if self._releases(cfg) and "__interrupt__" not in values:
+            await self.graph.adelete_thread(cfg)
+        return values
 
     def call(
         self,
@@ -257,6 +304,8 @@ class BaseAgent:
         """
         cfg = self._run_config(config, thread_id, tools, tool_names)
         yield from self.graph.stream(self.prepare_input(input), cfg, mode=mode)
+        if self._releases(cfg) and not self.graph.get_state(cfg).interrupts:
+            self.graph.delete_thread(cfg)
 
     async def astream(
         self,
@@ -274,6 +323,14 @@ class BaseAgent:
         async with contextlib.aclosing(events):  # closing this stream stops the run now
             async for event in events:
                 yield event
+        if self._releases(cfg) and not (await self.graph.aget_state(cfg)).interrupts:
+            await self.graph.adelete_thread(cfg)
+
+    def _releases(self, cfg: RunnableConfig) -> bool:
+        """Whether a finished run on ``cfg`` drops its thread (``release_thread``)."""
+        if not self.release_thread or cfg.thread_id is None or self.graph.saver is None:
+            return False
+        return not self.graph.runs_nested(cfg)  # a parent run's thread is not ours to drop
 
     # -- threads -----------------------------------------------------------------------------
 

@@ -40,10 +40,14 @@ class Hook:
     ``Command(goto="end" | "model" | "tools", update=...)``.
 
     ``before_*`` points run in list order; ``after_*`` points in reverse (the onion).
+    ``order`` sorts hooks first (lower first, Spring AI Alibaba's ``getOrder()``); hooks
+    of equal order keep their list order.
     """
 
     #: jump targets this hook may use (declared so the graph can be validated and drawn)
     can_jump_to: tuple[str, ...] = ()
+    #: where the hook runs among the others: lower first (ties keep list order)
+    order: int = 0
 
     @property
     def name(self) -> str:
@@ -81,8 +85,14 @@ class ModelHook(Hook):
 
 class _FunctionHook(Hook):
     def __init__(
-        self, point: str, fn: Callable[..., HookResult], name: str | None, jumps: tuple[str, ...]
+        self,
+        point: str,
+        fn: Callable[..., HookResult],
+        name: str | None,
+        jumps: tuple[str, ...],
+        order: int = 0,
     ) -> None:
+        self.order = order
         self._name = name or fn.__name__
         self._point = point
         self.fn = fn
@@ -110,16 +120,18 @@ def _decorator(point: str) -> Callable[..., Any]:
         *,
         name: str | None = None,
         can_jump_to: tuple[str, ...] = (),
+        order: int = 0,
     ) -> Any:
         def make(f: Callable[..., HookResult]) -> Hook:
-            return _FunctionHook(point, f, name, tuple(can_jump_to))
+            return _FunctionHook(point, f, name, tuple(can_jump_to), order)
 
         return make(fn) if fn is not None else make
 
     decorate.__name__ = point
     decorate.__doc__ = (
         f"Make a hook of a function ``(state[, config]) -> dict | None | Command`` that runs "
-        f"at ``{point}``. Use bare or as ``@{point}(name=..., can_jump_to=('end',))``."
+        f"at ``{point}``. Use bare or as ``@{point}(name=..., can_jump_to=('end',), "
+        "order=0)`` (lower ``order`` runs first)."
     )
     return decorate
 

@@ -19,6 +19,8 @@ from graphagent.models import ChatModel, ChatOptions
 from graphagent.tools import ToolCallback, ToolContext
 
 __all__ = [
+    "AsyncModelHandler",
+    "AsyncToolHandler",
     "ModelHandler",
     "ModelInterceptor",
     "ModelRequest",
@@ -86,12 +88,18 @@ AsyncToolHandler = Callable[[ToolRequest], Awaitable[ToolResponseMessage]]
 
 class ModelInterceptor:
     """Wraps model calls. Override ``intercept_model`` (and ``aintercept_model`` for
-    native async; otherwise the sync one runs in a worker thread under ``ainvoke``)."""
+    native async; otherwise the sync one runs in a worker thread under ``ainvoke``).
+    An interceptor that brings tools lists them in :attr:`provided_tools`; the agent adds them."""
 
     @property
     def name(self) -> str:
         """The interceptor's name."""
         return type(self).__name__
+
+    @property
+    def provided_tools(self) -> Sequence[Any]:
+        """Tools this interceptor adds to the agent (none by default)."""
+        return ()
 
     def intercept_model(self, request: ModelRequest, handler: ModelHandler) -> AssistantMessage:
         """Call ``handler(request)`` (or not) and return the response."""
@@ -106,12 +114,18 @@ class ModelInterceptor:
 
 
 class ToolInterceptor:
-    """Wraps tool calls. Override ``intercept_tool_call`` (and ``aintercept_tool_call``)."""
+    """Wraps tool calls. Override ``intercept_tool_call`` (and ``aintercept_tool_call``).
+    An interceptor that brings tools lists them in :attr:`provided_tools`; the agent adds them."""
 
     @property
     def name(self) -> str:
         """The interceptor's name."""
         return type(self).__name__
+
+    @property
+    def provided_tools(self) -> Sequence[Any]:
+        """Tools this interceptor adds to the agent (none by default)."""
+        return ()
 
     def intercept_tool_call(
         self, request: ToolRequest, handler: ToolHandler

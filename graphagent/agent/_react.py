@@ -8,16 +8,14 @@ START -> [before_agent] -> [before_model] -> model -> [after_model]
 
 from __future__ import annotations
 
-import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from checkpoint.base import CheckpointSaver
 from graphagent._internal.calls import unique_call_ids
-from graphagent._internal.validation import readable
-from graphagent.agent._base import AGENT_SCHEMA, BaseAgent, compile_agent
+from graphagent.agent._base import BaseAgent, agent_schema, compile_agent
 from graphagent.agent._hooks import Hook
 from graphagent.agent._interceptors import (
     ModelInterceptor,
@@ -28,20 +26,26 @@ from graphagent.agent._interceptors import (
 )
 from graphagent.agent._react_tools import TOOLS, ToolsStep, messages_of, pending_tool_calls
 from graphagent.agent._record import AGENT_KEY, AgentRecord
+from graphagent.agent._structured import StructuredOutput
+from graphagent.agent._subagent import latest_user_text, render_instruction
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
     MaxIterationsError,
-    StructuredOutputError,
-    ToolDefinitionError,
     UserError,
 )
-from graphagent.graph import END, START, Command, OverAllState, StateGraph
+from graphagent.graph import (
+    END,
+    START,
+    Command,
+    GraphLifecycleListener,
+    KeyStrategy,
+    OverAllState,
+    StateGraph,
+)
 from graphagent.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
-    ToolResponseMessage,
-    UserMessage,
 )
 from graphagent.models import ChatModel, ChatOptions, ChunkAccumulator
 from graphagent.tools import (
@@ -49,7 +53,6 @@ from graphagent.tools import (
     ToolCallbackProvider,
     ToolCallbackResolver,
     ToolCallingManager,
-    ToolDefinition,
     ToolExecutionExceptionProcessor,
     collect_tools,
 )
@@ -67,9 +70,11 @@ AGAIN_NOTE = (
 )
 
 
-class _Template(string.Formatter):
-    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
-        return kwargs.get(key, "{" + str(key) + "}")
+def _order(hook: Any) -> int:
+    order = getattr(hook, "order", 0)
+    if not isinstance(order, int):
+        raise UserError(f"hook {hook!r} has order {order!r}; order must be an int (lower first)")
+    return order
 
 
 class ReactAgent(ToolsStep, BaseAgent):
@@ -103,8 +108,33 @@ class ReactAgent(ToolsStep, BaseAgent):
             in ``state["structured_response"]``.
         tool_context: a mapping every tool sees as ``ToolContext.context``.
         options: model options for every call.
-        tool_timeout: seconds each tool call may take.
+        tool_timeout: seconds each tool call may take. An async tool past it is
+            cancelled; a sync tool cannot be stopped from outside (Python cannot kill a
+            thread): the model is told the call timed out and the tool's
+            ``ctx.cancellation`` token is set, for the tool to check and return.
         exception_processor: what tool failures become (default: a message for the model).
+        output_schema: a JSON schema dict: the final answer must be JSON that fits it
+            (checked: types, required fields, properties, items, enums) and is stored,
+            parsed, in ``state["structured_response"]`` (instead of ``output_type``).
+        input_schema: what a calling agent gives this one when it is a tool
+            (:class:`AgentTool`): a pydantic model class or a JSON schema dict.
+        output_key: also write the final answer (its text, or the structured answer) to
+            this state key, where the agents after this one (and their ``instruction``
+            placeholders) read it.
+        output_key_strategy: how ``output_key`` merges (default: replace; e.g.
+            ``AppendStrategy()`` to keep every round's answer in a ``LoopAgent``).
+        include_contents: as a sub-agent, see the parent's conversation (``False``: only
+            this agent's instruction and the parent's latest user message).
+        return_reasoning_contents: as a sub-agent, hand every message (tool calls, tool
+            results) back to the parent; by default only the final answer goes back.
+        parallel_tool_execution: run the tool calls of one model answer at the same time
+            (``False``: one after another, in order).
+        max_parallel_tools: most tool calls of one model answer running at once
+            (default: no bound besides the shared pool of 8 threads).
+        release_thread: delete the thread from the saver once a run completes (not when
+            it pauses for a human), for stateless deployments.
+        listeners: :class:`~graphagent.graph.GraphLifecycleListener` objects told of
+            every run's start, nodes, errors and end.
 
     Example:
         >>> from graphagent.models import FakeChatModel
@@ -144,6 +174,16 @@ class ReactAgent(ToolsStep, BaseAgent):
         options: ChatOptions | Mapping[str, Any] | None = None,
         tool_timeout: float | None = None,
         exception_processor: ToolExecutionExceptionProcessor | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        input_schema: type[BaseModel] | Mapping[str, Any] | None = None,
+        output_key: str | None = None,
+        output_key_strategy: KeyStrategy | None = None,
+        include_contents: bool = True,
+        return_reasoning_contents: bool = False,
+        parallel_tool_execution: bool = True,
+        max_parallel_tools: int | None = None,
+        release_thread: bool = False,
+        listeners: Sequence[GraphLifecycleListener] = (),
     ) -> None:
         if model is None:
             raise UserError(f"agent {name!r} needs a model: ReactAgent(name=..., model=...)")
@@ -168,8 +208,9 @@ class ReactAgent(ToolsStep, BaseAgent):
                 f"interceptors must be ModelInterceptor or ToolInterceptor objects, got {stray!r}"
             )
         self._providers = list(tool_callback_providers)
+        brought = [t for i in interceptors for t in getattr(i, "provided_tools", ())]
         self.toolset: dict[str, ToolCallback] = collect_tools(
-            tools=tools,
+            tools=[*tools, *brought],
             method_tools_of=method_tools,
             providers=self._providers,
             names=tool_names,
@@ -178,28 +219,42 @@ class ReactAgent(ToolsStep, BaseAgent):
         provided = {t.definition.name for p in self._providers for t in p.tool_callbacks()}
         self._fixed_tools = {n: t for n, t in self.toolset.items() if n not in provided}
         self.resolver = resolver
+        if max_parallel_tools is not None and max_parallel_tools < 1:
+            raise UserError(f"max_parallel_tools must be at least 1, got {max_parallel_tools}")
         self.manager = ToolCallingManager(
-            exception_processor=exception_processor, timeout=tool_timeout
+            exception_processor=exception_processor,
+            timeout=tool_timeout,
+            parallel=parallel_tool_execution,
+            max_parallel=max_parallel_tools,
         )
-        self._native_output = bool(
-            output_type is not None and getattr(model, "supports_response_format", False)
-        )
-        self._output_tool: ToolDefinition | None = None
-        if output_type is not None and not self._native_output:
-            name_ = output_type.__name__
-            if name_ in self.toolset:
-                raise ToolDefinitionError(
-                    f"output_type {name_} clashes with a tool of the same name; rename one"
-                )
-            self._output_tool = ToolDefinition(
-                name_,
-                (output_type.__doc__ or f"Give the final answer as {name_}.").strip()
-                + " Call this to give your final answer.",
-                output_type.model_json_schema(),
+        self.output_key = output_key
+        self.input_schema = input_schema
+        self.output_key_strategy = output_key_strategy
+        self.include_contents = include_contents
+        self.return_reasoning_contents = return_reasoning_contents
+        self.release_thread = release_thread
+        self._schema = agent_schema(name, output_key, output_key_strategy)
+        self.output_schema = dict(output_schema) if output_schema is not None else None
+        self._output: StructuredOutput | None = None
+        if output_type is not None or output_schema is not None:
+            self._output = StructuredOutput(
+                name,
+                output_type,
+                output_schema,
+                bool(getattr(model, "supports_response_format", False)),
+                set(self.toolset),
             )
+        self.structured = self._output is not None
+        self._output_tool = self._output.tool if self._output is not None else None
         self.store = store
         self.graph = compile_agent(
-            self._build(), saver, name, self, store=store, edge_notes={AGAIN: AGAIN_NOTE}
+            self._build(),
+            saver,
+            name,
+            self,
+            store=store,
+            edge_notes={AGAIN: AGAIN_NOTE},
+            listeners=listeners,
         )
 
     # -- building the graph ----------------------------------------------------------------
@@ -209,7 +264,7 @@ class ReactAgent(ToolsStep, BaseAgent):
             p: [] for p in ("before_agent", "before_model", "after_model", "after_agent")
         }
         seen: dict[str, Hook] = {}
-        for hook in self.hooks:
+        for hook in sorted(self.hooks, key=_order):
             if not isinstance(hook, Hook):
                 raise UserError(f"hooks must be Hook objects (AgentHook, ModelHook), got {hook!r}")
             if hook.name in seen:
@@ -237,7 +292,7 @@ class ReactAgent(ToolsStep, BaseAgent):
         end_entry = aa[0] if aa else END
         jumps = {"end": end_entry, "model": model_entry, "tools": TOOLS if has_tools else None}
 
-        g = StateGraph(AGENT_SCHEMA)
+        g = StateGraph(self._schema)
         for point, entries in hooks.items():
             for node, hook in entries:
                 targets = tuple(jumps[j] for j in hook.can_jump_to if jumps.get(j) is not None)
@@ -305,7 +360,8 @@ class ReactAgent(ToolsStep, BaseAgent):
 
         def run(state: OverAllState, config: RunnableConfig) -> Any:
             result = method(state, config)
-            if isinstance(result, Command) and result.goto is not None:
+            # a Command for the parent graph (a handoff) passes through as it is
+            if isinstance(result, Command) and result.goto is not None and result.graph is None:
                 goto = [result.goto] if isinstance(result.goto, str) else list(result.goto)
                 targets = []
                 for g in goto:
@@ -349,10 +405,8 @@ class ReactAgent(ToolsStep, BaseAgent):
         if self._output_tool is not None:
             tools.append(self._output_tool)
         options = self.options
-        if self._native_output:
-            options = (options or ChatOptions()).merged(
-                ChatOptions(response_format=self.output_type)
-            )
+        if self._output is not None:
+            options = self._output.options(options)
         return messages, tools, options
 
     def _emit(self, config: RunnableConfig, payload: Any, node: str) -> None:
@@ -419,75 +473,24 @@ class ReactAgent(ToolsStep, BaseAgent):
             "model_calls": record.model_calls + 1,
         }
         update: dict[str, Any] = {"messages": [response], AGENT_KEY: counts}
-        if self.output_type is not None:
-            structured, fields = self._structured(record, response)
+        if self._output is not None:
+            structured, fields = self._output.check(record, response)
             update.update(structured)
             counts.update(fields)
+        if self.output_key is not None:
+            value = self._final(update, response)
+            if value is not None:
+                update[self.output_key] = value
         return update
 
-    def _structured(
-        self, record: AgentRecord, response: AssistantMessage
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The structured answer's update and the record fields it changes."""
-        assert self.output_type is not None
-        retries = record.structured_retries
-        feedback: list[Message] = []
-        if self._output_tool is not None:
-            call = next((c for c in response.tool_calls if c.name == self._output_tool.name), None)
-            if call is None:
-                if response.tool_calls:
-                    return {}, {}  # ordinary tool calls first
-                problem = f"you must answer by calling {self._output_tool.name}"
-                feedback = [UserMessage(f"Your answer is not valid: {problem}.")]
-            else:
-                try:
-                    value = self.output_type.model_validate_json(call.arguments or "{}")
-                except ValidationError as exc:
-                    problem = readable(exc, "answer")
-                    feedback = [
-                        ToolResponseMessage(
-                            f"invalid {self._output_tool.name}: {problem}. Call it again with "
-                            "valid arguments.",
-                            tool_call_id=call.id,
-                            name=call.name,
-                        )
-                    ]
-                else:
-                    answered = ToolResponseMessage(
-                        "Final answer recorded.", tool_call_id=call.id, name=call.name
-                    )
-                    others = [
-                        ToolResponseMessage(
-                            "Not run: the final answer was given.", tool_call_id=c.id, name=c.name
-                        )
-                        for c in response.tool_calls
-                        if c.id != call.id
-                    ]
-                    return {
-                        "messages": [response, answered, *others],
-                        "structured_response": value,
-                    }, {"run_finished": True}
-        else:
-            if response.tool_calls:
-                return {}, {}
-            try:
-                value = self.output_type.model_validate_json(response.content)
-            except ValidationError as exc:
-                problem = readable(exc, "answer")
-                feedback = [
-                    UserMessage(
-                        f"Your answer does not match the required JSON schema: {problem}. "
-                        "Answer again with JSON only."
-                    )
-                ]
-            else:
-                return {"structured_response": value}, {"run_finished": True}
-        if retries >= 1:
-            raise StructuredOutputError(
-                f"agent {self.name!r}: the model's answer did not fit "
-                f"{self.output_type.__name__} after a retry: {problem}"
-            )
-        return {"messages": [response, *feedback]}, {"structured_retries": retries + 1}
+    def _final(self, update: Mapping[str, Any], response: AssistantMessage) -> Any:
+        """The final answer this model response gives (``None``: not a final answer)."""
+        if "structured_response" in update:
+            value = update["structured_response"]
+            return value
+        if self._output is not None or response.tool_calls:
+            return None  # a structured agent answers only through its structured answer
+        return response.text
 
     # -- input --------------------------------------------------------------------------------
 
@@ -496,9 +499,12 @@ class ReactAgent(ToolsStep, BaseAgent):
         prepared = super().prepare_input(input)
         if self.instruction and isinstance(prepared, dict):
             messages = list(prepared.get("messages", []))
-            users = [m.text for m in messages if isinstance(m, UserMessage)]
             fields = {k: v for k, v in prepared.items() if k != "messages"}
-            fields["input"] = users[-1] if users else ""
-            text = _Template().format(self.instruction, **fields)
+            fields["input"] = latest_user_text(messages)
+            text = render_instruction(self.instruction, fields)
             prepared["messages"] = [SystemMessage(text), *messages]
         return prepared
+
+    def prepare_sub_input(self, messages: list[Message]) -> Any:
+        """As a composite agent's node: ``messages`` already hold the instruction."""
+        return BaseAgent.prepare_input(self, {"messages": messages})

@@ -72,6 +72,7 @@ class ToolsStep:
     _providers: list[ToolCallbackProvider]
     _fixed_tools: dict[str, ToolCallback]
     _has_tools: bool
+    output_key: str | None
 
     def _emit(self, config: RunnableConfig, payload: Any, node: str) -> None:
         raise NotImplementedError  # ReactAgent's
@@ -259,6 +260,8 @@ class ToolsStep:
             text = "\n".join(m.content for m in result.tool_responses)
             responses.append(AssistantMessage(text, metadata={"return_direct": True}))
             fields["run_finished"] = True
+            if self.output_key is not None:
+                update[self.output_key] = text
         # tools' update_state writes, merged in call order through the key strategies
         for tool_update in result.state_updates:
             for key, value in tool_update.items():

@@ -61,8 +61,9 @@ def action_adder(
     return add
 
 
-def load_object(spec: str) -> Any:
-    """Import ``module:attr`` (or ``path/to/file.py:attr``); call it if it is a factory.
+def load_object(spec: str, *, call: bool = True) -> Any:
+    """Import ``module:attr`` (or ``path/to/file.py:attr``); call it if it is a factory
+    (unless ``call`` is false: a function wanted as itself, such as an auth function).
 
     Raises:
         CliError: the spec is malformed, the module does not import, or has no such name.
@@ -102,7 +103,7 @@ def load_object(spec: str) -> Any:
             raise CliError(f"{module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     factory = not isinstance(obj, (CompiledGraph, ToolCallback))  # a @tool is callable too
-    if callable(obj) and factory and not hasattr(obj, "graph"):
+    if call and callable(obj) and factory and not hasattr(obj, "graph"):
         obj = _call_factory(obj, spec)
     return obj
 

@@ -1,4 +1,5 @@
-"""``graphagent draw module:object``: a graph or agent as ASCII, Mermaid, DOT or SVG."""
+"""``graphagent draw module:object``: a graph or agent as ASCII, Mermaid, DOT, PlantUML or
+SVG."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ def add_draw_command(sub: Any) -> None:
     draw = sub.add_parser(
         "draw",
         help="draw a graph or agent",
-        description="Draw a graph or agent: ASCII to the terminal, or Mermaid, DOT or SVG.",
+        description=(
+            "Draw a graph or agent: ASCII to the terminal, or Mermaid, DOT, PlantUML or SVG."
+        ),
         epilog="example: graphagent draw graphagent.demo:agent -f svg -o agent.svg",
     )
     draw.add_argument("target", help="module:object (a graph, an agent, or a factory)")

@@ -9,18 +9,20 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from graphagent import __version__
+from graphagent.cli._a2a import add_a2a_command
 from graphagent.cli._chat import add_chat_command
 from graphagent.cli._common import Parser, Run
 from graphagent.cli._draw import add_draw_command
 from graphagent.cli._errors import one_line
 from graphagent.cli._mcp import add_mcp_command
+from graphagent.cli._serve import add_serve_commands
 from graphagent.cli._store import add_store_command
 from graphagent.cli._threads import add_threads_command
 
 __all__ = ["main"]
 
 _DESCRIPTION = """\
-Draw graphs, chat with agents, look into stored threads, serve over MCP.
+Draw graphs, chat with agents, look into stored threads, serve over MCP, A2A and HTTP.
 
 module:object names a module (or a path/to/file.py) and an attribute in it: a compiled
 graph, an agent, or a function of no arguments that returns one."""
@@ -50,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     add_chat_command(sub)
     add_threads_command(sub)
     add_mcp_command(sub)
+    add_a2a_command(sub)
     add_store_command(sub)
+    add_serve_commands(sub)
     return parser
 
 

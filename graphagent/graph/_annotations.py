@@ -8,7 +8,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal
 
-__all__ = ["command_destinations", "literal_destinations"]
+__all__ = ["command_destinations", "literal_destinations", "returns_sends"]
 
 
 def _return_hint(fn: Callable[..., Any]) -> Any:
@@ -59,3 +59,22 @@ def command_destinations(fn: Callable[..., Any]) -> tuple[str, ...]:
 
 def _is_union(hint: Any) -> bool:
     return typing.get_origin(hint) is typing.Union or type(hint).__name__ == "UnionType"
+
+
+def returns_sends(fn: Callable[..., Any]) -> bool:
+    """Whether a router's return annotation names ``Send`` (``-> list[Send]``,
+    ``-> Send | str``...): its edges are drawn as fan-out edges."""
+    from graphagent.graph._control import Send
+
+    hint = _return_hint(fn)
+    if hint is None:
+        target = getattr(fn, "__annotations__", None) or {}
+        raw = target.get("return") if isinstance(target, dict) else None
+        return isinstance(raw, str) and "Send" in raw
+    seen: list[Any] = [hint]
+    while seen:
+        h = seen.pop()
+        if h is Send:
+            return True
+        seen.extend(typing.get_args(h))
+    return False

@@ -18,6 +18,7 @@ from collections.abc import (
     Sequence,
 )
 from typing import Any
+from uuid import UUID
 
 import networkx as nx
 
@@ -29,15 +30,31 @@ from graphagent.graph._command import current_task
 from graphagent.graph._constants import is_private, public
 from graphagent.graph._drive import RESULT, adrive, drive, result_of
 from graphagent.graph._effects import OpenLive, Program
+from graphagent.graph._inspect import snapshot_of
+from graphagent.graph._maintain import Maintenance
 from graphagent.graph._plan import Plan
-from graphagent.graph._run import run_program, update_program
+from graphagent.graph._run import run_program
+from graphagent.graph._runtime import coerce_context
 from graphagent.graph._snapshot import StateHistory, StateSnapshot, listed_snapshots
 from graphagent.graph._state import OverAllState, Schema
+from graphagent.graph._substream import (
+    SKIP,
+    SUBGRAPH,
+    Shown,
+    Sink,
+    aforward,
+    forward,
+    streamed,
+)
+from graphagent.graph._update import update_program
 from graphagent.graph._watch import awatched, watched
 from graphagent.graph.draw._formats import Drawing, draw, svg_bundle
 from graphagent.graph.draw._overlay import run_overlay
 
 __all__ = ["CompiledGraph"]
+
+ThreadId = str | int | UUID | None
+"""A thread id as callers may give it: text, or an ``int`` / ``UUID`` taken as its text."""
 
 MODES = frozenset({"values", "updates", "custom", "debug", "messages"})
 _LIVE = frozenset({"custom", "messages"})
@@ -73,7 +90,7 @@ async def _aresult_of(events: AsyncIterator[tuple[str, Any]]) -> Any:
     return result
 
 
-class CompiledGraph:
+class CompiledGraph(Maintenance):
     """A validated, immutable graph you can run, stream, inspect and draw.
 
     Made by :meth:`StateGraph.compile`. Every run method has an async twin.
@@ -139,19 +156,37 @@ class CompiledGraph:
     # -- programs --------------------------------------------------------------------
 
     def _program(
-        self, input: Any, config: RunnableConfig, modes: frozenset[str]
+        self,
+        input: Any,
+        config: RunnableConfig,
+        modes: frozenset[str],
+        durability: str | None,
+        subgraphs: bool = False,
     ) -> Program[dict[str, Any]]:
-        """The run, with the live channel open first when a mode needs one."""
-        if modes & _LIVE:
+        """The run, with the live channel open first when a mode (or ``subgraphs``) needs one."""
+        sink: Sink | None = None
+        if modes & _LIVE or subgraphs:
             put = yield OpenLive()
             update: dict[str, Any] = {"writer": lambda p: put(("custom", p))}
             if "messages" in modes:
                 update["emit"] = lambda mode, p: put((mode, p))
             config = config.model_copy(update=update)
-        return (yield from run_program(self.plan, input, config, modes))
+            if subgraphs:
+                sink = lambda ns, mode, p: put((SUBGRAPH, (ns, mode, p)))  # noqa: E731
+        return (
+            yield from run_program(
+                self.plan, input, config, modes, durability=durability, sink=sink
+            )
+        )
 
-    def _config(self, config: ConfigLike, thread_id: str | None = None) -> RunnableConfig:
+    def _config(
+        self, config: ConfigLike, thread_id: ThreadId = None, context: Any = None
+    ) -> RunnableConfig:
         cfg = ensure_config(config, thread_id=thread_id)
+        if context is not None:
+            cfg = cfg.model_copy(
+                update={"context": coerce_context(self.plan.context_schema, context)}
+            )
         store = self.plan.store
         if store is not None and cfg.store is None:
             # a store the caller (or a parent graph) passed wins over the compiled one
@@ -165,8 +200,10 @@ class CompiledGraph:
         input: Any,
         config: ConfigLike = None,
         *,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         progress: bool = False,
+        durability: str | None = None,
+        context: Any = None,
     ) -> dict[str, Any]:
         """Run the graph to the end (or to an interrupt) and return the final state.
 
@@ -174,9 +211,15 @@ class CompiledGraph:
             input: a dict of state keys; ``None`` to continue a paused thread;
                 ``Command(resume=answer)`` to answer an ``interrupt()``.
             config: a :class:`RunnableConfig` or a dict with its keys.
-            thread_id: shortcut for ``config={"thread_id": ...}``.
+            thread_id: shortcut for ``config={"thread_id": ...}`` (an ``int`` or a
+                ``UUID`` is taken as its text).
+            context: the run's context object (a user id, a database handle): nodes
+                read it as ``runtime.context``, never stored. A dict becomes the graph's
+                ``context_schema`` type.
             progress: show the current node, tool and elapsed time while it runs (in
                 Jupyter one output updated in place; in a terminal a status line).
+            durability: ``"sync"``, ``"exit"`` or ``"async"`` for this run (default:
+                the graph's ``compile(durability=)``); see docs/graphs.md, "Durability".
 
         Example::
 
@@ -186,12 +229,15 @@ class CompiledGraph:
             from graphagent.observability import progress as show
 
             with show():
-                return self.invoke(input, config, thread_id=thread_id)
-        cfg = self._config(config, thread_id)
+                return self.invoke(
+                    input, config, thread_id=thread_id, context=context, durability=durability
+                )
+        cfg = self._config(config, thread_id, context)
         if self._inside_run(cfg):
             return self.run_nested(input, cfg)[0]
         plan = self.plan
-        events = drive(run_program(plan, input, cfg, frozenset()), plan.saver)
+        program = run_program(plan, input, cfg, frozenset(), durability=durability)
+        events = drive(program, plan.saver)
         return result_of(watched(events, plan, cfg, False, input))  # type: ignore[no-any-return]
 
     async def ainvoke(
@@ -199,21 +245,31 @@ class CompiledGraph:
         input: Any,
         config: ConfigLike = None,
         *,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         progress: bool = False,
+        durability: str | None = None,
+        context: Any = None,
     ) -> dict[str, Any]:
         """Async :meth:`invoke`; async nodes and async savers are awaited natively."""
         if progress:
             from graphagent.observability import progress as show
 
             with show():
-                return await self.ainvoke(input, config, thread_id=thread_id)
-        cfg = self._config(config, thread_id)
+                return await self.ainvoke(
+                    input, config, thread_id=thread_id, context=context, durability=durability
+                )
+        cfg = self._config(config, thread_id, context)
         if self._inside_run(cfg):
             return (await self.arun_nested(input, cfg))[0]
         plan = self.plan
-        events = adrive(run_program(plan, input, cfg, frozenset()), plan.saver)
+        program = run_program(plan, input, cfg, frozenset(), durability=durability)
+        events = adrive(program, plan.saver)
         return await _aresult_of(awatched(events, plan, cfg, False, input))  # type: ignore[no-any-return]
+
+    def runs_nested(self, config: ConfigLike = None) -> bool:
+        """Whether a run with ``config`` started here would run nested in the node of a
+        running graph that calls it (same thread), as a subgraph does."""
+        return self._inside_run(ensure_config(config))
 
     @staticmethod
     def _inside_run(config: RunnableConfig) -> bool:
@@ -234,8 +290,11 @@ class CompiledGraph:
         config: ConfigLike = None,
         *,
         mode: str | Sequence[str] = "updates",
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         stream_mode: str | Sequence[str] | None = None,
+        durability: str | None = None,
+        context: Any = None,
+        subgraphs: bool = False,
     ) -> Iterator[Any]:
         """Run the graph, yielding events as they happen.
 
@@ -245,19 +304,23 @@ class CompiledGraph:
         agents), ``"debug"`` (tasks and checkpoints). A list of modes yields
         ``(mode, payload)`` pairs.
 
+        ``subgraphs=True``: events of graphs run in nodes too, each as ``(namespace,
+        [mode,] payload)`` (``()`` this graph, ``("node:task_id", ...)`` a subgraph).
+
         Example::
 
             for update in app.stream({"count": 0}):
                 print(update)
         """
         modes, pairs = _parse_modes(stream_mode or mode)
-        cfg = self._config(config, thread_id)
-        events = drive(self._program(input, cfg, modes), self.plan.saver)
+        cfg = self._config(config, thread_id, context)
+        events = drive(self._program(input, cfg, modes, durability, subgraphs), self.plan.saver)
+        show = Shown(modes, pairs, subgraphs)
         # closed with this stream: a consumer that stops early ends the run here
         with contextlib.closing(watched(events, self.plan, cfg, False, input)) as run:
             for m, payload in run:
-                if m in modes:
-                    yield (m, payload) if pairs else payload
+                if (event := show(m, payload)) is not SKIP:
+                    yield event
 
     async def astream(
         self,
@@ -265,19 +328,23 @@ class CompiledGraph:
         config: ConfigLike = None,
         *,
         mode: str | Sequence[str] = "updates",
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         stream_mode: str | Sequence[str] | None = None,
+        durability: str | None = None,
+        context: Any = None,
+        subgraphs: bool = False,
     ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
         modes, pairs = _parse_modes(stream_mode or mode)
-        cfg = self._config(config, thread_id)
-        events = adrive(self._program(input, cfg, modes), self.plan.saver)
+        cfg = self._config(config, thread_id, context)
+        events = adrive(self._program(input, cfg, modes, durability, subgraphs), self.plan.saver)
+        show = Shown(modes, pairs, subgraphs)
         # closed with this stream, not later by the garbage collector: aclose() returns
         # once the step it stopped is cancelled and what finished is stored
         async with contextlib.aclosing(awatched(events, self.plan, cfg, False, input)) as run:
             async for m, payload in run:
-                if m in modes:
-                    yield (m, payload) if pairs else payload
+                if (event := show(m, payload)) is not SKIP:
+                    yield event
 
     # -- as a node of another graph ----------------------------------------------------
 
@@ -288,8 +355,11 @@ class CompiledGraph:
         errors pass up. Returns the final values and the changes the run made."""
         net: dict[str, Change] = {}
         plan = self.plan
-        events = drive(run_program(plan, input, config, frozenset(), net=net), plan.saver)
-        return result_of(watched(events, plan, config, True, input)), net
+        stream = streamed()
+        modes = stream[1] if stream is not None else frozenset()
+        events = drive(run_program(plan, input, config, modes, net=net), plan.saver)
+        run = watched(events, plan, config, True, input)
+        return (forward(run, stream[0]) if stream else result_of(run)), net
 
     async def arun_nested(
         self, input: Mapping[str, Any], config: RunnableConfig
@@ -297,8 +367,11 @@ class CompiledGraph:
         """Async :meth:`run_nested`."""
         net: dict[str, Change] = {}
         plan = self.plan
-        events = adrive(run_program(plan, input, config, frozenset(), net=net), plan.saver)
-        return await _aresult_of(awatched(events, plan, config, True, input)), net
+        stream = streamed()
+        modes = stream[1] if stream is not None else frozenset()
+        events = adrive(run_program(plan, input, config, modes, net=net), plan.saver)
+        run = awatched(events, plan, config, True, input)
+        return (await aforward(run, stream[0]) if stream else await _aresult_of(run)), net
 
     def as_node_function(
         self, parent: Schema | None = None
@@ -351,7 +424,7 @@ class CompiledGraph:
                 continue  # private to the subgraph
             if parent is not None and not _parent_has(parent, key, state):
                 continue  # the subgraph's own key: it stays in the subgraph
-            strategy = parent.strategies.get(key) if parent is not None else None
+            strategy = parent.strategies.get(key, parent.fallback) if parent is not None else None
             replaces = strategy is None or strategy.replaces
             update[key] = payload if kind == "append" and not replaces else values[key]
         return update
@@ -363,14 +436,14 @@ class CompiledGraph:
             raise UserError(f"{what} needs a saver: compile(saver=MemorySaver()) or RedisSaver")
         return self.plan.saver
 
-    def _thread(self, config: ConfigLike, thread_id: str | None, what: str) -> RunnableConfig:
+    def _thread(self, config: ConfigLike, thread_id: ThreadId, what: str) -> RunnableConfig:
         cfg = self._config(config, thread_id)
         if cfg.thread_id is None:
             raise UserError(f"{what} needs a thread_id: pass config={{'thread_id': ...}}")
         return cfg
 
     def _stored(
-        self, config: ConfigLike, thread_id: str | None, what: str
+        self, config: ConfigLike, thread_id: ThreadId, what: str
     ) -> tuple[CheckpointSaver, str, RunnableConfig]:
         """The saver, the thread id and the config for a thread API call, or a clear error."""
         saver = self._need_saver(what)
@@ -379,22 +452,24 @@ class CompiledGraph:
         return saver, cfg.thread_id, cfg
 
     def get_state(
-        self, config: ConfigLike = None, *, thread_id: str | None = None
+        self, config: ConfigLike = None, *, thread_id: ThreadId = None, subgraphs: bool = False
     ) -> StateSnapshot:
-        """The thread's latest state (or the one at ``config.checkpoint_id``)."""
+        """The thread's latest state (or the one at ``config.checkpoint_id``); with
+        ``checkpoint_ns``, the subgraph's paused there. ``subgraphs``: each task of a paused
+        subgraph carries its own snapshot in ``tasks[i].state`` (nested ones too)."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = saver.get(thread, cfg.checkpoint_id)
-        return StateSnapshot.from_checkpoint(cp, cfg, self)
+        return snapshot_of(cp, cfg, self, subgraphs)
 
     async def aget_state(
-        self, config: ConfigLike = None, *, thread_id: str | None = None
+        self, config: ConfigLike = None, *, thread_id: ThreadId = None, subgraphs: bool = False
     ) -> StateSnapshot:
         """Async :meth:`get_state`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state")
         with saver_errors():
             cp = await saver.aget(thread, cfg.checkpoint_id)
-        return StateSnapshot.from_checkpoint(cp, cfg, self)
+        return snapshot_of(cp, cfg, self, subgraphs)
 
     def get_state_history(
         self,
@@ -402,7 +477,7 @@ class CompiledGraph:
         *,
         limit: int | None = None,
         before: str | None = None,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
     ) -> StateHistory:
         """The thread's checkpoints, newest first (``before``: only older than that id).
 
@@ -419,7 +494,7 @@ class CompiledGraph:
         *,
         limit: int | None = None,
         before: str | None = None,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
     ) -> StateHistory:
         """Async :meth:`get_state_history`."""
         saver, thread, cfg = self._stored(config, thread_id, "get_state_history")
@@ -437,7 +512,10 @@ class CompiledGraph:
 
         On the latest checkpoint this continues the thread; on an older
         ``checkpoint_id`` it forks a new branch from there. With ``as_node``, the
-        thread's next nodes become that node's successors.
+        thread's next nodes become that node's successors; without it, at a breakpoint
+        the node that ran last is meant (its edges evaluated again). With
+        ``checkpoint_ns`` (a task's ``state.config``), the values go into that paused
+        subgraph's own state.
 
         Returns:
             a config pointing at the new checkpoint.
@@ -460,14 +538,14 @@ class CompiledGraph:
         checkpoint_id = await _aresult_of(adrive(program, saver))
         return cfg.model_copy(update={"checkpoint_id": checkpoint_id})
 
-    def delete_thread(self, config: ConfigLike = None, *, thread_id: str | None = None) -> None:
+    def delete_thread(self, config: ConfigLike = None, *, thread_id: ThreadId = None) -> None:
         """Forget everything saved for the thread."""
         saver, thread, _ = self._stored(config, thread_id, "delete_thread")
         with saver_errors():
             saver.delete_thread(thread)
 
     async def adelete_thread(
-        self, config: ConfigLike = None, *, thread_id: str | None = None
+        self, config: ConfigLike = None, *, thread_id: ThreadId = None
     ) -> None:
         """Async :meth:`delete_thread`."""
         saver, thread, _ = self._stored(config, thread_id, "delete_thread")
@@ -490,10 +568,11 @@ class CompiledGraph:
         self,
         fmt: str = "svg",
         *,
-        thread_id: str | None = None,
+        thread_id: ThreadId = None,
         config: ConfigLike = None,
     ) -> Drawing:
-        """The graph as ``"svg"``, ``"mermaid"``, ``"dot"`` or ``"ascii"`` text (offline).
+        """The graph as ``"svg"``, ``"mermaid"``, ``"dot"``, ``"plantuml"`` or ``"ascii"`` text
+        (offline).
 
         With ``thread_id`` (or a ``config`` naming a thread, and optionally a
         ``checkpoint_id``), the SVG shows that thread's run: the path taken, with counts on

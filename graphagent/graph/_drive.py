@@ -2,7 +2,7 @@
 (:func:`drive`) or under an event loop (:func:`adrive`).
 
 Both read one table (:data:`SAVER_CALLS`) for the saver's effects: each is written once,
-over the saver's sync methods or, through :class:`_AsyncCalls`, their async twins. Node
+over the saver's sync methods or, through :class:`AsyncCalls`, their async twins. Node
 calls end in one :data:`~graphagent.graph._effects.Outcome` each, with one mapping from
 what a node raised to what it came to (:func:`_outcome_of`). This is the engine's hot
 path: the shortcuts here are noted with what they save.
@@ -11,43 +11,46 @@ path: the shortcuts here are noted with what they save.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import functools
 import inspect
 import queue
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator
+from typing import Any
 
-from checkpoint.base import CheckpointSaver, CheckpointWrite, PendingWrite
+from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
-from graphagent._executor import in_thread, run_each
+from graphagent._executor import in_thread, run_each, submit
 from graphagent._internal import observe
 from graphagent._internal.mirror import mirror_error
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphBubbleUp, GraphInterrupt, UserError
-from graphagent.graph._command import current_task
+from graphagent.graph._command import ParentCommand, current_task
 from graphagent.graph._effects import (
+    Background,
+    CacheGet,
+    CacheSet,
     Done,
     Emit,
     Execute,
     Failed,
-    Get,
-    Head,
     Lock,
     OpenLive,
     Outcome,
     Paused,
     Program,
-    Put,
-    PutMany,
-    PutWrites,
     Task,
 )
+from graphagent.graph._push import with_pushed
+from graphagent.graph._race import arace, race, race_groups
+from graphagent.graph._retry import aretrying, retrying
+from graphagent.graph._savercalls import SAVER_CALLS, AsyncCalls
 from graphagent.graph._state import OverAllState
 
-__all__ = ["DONE", "RESULT", "SAVER_CALLS", "Event", "adrive", "drive", "result_of"]
+__all__ = ["DONE", "RESULT", "Event", "adrive", "drive", "result_of"]
 
 Event = tuple[str, Any]
 """What a driver hands out: ``(stream mode, payload)``, and last ``(RESULT, value)``."""
@@ -70,6 +73,11 @@ def _outcome_of(task: Task, exc: BaseException, resolving: bool = False) -> Outc
     """
     if isinstance(exc, GraphInterrupt):
         return Paused(exc)
+    if isinstance(exc, ParentCommand):
+        # from a graph run inside the node, a plain command: the node's result; from the
+        # node's own code (a tool), still Command.PARENT: as if the node returned it, so
+        # its graph hands it up in turn
+        return Done(exc.command)
     if resolving and isinstance(exc, RuntimeError) and "running event loop" in str(exc):
         name = task.spec.name
         error = UserError(f"node {name!r} is async; call ainvoke()/astream() from async code")
@@ -80,6 +88,8 @@ def _outcome_of(task: Task, exc: BaseException, resolving: bool = False) -> Outc
 def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool) -> Outcome:
     """Run one node in this thread; with ``resolve``, an awaitable it returns is run too."""
     spec = task.spec
+    if task.input is not None:  # a Send's task: called with its own input
+        state = task.input[0]
     token = _TASK.set(task.scope)
     try:
         ret = spec.fn(state, config) if spec.takes_config else spec.fn(state)
@@ -87,6 +97,8 @@ def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve:
         # (~0.2 µs a node, of ~5 µs per node-step in bench/graph_overhead.py)
         if resolve and ret.__class__ is not dict and inspect.isawaitable(ret):
             ret = asyncio.run(_awaited(ret))
+        if task.scope.pushed:  # push_message() in the node
+            ret = with_pushed(ret, task.scope.pushed)
         return Done(ret)
     except (Exception, GraphBubbleUp) as exc:
         return _outcome_of(task, exc, resolve)
@@ -104,9 +116,12 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
     """Run one node under the event loop; a sync node runs in a worker thread."""
     spec = task.spec
     fn = spec.afn if spec.afn is not None else spec.fn if spec.is_async else None
+    if task.input is not None and fn is not None:
+        state = task.input[0]
     ret: Any = None
     if fn is None:
-        outcome = await in_thread(functools.partial(_call_node, task, state, config, False))
+        call = functools.partial(_call_node, task, state, config, False)
+        outcome = await in_thread(call, spec.executor)
         if type(outcome) is not Done or not inspect.isawaitable(outcome.value):
             return outcome
         ret = outcome.value  # a sync callable that returned an awaitable: await it here
@@ -118,6 +133,8 @@ async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -
             ret = fn(state, config) if spec.takes_config else fn(state)
         while ret.__class__ is not dict and inspect.isawaitable(ret):
             ret = await ret
+        if task.scope.pushed:
+            ret = with_pushed(ret, task.scope.pushed)
         return Done(ret)
     except (Exception, GraphBubbleUp) as exc:
         return _outcome_of(task, exc)
@@ -137,19 +154,43 @@ def _observed(watch: observe.Watch, outcome: Outcome) -> Outcome:
 
 
 def _call(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """:func:`_call_node`, watched when someone observes the run."""
+    """:func:`_call_node`, watched when someone observes the run, retried by the node's
+    retry policy."""
+    if task.spec.retry is not None:
+        return retrying(_attempt, task, state, config)
     if not observe.ACTIVE:
         return _call_node(task, state, config, True)
-    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path, state, config)
+    return _attempt(task, state, config, 1)
+
+
+def _watch(task: Task, state: OverAllState, config: RunnableConfig, attempt: int) -> Any:
+    """The watch of one attempt of a node (told the node's own input: a Send's arg)."""
+    given = state if task.input is None else task.input[0]
+    return observe.node(task.spec.name, task.spec.kind, task.scope.path, given, config, attempt)
+
+
+def _attempt(task: Task, state: OverAllState, config: RunnableConfig, attempt: int) -> Outcome:
+    """One watched attempt of a node."""
+    watch = _watch(task, state, config, attempt)
     with watch:
         return _observed(watch, _call_node(task, state, config, True))
 
 
 async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """:func:`_acall_node`, watched when someone observes the run."""
+    """:func:`_acall_node`, watched when someone observes the run, retried by the node's
+    retry policy."""
+    if task.spec.retry is not None:
+        return await aretrying(_aattempt, task, state, config)
     if not observe.ACTIVE:
         return await _acall_node(task, state, config)
-    watch = observe.node(task.spec.name, task.spec.kind, task.scope.path, state, config)
+    return await _aattempt(task, state, config, 1)
+
+
+async def _aattempt(
+    task: Task, state: OverAllState, config: RunnableConfig, attempt: int
+) -> Outcome:
+    """Async :func:`_attempt`."""
+    watch = _watch(task, state, config, attempt)
     with watch:
         return _observed(watch, await _acall_node(task, state, config))
 
@@ -164,12 +205,16 @@ def execute(effect: Execute) -> Executed:
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
-            return {tasks[0].spec.name: _call(tasks[0], state, config)}, None
+            return {tasks[0].key: _call(tasks[0], state, config)}, None
         except BaseException as exc:  # _call returns every Exception as an outcome
             return {}, exc
+    groups = race_groups(tasks)
+    if groups is not None:
+        return race(tasks, groups, lambda t: _call(t, state, config))
     calls = [functools.partial(_call, t, state, config) for t in tasks]
-    outcomes, stop = run_each(calls)
-    return {t.spec.name: o for t, o in zip(tasks, outcomes, strict=True) if o is not None}, stop
+    pools = [t.spec.executor for t in tasks]
+    outcomes, stop = run_each(calls, pools=pools if any(pools) else None)
+    return {t.key: o for t, o in zip(tasks, outcomes, strict=True) if o is not None}, stop
 
 
 class _LiveStep:
@@ -205,10 +250,13 @@ async def aexecute(effect: Execute) -> Executed:
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
-            return {tasks[0].spec.name: await _acall(tasks[0], state, config)}, None
+            return {tasks[0].key: await _acall(tasks[0], state, config)}, None
         except BaseException as exc:  # _acall returns every Exception as an outcome
             return {}, exc
-    running = {asyncio.ensure_future(_acall(t, state, config)): t.spec.name for t in tasks}
+    groups = race_groups(tasks)
+    if groups is not None:
+        return await arace(tasks, groups, lambda t: _acall(t, state, config))
+    running = {asyncio.ensure_future(_acall(t, state, config)): t.key for t in tasks}
     outcomes: dict[str, Outcome] = {}
     pending = set(running)
     stop: BaseException | None = None
@@ -256,77 +304,28 @@ def _async_sink() -> tuple[asyncio.Queue[Any], Callable[[Any], None]]:
     return events, put
 
 
-# -- the saver's effects: one table -----------------------------------------------------
-
-
-class _Calls(Protocol):
-    """The saver methods the effects call: the saver's own (sync), or :class:`_AsyncCalls`."""
-
-    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Any: ...
-
-    def head(self, thread_id: str) -> Any: ...
-
-    def put(self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None) -> Any: ...
-
-    def put_many(
-        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
-    ) -> Any: ...
-
-    def put_writes(
-        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
-    ) -> Any: ...
-
-
-class _AsyncCalls:
-    """A saver's async methods under their sync names, so one table serves both drivers."""
-
-    __slots__ = ("saver",)
-
-    def __init__(self, saver: CheckpointSaver) -> None:
-        self.saver = saver
-
-    def get(self, thread_id: str, checkpoint_id: str | None = None) -> Awaitable[Any]:
-        return self.saver.aget(thread_id, checkpoint_id)
-
-    def head(self, thread_id: str) -> Awaitable[Any]:
-        return self.saver.ahead(thread_id)
-
-    def put(
-        self, thread_id: str, write: CheckpointWrite, *, expected_head: str | None
-    ) -> Awaitable[Any]:
-        return self.saver.aput(thread_id, write, expected_head=expected_head)
-
-    def put_many(
-        self, thread_id: str, writes: Sequence[CheckpointWrite], *, expected_head: str | None
-    ) -> Awaitable[Any]:
-        return self.saver.aput_many(thread_id, writes, expected_head=expected_head)
-
-    def put_writes(
-        self, thread_id: str, checkpoint_id: str, writes: Sequence[PendingWrite]
-    ) -> Awaitable[Any]:
-        return self.saver.aput_writes(thread_id, checkpoint_id, writes)
-
-
-SAVER_CALLS: dict[type, Callable[[_Calls, Any], Any]] = {
-    Get: lambda io, e: io.get(e.thread_id, e.checkpoint_id),
-    Head: lambda io, e: io.head(e.thread_id),
-    # one write goes through put_many, which every saver here overrides atomically: put
-    # itself only forwards there, a call (and an error-naming wrapper) more per step
-    Put: lambda io, e: io.put_many(e.thread_id, (e.write,), expected_head=e.expected_head),
-    PutMany: lambda io, e: io.put_many(e.thread_id, e.writes, expected_head=e.expected_head),
-    PutWrites: lambda io, e: io.put_writes(e.thread_id, e.checkpoint_id, e.writes),
-}
-"""Effect type -> the saver call that performs it (the sync driver gets its result, the
-async one awaits it)."""
-
-
 # -- the drivers -------------------------------------------------------------------------
+
+
+def _settled(writing: concurrent.futures.Future[Any] | None) -> None:
+    """Wait for a Background write the run no longer reports on (it stops for another
+    reason, which is what it raises)."""
+    if writing is not None:
+        concurrent.futures.wait([writing])
+
+
+async def _asettled(writing: asyncio.Future[Any] | None) -> None:
+    """Async :func:`_settled`."""
+    if writing is not None:
+        await asyncio.wait([writing])
+        if not writing.cancelled():
+            writing.exception()  # retrieved: no "never retrieved" warning
 
 
 def _stopped(effect: Execute, outcomes: dict[str, Outcome], stop: BaseException) -> None:
     """Every task of the step that did not finish ends as ``Failed(stop)``."""
     for task in effect.tasks:
-        outcomes.setdefault(task.spec.name, Failed(stop))
+        outcomes.setdefault(task.key, Failed(stop))
 
 
 def _unwind(
@@ -365,7 +364,7 @@ async def _aunwind(
     effect: Execute,
     outcomes: dict[str, Outcome],
     stop: BaseException,
-    calls: _AsyncCalls | None,
+    calls: AsyncCalls | None,
 ) -> None:
     """Async :func:`_unwind`."""
     _stopped(effect, outcomes, stop)
@@ -402,6 +401,7 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
     """
     live: queue.SimpleQueue[Any] | None = None
     held: contextlib.ExitStack | None = None  # the thread's run lock, from first read to end
+    writing: concurrent.futures.Future[Any] | None = None  # a Background write under way
     send: Any = None
     try:
         while True:
@@ -417,9 +417,13 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
                         while (item := live.get()) is not DONE:
                             yield item
                     except BaseException as exc:  # closed, or Ctrl-C, while the step ran
+                        _settled(writing)
+                        writing = None
                         _unwind(program, step, worker.wait()[0], exc, saver)
                     outcomes, stop = worker.box[0]
                 if stop is not None:
+                    _settled(writing)
+                    writing = None
                     _unwind(program, step, outcomes, stop, saver)
                 send = outcomes
             elif kind is Emit:
@@ -434,13 +438,32 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
             elif kind is OpenLive:
                 live = queue.SimpleQueue()
                 send = live.put
+            elif kind is CacheGet:
+                send = effect.cache.get(effect.keys)  # type: ignore[union-attr]
+            elif kind is CacheSet:
+                send = effect.cache.set(effect.pairs)  # type: ignore[union-attr]
             else:
-                send = SAVER_CALLS[kind](saver, effect)  # type: ignore[arg-type]
+                if writing is not None:  # the step before's write first: its error ends the run
+                    done, writing = writing, None
+                    done.result()
+                if kind is Background:
+                    inner = effect.effect  # type: ignore[union-attr]
+                    writing = submit(functools.partial(SAVER_CALLS[type(inner)], saver, inner))  # type: ignore[arg-type]
+                    send = None
+                else:
+                    send = SAVER_CALLS[kind](saver, effect)  # type: ignore[arg-type]
     except StopIteration as stop:
         result = stop.value
+        try:
+            if writing is not None:  # the run ends once its last write is stored
+                done, writing = writing, None
+                done.result()
+        except CheckpointError as exc:
+            raise mirror_error(exc) from exc
     except CheckpointError as exc:
         raise mirror_error(exc) from exc
     finally:
+        _settled(writing)
         program.close()
         if held is not None:
             held.close()
@@ -452,9 +475,10 @@ async def adrive(
 ) -> AsyncGenerator[Event, None]:
     """:func:`drive` under the event loop: async nodes and the saver's async methods are
     awaited, sync nodes run in worker threads."""
-    calls = _AsyncCalls(saver) if saver is not None else None
+    calls = AsyncCalls(saver) if saver is not None else None
     live: asyncio.Queue[Any] | None = None
     held: contextlib.AsyncExitStack | None = None
+    writing: asyncio.Future[Any] | None = None  # a Background write under way
     send: Any = None
     try:
         while True:
@@ -483,12 +507,16 @@ async def adrive(
                             yield live.get_nowait()
                     except BaseException as exc:  # closed, or cancelled, while the step ran
                         task.cancel()
+                        await _asettled(writing)
+                        writing = None
                         await _aunwind(program, astep, (await _await_step(task))[0], exc, calls)
                     finally:
                         if getter is not None:
                             getter.cancel()
                     outcomes, stop = task.result()
                 if stop is not None:
+                    await _asettled(writing)
+                    writing = None
                     await _aunwind(program, astep, outcomes, stop, calls)
                 send = outcomes
             elif kind is Emit:
@@ -502,13 +530,32 @@ async def adrive(
                 send = None
             elif kind is OpenLive:
                 live, send = _async_sink()
+            elif kind is CacheGet:
+                send = await effect.cache.aget(effect.keys)  # type: ignore[union-attr]
+            elif kind is CacheSet:
+                send = await effect.cache.aset(effect.pairs)  # type: ignore[union-attr]
             else:
-                send = await SAVER_CALLS[kind](calls, effect)  # type: ignore[arg-type]
+                if writing is not None:  # the step before's write first: its error ends the run
+                    adone, writing = writing, None
+                    await adone
+                if kind is Background:
+                    inner = effect.effect  # type: ignore[union-attr]
+                    writing = asyncio.ensure_future(SAVER_CALLS[type(inner)](calls, inner))  # type: ignore[arg-type]
+                    send = None
+                else:
+                    send = await SAVER_CALLS[kind](calls, effect)  # type: ignore[arg-type]
     except StopIteration as stop:
         result = stop.value
+        try:
+            if writing is not None:  # the run ends once its last write is stored
+                adone, writing = writing, None
+                await adone
+        except CheckpointError as exc:
+            raise mirror_error(exc) from exc
     except CheckpointError as exc:
         raise mirror_error(exc) from exc
     finally:
+        await _asettled(writing)
         program.close()
         if held is not None:
             await held.aclose()

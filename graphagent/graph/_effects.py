@@ -1,6 +1,6 @@
 """The effects a run asks its driver to perform: its only I/O.
 
-A program (``_run.run_program``, ``_run.update_program``) is a generator that yields
+A program (``_run.run_program``, ``_update.update_program``) is a generator that yields
 an :data:`Effect` and is sent back what that effect's docstring says it returns; the
 drivers (``_drive``) perform them. Running a step's nodes returns one typed
 :data:`Outcome` per node.
@@ -20,6 +20,9 @@ from graphagent.graph._nodes import NodeSpec
 from graphagent.graph._state import OverAllState
 
 __all__ = [
+    "Background",
+    "CacheGet",
+    "CacheSet",
     "Done",
     "Effect",
     "Emit",
@@ -96,15 +99,43 @@ class PutWrites:
     writes: tuple[PendingWrite, ...]
 
 
+@dataclass(slots=True)
+class Background:
+    """``durability="async"``: perform ``effect`` (a step's ``Put`` or ``PutMany``) while
+    the run goes on; returns nothing. The driver waits for it before the run's next saver
+    effect and before the run ends, and a failure of it ends the run there."""
+
+    effect: Put | PutMany
+
+
 # -- the nodes' and the caller's ------------------------------------------------------
 
 
-@dataclass(slots=True)
 class Task:
-    """One node execution within a step."""
+    """One node execution within a step.
 
-    spec: NodeSpec
-    scope: TaskScope
+    Attributes:
+        spec: the node.
+        scope: its task path, answers so far, call counters.
+        key: the task's name within its step: the node's name, or ``node[i]`` for the
+            ``i``-th ``Send`` of the step (outcomes, pending writes and answers use it).
+        input: ``(what the node is called with instead of the state,)`` (a ``Send``'s
+            arg), or ``None``.
+        retries: the errors of the attempts that were retried, oldest first (set only
+            when a retry happens: read it with ``getattr(task, "retries", None)``).
+    """
+
+    # a plain class: one is made per node-step, and a dataclass's defaults cost a line
+    # each in its __init__ (~0.1k instructions a node-step)
+    __slots__ = ("input", "key", "retries", "scope", "spec")
+
+    def __init__(self, spec: NodeSpec, scope: TaskScope, key: str, input: Any = None) -> None:
+        self.spec = spec
+        self.scope = scope
+        self.key = key
+        self.input = input
+
+    retries: list[BaseException]
 
 
 @dataclass(slots=True)
@@ -132,7 +163,37 @@ class OpenLive:
     """
 
 
-Effect = Lock | Get | Head | Put | PutMany | PutWrites | Execute | Emit | OpenLive
+@dataclass(slots=True)
+class CacheGet:
+    """Read cached node results: returns ``{(namespace, key): value}`` for the hits."""
+
+    cache: Any
+    keys: list[tuple[tuple[str, ...], str]]
+
+
+@dataclass(slots=True)
+class CacheSet:
+    """Store node results in the cache: ``(namespace, key) -> (value, ttl)``; returns
+    nothing."""
+
+    cache: Any
+    pairs: dict[tuple[tuple[str, ...], str], tuple[Any, float | None]]
+
+
+Effect = (
+    Lock
+    | Get
+    | Head
+    | Put
+    | PutMany
+    | PutWrites
+    | Background
+    | Execute
+    | Emit
+    | OpenLive
+    | CacheGet
+    | CacheSet
+)
 
 Program = Generator[Effect, Any, T]
 """A run, an update or any part of them: yields effects, returns a ``T``."""

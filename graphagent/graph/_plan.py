@@ -38,7 +38,18 @@ class Plan:
         agent: the agent whose graph this is (traces name it), or ``None``.
         edge_notes: what conditional edges' labels mean, by label (drawings print a key).
         store: the long-term memory store runs get in ``config.store``, or ``None``.
+        cache: where nodes with a cache policy keep their results, or ``None``.
+        durability: when runs store their steps: ``"sync"``, ``"async"`` or ``"exit"``.
+        deferred: the nodes added with ``defer=True``.
+        managed: managed state keys (``RemainingSteps``, ``IsLastStep``) -> their kind.
+        context_schema: the type of the run's context object (``invoke(context=...)``
+            turns a dict into it), or ``None``.
+        interrupt_before_edge: a pause after a node leaves its conditional edges to be
+            taken when the run continues, on the state as it is then.
         listeners: lifecycle listeners of every run, as engine observers.
+        input_first: store a run's input checkpoint before its first step runs, rather
+            than with that step's (an entrypoint's tasks keep their results on it as
+            each finishes, so a crash mid-step loses none of them).
     """
 
     name: str
@@ -51,7 +62,14 @@ class Plan:
     agent: Any = None
     edge_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     store: Any = None
+    cache: Any = None
+    durability: str = "sync"
+    deferred: frozenset[str] = frozenset()
+    managed: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    context_schema: Any = None
+    interrupt_before_edge: bool = False
     listeners: tuple[Any, ...] = ()
+    input_first: bool = False
 
     def check_stored(self, thread: str | None, values: Mapping[str, Any]) -> None:
         """Refuse a stored thread this graph cannot continue, naming what to do.

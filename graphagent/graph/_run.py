@@ -2,7 +2,7 @@
 
 ``run_program`` is a generator that yields effects (``_effects``) and receives their
 results; ``_drive`` performs them, synchronously or asynchronously. No I/O here.
-``update_program`` is ``update_state`` the same way.
+(``_update.update_program`` is ``update_state`` the same way.)
 
 A run is either a *root* (it loads and checkpoints its thread) or *nested* (a compiled
 graph run inside a node of another run). A nested run checkpoints nothing: when it
@@ -21,7 +21,6 @@ from graphagent.errors import (
     EmptyInputError,
     GraphInterrupt,
     GraphRecursionError,
-    InvalidRouteError,
     UserError,
 )
 from graphagent.graph._command import (
@@ -32,64 +31,57 @@ from graphagent.graph._command import (
     current_task,
     path_key,
 )
-from graphagent.graph._constants import END, INTERRUPT, START, public
+from graphagent.graph._constants import INTERRUPT, START, public
+from graphagent.graph._debug import announce, checkpoint_event, step_events, written_messages
 from graphagent.graph._effects import (
+    Background,
     Done,
     Emit,
     Execute,
-    Get,
-    Head,
-    Lock,
     Outcome,
-    Paused,
     Program,
-    Put,
-    PutMany,
     PutWrites,
     Task,
 )
+from graphagent.graph._pause import (
+    answers_by_path,
+    parent_changes,
+    paused,
+    pending_writes,
+    take_pending,
+)
 from graphagent.graph._plan import Plan
+from graphagent.graph._saving import Saving, durability_of
 from graphagent.graph._state import OverAllState, as_input
 from graphagent.graph._step import (
     BREAKPOINT,
     Position,
     Step,
-    answers_by_path,
     attach_node,
     combine,
     merge,
     normalize,
-    parent_changes,
-    pending_writes,
     route,
     shown,
-    take_pending,
     with_goto,
     write,
 )
+from graphagent.graph._substream import Sink, nested_config, nested_opening, share_streams
+from graphagent.graph._tasks import (
+    cache_lookup,
+    cache_store,
+    collect_all,
+    make_tasks,
+    managed_values,
+    retried,
+    sort_outcome,
+    task_counts,
+)
+from graphagent.graph._update import load
 
-__all__ = ["Run", "load", "run_program", "update_program"]
+__all__ = ["Run", "load", "run_program"]
 
 _TASK = current_task()
-
-
-def load(
-    plan: Plan, thread: str, checkpoint_id: str | None
-) -> Program[tuple[Position, Checkpoint | None]]:
-    """Take the thread's run lock, read the checkpoint and stand on it.
-
-    Returns the position (with the thread's head as the expected head of the next
-    write) and the checkpoint read (``None``: a new thread; the position is the start).
-    """
-    yield Lock(thread)
-    saved = yield Get(thread, checkpoint_id)
-    position = Position()
-    if saved is None:
-        return position, None
-    position.restore(plan, thread, saved)
-    # the head is the checkpoint read, unless that was an older one (a replay or fork)
-    position.head = saved.id if checkpoint_id is None else (yield Head(thread))
-    return position, saved
 
 
 def run_program(
@@ -99,6 +91,8 @@ def run_program(
     modes: frozenset[str],
     *,
     net: dict[str, Change] | None = None,
+    durability: str | None = None,
+    sink: Sink | None = None,
 ) -> Program[dict[str, Any]]:
     """The whole run as a generator of effects; returns the final state values.
 
@@ -110,9 +104,19 @@ def run_program(
         net: when given, the run is nested inside a node: it does not checkpoint, lets
             errors through, pauses by raising ``GraphInterrupt``, and collects every
             change it made (beyond its input) into this dict.
+        durability: ``"sync"`` (each step stored as it commits), ``"exit"`` (stored
+            once, when the run ends, pauses or fails) or ``"async"`` (each step's write
+            beside the next step);
+            ``None``: the plan's.
+        sink: a root run streaming with ``subgraphs=True``: where nested runs send
+            their events.
     """
-    run = Run(plan, config, modes, net)
+    run = Run(plan, config, modes, net, durability)
+    if net is None and modes:
+        share_streams(run.ctx, sink, modes, config)
     yield from run.start(input)
+    if plan.input_first:
+        yield from run.flush()
     while True:
         tasks = run.next_tasks()
         if tasks is None:
@@ -121,53 +125,31 @@ def run_program(
             yield from run.flush()
             return run.finish()
         if "debug" in modes:
-            yield from run.announce(tasks)
-        state = OverAllState(run.pos.values, plan.schema.empties)
-        outcomes = yield Execute(tasks, state, config)
-        step = run.collect(outcomes)
+            yield from announce(run.pos, tasks, run.ctx.anchor, run.base)
+        if run.plain_state:  # no managed keys, no cache: the short way, every step
+            state = OverAllState(run.pos.values, plan.schema.empties)
+            step = run.collect((yield Execute(tasks, state, config)))
+        else:
+            values = run.pos.values
+            if plan.managed:
+                values = managed_values(plan, values, config.recursion_limit - run.steps_run)
+            state = OverAllState(values, plan.schema.empties)
+            hits: dict[str, Any] = {}
+            if plan.cache is not None:
+                tasks, hits, wanted = yield from cache_lookup(plan, tasks, state)
+            step = run.collect((yield Execute(tasks, state, config)) if tasks else {}, hits)
+        if "debug" in modes:
+            yield from retried(run.pos, tasks)
         if step.paused or step.failure is not None:
             return (yield from run.suspend(step))
+        if plan.cache is not None:
+            yield from cache_store(plan, step.results, wanted)
         yield from run.commit(step)
         if run.pauses_after(step):
-            return run.stop_after()
+            return (yield from run.stop_after())
 
 
-def update_program(
-    plan: Plan,
-    config: RunnableConfig,
-    values: Mapping[str, Any] | None,
-    as_node: str | None,
-) -> Program[str]:
-    """``update_state`` as a program: merge ``values`` as if ``as_node`` wrote them.
-
-    Returns the new checkpoint's id. On an older ``checkpoint_id`` this forks.
-    """
-    thread = config.thread_id
-    if plan.saver is None or thread is None:
-        raise UserError("update_state needs a saver and a thread_id in the config")
-    nodes = plan.topology.nodes
-    if as_node not in (None, START, END) and as_node not in nodes:
-        raise InvalidRouteError(
-            f"as_node={as_node!r} is not a node of this graph; known nodes: "
-            f"{', '.join(sorted(nodes))}"
-        )
-    pos, saved = yield from load(plan, thread, config.checkpoint_id)
-    pos.values, changes = merge(plan, pos.values, [(as_node or "__update__", dict(values or {}))])
-    pos.step += 1
-    if as_node == END:
-        pos.next = ()
-    elif as_node is not None:
-        pos.next = route(plan, pos, config, [as_node], {})
-    checkpoint = write(pos, config, changes, "update", [as_node] if as_node else None)
-    yield Put(thread, checkpoint, pos.head)
-    if as_node is None and saved is not None and saved.pending_writes:
-        # the step stays where it paused: finished work, questions, nested runs and a
-        # passed breakpoint carry over, so invoke(None) or a resume continues it
-        yield PutWrites(thread, checkpoint.id, tuple(saved.pending_writes))
-    return checkpoint.id
-
-
-class Run:
+class Run(Saving):
     """One run: its identity (plan, config, thread, nested or not), its position, and the
     transitions between positions."""
 
@@ -175,6 +157,7 @@ class Run:
         "at_breakpoint",
         "base",
         "breakpoint",
+        "cached",
         "config",
         "ctx",
         "key",
@@ -182,12 +165,15 @@ class Run:
         "nested",
         "net",
         "pending",
+        "plain",
+        "plain_state",
         "plan",
         "pos",
         "saves",
+        "sent",
         "start_input",
         "steps_run",
-        "unsaved",
+        "waiting",
     )
 
     def __init__(
@@ -196,6 +182,7 @@ class Run:
         config: RunnableConfig,
         modes: frozenset[str],
         net: dict[str, Change] | None,
+        durability: str | None = None,
     ) -> None:
         self.plan = plan
         self.config = config
@@ -207,9 +194,18 @@ class Run:
         self.at_breakpoint = False
         self.breakpoint: list[str] = []
         self.steps_run = 0
+        self.waiting: tuple[str, ...] = ()  # deferred nodes due, held for a later step
+        self.cached: frozenset[str] = frozenset()  # this step's tasks answered by the cache
+        self.sent: dict[str, str] | None = None  # this step's send task keys -> nodes
         self.start_input: dict[str, Any] = {}
         # the run's input checkpoint (and work to keep with it), stored with the first step
         self.unsaved: tuple[CheckpointWrite, tuple[PendingWrite, ...]] | None = None
+        # durability="exit": the steps committed since the last write ([] holds none)
+        mode = durability_of(durability or plan.durability)
+        self.held: list[Any] | None = [] if mode == "exit" else None
+        self.background = mode == "async"  # a step's write runs beside the next step
+        self.plain = mode == "sync"
+        self.plain_state = not plan.managed and plan.cache is None
         ctx: RunContext | None = None
         if self.nested:
             # a nested run shares its root's context (its thread among it) and saves nothing
@@ -220,19 +216,16 @@ class Run:
         else:
             self.base = ()
             self.saves = plan.saver is not None and config.thread_id is not None
-        self.ctx = ctx if ctx is not None else RunContext(config.thread_id, self.saves)
+        self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver, config)
         self.key = path_key(self.base)
+        if self.nested and self.ctx.stream is not None:
+            self.config = nested_config(self.ctx, self.base, config)
         if (plan.interrupt_before or plan.interrupt_after) and not self.ctx.persistent:
             where = "its parent graph needs" if self.nested else "need"
             raise UserError(
                 f"interrupt_before/interrupt_after {where} a saver and a thread_id: "
                 "compile(saver=MemorySaver()) and pass config={'thread_id': ...}"
             )
-
-    @property
-    def thread(self) -> str | None:
-        """The thread the run (or the root run it is nested in) works on."""
-        return self.ctx.thread
 
     # -- start -------------------------------------------------------------------------
 
@@ -245,6 +238,7 @@ class Run:
             else:
                 self._merge_input(input, None)
                 self.start_input = dict(input)
+            yield from nested_opening(self.ctx, self.base, self.modes, self.pos.values)
             return
         saved: Checkpoint | None = None
         if self.saves:
@@ -261,8 +255,14 @@ class Run:
             changes = self._merge_input(input, saved)
             if self.saves:
                 self._defer(write(self.pos, self.config, changes, "input"))
+                if "debug" in self.modes and self.unsaved is not None:
+                    yield Emit(
+                        "debug", checkpoint_event(self.unsaved[0], self.pos.values, self.config)
+                    )
+            if not changes:
+                return  # an input that writes nothing shows no new state
         if "values" in self.modes:
-            yield Emit("values", public(self.pos.values))
+            yield Emit("values", self.plan.schema.output(self.pos.values))
 
     def _merge_input(self, input: Any, saved: Checkpoint | None) -> dict[str, Change]:
         if isinstance(input, Command):
@@ -270,8 +270,8 @@ class Run:
                 "a Command as input needs resume=, goto= or update= (it was empty); "
                 "to continue a paused thread pass None"
             )
-        input = as_input(input)
         pos, plan = self.pos, self.plan
+        input = plan.schema.read_input(input)
         updates: list[tuple[str, Mapping[str, Any]]] = [("__input__", input)]
         if saved is None and plan.schema.defaults:
             defaults = {k: v for k, v in plan.schema.defaults.items() if k not in input}
@@ -322,7 +322,7 @@ class Run:
                 self.plan, pos.values, [("__resume__", as_input(command.update))]
             )
         if command.goto is not None:
-            pos.next = with_goto(self.plan, pos.next, command.goto)
+            pos.next = with_goto(self.plan, pos, command.goto)
         pos.step += 1
         if self.saves:
             keep = tuple(saved.pending_writes) if saved is not None else ()
@@ -330,6 +330,7 @@ class Run:
 
     def _load_pending(self, saved: Checkpoint) -> None:
         self.pending, self.at_breakpoint = take_pending(saved, self.pos, self.ctx)
+        self.pos.next = self.pos.deferred_route(self.plan, self.config)
 
     def _answer(self, answer: Any) -> None:
         """Hand ``Command(resume=answer)`` to the pending interrupts, by task path."""
@@ -348,6 +349,7 @@ class Run:
             return  # it ended inside a task that paused later: its result stands
         pos.values = parent_changes(self.plan, pos.values, position["input"], input, net)
         pos.load(position)
+        pos.next = pos.deferred_route(self.plan, self.config)
 
     def _net_dump(self) -> dict[str, list[Any]]:
         return {k: [kind, payload] for k, (kind, payload) in (self.net or {}).items()}
@@ -360,7 +362,7 @@ class Run:
             self.ctx.suspend(
                 self.key, {"finished": True, "values": dict(values), "net": self._net_dump()}
             )
-        return public(values)
+        return public(values) if self.nested else self.plan.schema.output(values)
 
     # -- each step ---------------------------------------------------------------------
 
@@ -372,7 +374,7 @@ class Run:
         needed at a breakpoint (:meth:`stop_before`) or for debug events (:meth:`announce`).
         """
         pos = self.pos
-        if not pos.next:
+        if not pos.next and not pos.sends:
             return None
         limit = self.config.recursion_limit
         if self.steps_run >= limit:
@@ -383,62 +385,87 @@ class Run:
             )
         before = self.plan.interrupt_before
         if before and not pos.skip_breakpoint:
-            hit = [n for n in pos.next if n in before]
+            due = (*pos.next, *(n for n, _ in pos.sends)) if pos.sends else pos.next
+            hit = sorted({n for n in due if n in before})
             if hit:
                 self.breakpoint = hit
                 return None
         pos.skip_breakpoint = False
         return self._tasks()
 
-    def announce(self, tasks: tuple[Task, ...]) -> Program[None]:
-        """The step's tasks as ``debug`` events."""
-        step = self.pos.step + 1
-        for t in tasks:
-            yield Emit("debug", {"type": "task", "step": step, "node": t.spec.name})
-
     def _tasks(self) -> tuple[Task, ...]:
-        pos, ctx, base = self.pos, self.ctx, self.base
-        nodes, done = self.plan.topology.nodes, pos.done
+        pos, ctx, base, plan = self.pos, self.ctx, self.base, self.plan
         if not self.nested:
             ctx.anchor = pos.checkpoint_id  # what this step's interrupt ids are made from
-        answers = ctx.answers
-        tasks = []
+            # durable sub-tasks store their results at once on a stored checkpoint only
+            ctx.kept_on = pos.checkpoint_id if self.unsaved is None and not self.held else None
+        if pos.sends or plan.deferred:
+            tasks, self.waiting, self.sent = make_tasks(plan, pos, ctx, base)
+            return tuple(tasks)
+        # the commonest case, nodes due by their edges only: no call, no sends table
+        # (~1.5k instructions a node-step, bench/graph_overhead.py)
+        if self.sent is not None:
+            self.sent = None
+        nodes, done, answers = plan.topology.nodes, pos.done, ctx.answers
+        found = []
         for n in pos.next:
             if n in done:
                 continue
             path = (*base, n)
             resume = answers.get(path_key(path), ()) if answers else ()
-            tasks.append(Task(nodes[n], TaskScope(path, resume, ctx)))
-        return tuple(tasks)
+            found.append(Task(nodes[n], TaskScope(path, resume, ctx), n))
+        return tuple(found)
 
-    def collect(self, outcomes: Mapping[str, Outcome]) -> Step:
-        """Sort the tasks' outcomes (in node order) and add the work finished earlier."""
+    def collect(
+        self, outcomes: Mapping[str, Outcome], hits: Mapping[str, Any] | None = None
+    ) -> Step:
+        """Sort the tasks' outcomes (in merge order) and add the work finished earlier
+        (and, ``hits``, the results found in the cache)."""
+        if self.sent is not None or hits is not None:
+            return self._collect_all(outcomes, hits or {})
         step = Step()
-        for node in sorted(outcomes):
-            outcome = outcomes[node]
-            if isinstance(outcome, Done):
-                step.results[node] = normalize(node, outcome.value)
-            elif isinstance(outcome, Paused):
-                step.paused[node] = outcome.signal
-            elif step.failure is None or (
-                # a stop (Ctrl-C, cancellation) is what the run ends with, over any error
-                isinstance(step.failure[1], Exception) and not isinstance(outcome.error, Exception)
-            ):
-                step.failure = (node, outcome.error)
+        for key in sorted(outcomes) if len(outcomes) > 1 else outcomes:
+            outcome = outcomes[key]
+            if isinstance(outcome, Done):  # inline, not _sort: every step (~1k instructions)
+                step.results[key] = normalize(key, outcome.value)
+            else:
+                sort_outcome(step, key, outcome)
         pos = self.pos
-        for node, stored in pos.done.items():
-            if node in pos.next:
+        for key, stored in pos.done.items():
+            if key in pos.next:
                 update, goto = stored
-                step.results[node] = (update, None if goto is None else tuple(goto))
+                step.results[key] = (update, None if goto is None else tuple(goto))
         return step
+
+    def _collect_all(self, outcomes: Mapping[str, Outcome], hits: Mapping[str, Any]) -> Step:
+        """:meth:`collect` for a step with sends or a cache."""
+        self.cached = frozenset(hits)
+        return collect_all(self.pos, self.sent, outcomes, hits)
 
     def commit(self, step: Step) -> Program[None]:
         """Merge a finished step, route, checkpoint it and emit its events."""
         pos, plan, modes = self.pos, self.plan, self.modes
         results = step.results
-        ran = sorted(results)
-        gotos = {n: g for n, (_, g) in results.items() if g is not None}
-        updates = [(n, u) for n in ran if (u := results[n][0])]
+        sent = self.sent
+        if sent is not None:  # a fan-out's tasks route as their node, once
+            keys = list(results)  # in merge order already
+            ran = list(dict.fromkeys(sent.get(k, k) for k in keys))
+            gotos: dict[str, tuple[str, ...]] = {}
+            for k in keys:
+                if (g := results[k][1]) is not None:
+                    n = sent.get(k, k)
+                    gotos[n] = (*gotos.get(n, ()), *g)
+        else:
+            keys = ran = sorted(results)
+            gotos = {n: g for n, (_, g) in results.items() if g is not None}
+        updates = [(k, u) for k in keys if (u := results[k][0])]
+        if plan.managed:  # the engine's to supply: a node's write to them is dropped
+            managed = plan.managed
+            updates = [(k, {a: b for a, b in u.items() if a not in managed}) for k, u in updates]
+            # routers read them as the step that ran did
+            now = managed_values(plan, {}, self.config.recursion_limit - self.steps_run)
+        else:
+            now = None
         pos.values, changes = merge(plan, pos.values, updates)
         net = self.net
         if net is not None:
@@ -449,24 +476,53 @@ class Run:
         kept, pos.done = pos.done, {}
         ctx = self.ctx
         if ctx.answers or ctx.suspended:
-            for node in ran:
-                ctx.forget(path_key((*self.base, node)))
-        pos.next = route(plan, pos, self.config, ran, gotos)
+            for key in keys:
+                ctx.forget(path_key((*self.base, key)))
+        pos.next = route(plan, pos, self.config, ran, gotos, now)
+        if self.waiting:
+            pos.next = tuple(sorted({*pos.next, *self.waiting}))
+            self.waiting = ()
+        parent = pos.checkpoint_id
         if self.saves:
-            yield self._put(write(pos, self.config, changes, "loop", ran))
+            if self.plain and sent is None:  # every step of a sync run: the short way
+                yield self._put(write(pos, self.config, changes, "loop", ran))
+            else:
+                yield from self._save(step, changes, ran, task_counts(sent, keys))
         if "updates" in modes:
             # work kept from before a pause was done first, so it is reported first
-            for node in sorted(ran, key=lambda n: n not in kept) if kept else ran:
-                yield Emit("updates", {node: shown(results[node][0])})
+            for key in sorted(keys, key=lambda n: n not in kept) if kept else keys:
+                event = {sent.get(key, key) if sent else key: shown(results[key][0])}
+                if key in self.cached:  # the result came from the cache (LangGraph's mark)
+                    event["__metadata__"] = {"cached": True}
+                yield Emit("updates", event)
         if "values" in modes:
-            yield Emit("values", public(pos.values))
+            yield Emit("values", self.plan.schema.output(pos.values))
+        if "messages" in modes:
+            yield from written_messages(results, self.base)
         if "debug" in modes:
-            yield Emit("debug", pos.debug_event())
+            stored = (parent, pos.checkpoint_id, ran, pos.next)
+            where = (self.ctx.anchor, self.base)
+            yield from step_events(pos.step, where, results, stored, pos.values, self.config)
+
+    def _save(
+        self, step: Step, changes: dict[str, Change], ran: list[str], counts: Any
+    ) -> Program[None]:
+        """Store a committed step under its durability, with its fan-out's task counts."""
+        pos = self.pos
+        checkpoint = write(pos, self.config, changes, "loop", ran, counts)
+        if self.held is None or (not pos.next and not pos.sends) or self.pauses_after(step):
+            put = self._put(checkpoint)  # (under exit: the run ends or pauses here)
+            yield Background(put) if self.background else put
+        else:
+            self.hold(checkpoint)  # durability="exit": stored when the run stops
 
     def pauses_after(self, step: Step) -> bool:
         """Whether a node of the committed step is an ``interrupt_after`` breakpoint."""
         after = self.plan.interrupt_after
-        return bool(after) and any(n in after for n in step.results)
+        if not after:
+            return False
+        sent = self.sent or {}
+        return any(sent.get(k, k) in after for k in step.results)
 
     # -- pausing -----------------------------------------------------------------------
 
@@ -495,13 +551,11 @@ class Run:
         if step.failure is not None:
             node, exc = step.failure
             raise attach_node(exc, node)
-        asked = step.interrupts
-        if not asked:
-            return public(pos.values)
-        for mode in ("updates", "values"):
-            if mode in self.modes:
-                yield Emit(mode, {INTERRUPT: asked})
-        return {**public(pos.values), INTERRUPT: asked}
+        return (
+            yield from paused(
+                self.plan, pos.values, step, self.modes, (self.ctx.anchor, self.base, pos.step + 1)
+            )
+        )
 
     def _store_step(self, step: Step) -> Program[None]:
         """The unfinished step as pending writes, grouped by top-level task."""
@@ -525,13 +579,17 @@ class Run:
             self.pos.checkpoint_id,
             (PendingWrite(BREAKPOINT, "breakpoint", self.breakpoint),),
         )
+        if "updates" in self.modes:
+            yield Emit("updates", {INTERRUPT: ()})
 
-    def stop_after(self) -> dict[str, Any]:
+    def stop_after(self) -> Program[dict[str, Any]]:
         """Pause after an ``interrupt_after`` node: the checkpoint already says what is next."""
         if self.nested:
             self._leave_position(None, skip=False)
             raise GraphInterrupt(())
-        return public(self.pos.values)
+        if "updates" in self.modes:
+            yield Emit("updates", {INTERRUPT: ()})
+        return self.plan.schema.output(self.pos.values)
 
     def _leave_position(self, step: Step | None, *, skip: bool) -> None:
         """A nested run's position, left in the shared context for the root to store."""
@@ -539,56 +597,3 @@ class Run:
         position = self.pos.dump(done, skip)
         position["net"], position["input"] = self._net_dump(), self.start_input
         self.ctx.suspend(self.key, position)
-
-    # -- checkpoints -------------------------------------------------------------------
-
-    def _defer(self, checkpoint: CheckpointWrite, keep: tuple[PendingWrite, ...] = ()) -> None:
-        """Hold the run's input checkpoint back until its first step commits.
-
-        They are stored together (``put_many``), so a run that loses a race on its thread
-        leaves nothing behind, not even its input, and running it again adds it once.
-        ``keep``: pending work of the head to carry over, should the input be stored alone.
-        """
-        self.unsaved = (checkpoint, keep)
-        self.pos.checkpoint_id = checkpoint.id
-
-    def flush(self) -> Program[None]:
-        """Store the held-back input checkpoint on its own (the run stops before its first
-        step commits: it ends, pauses or fails there)."""
-        if self.unsaved is None:
-            return
-        (checkpoint, keep), self.unsaved = self.unsaved, None
-        pos, thread = self.pos, self.thread
-        assert thread is not None
-        yield Put(thread, checkpoint, pos.head)
-        pos.checkpoint_id = pos.head = checkpoint.id
-        if keep:
-            yield PutWrites(thread, checkpoint.id, keep)
-
-    def _put(self, checkpoint: CheckpointWrite) -> Put | PutMany:
-        """The effect storing ``checkpoint`` (with the held-back input, if any); the run
-        moves to it now (a put that fails ends the run)."""
-        pos, thread = self.pos, self.ctx.thread  # not the property: every step (~0.04 µs)
-        assert thread is not None
-        effect: Put | PutMany
-        if self.unsaved is not None:
-            effect = PutMany(thread, (self.unsaved[0], checkpoint), pos.head)
-            self.unsaved = None
-        else:
-            effect = Put(thread, checkpoint, pos.head)
-        pos.checkpoint_id = pos.head = checkpoint.id
-        return effect
-
-    def _anchor(self) -> Program[None]:
-        """Make the current position the thread's head before pausing there.
-
-        A replay or fork of an older checkpoint that pauses before finishing a step has
-        written nothing yet; a ``"fork"`` checkpoint (same values, same next nodes) makes
-        it the head, so ``get_state`` shows its question and ``Command(resume=...)`` on
-        the thread continues it.
-        """
-        pos = self.pos
-        if self.unsaved is not None:
-            yield from self.flush()
-        elif pos.checkpoint_id is not None and pos.checkpoint_id != pos.head:
-            yield self._put(write(pos, self.config, {}, "fork"))

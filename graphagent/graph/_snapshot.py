@@ -9,16 +9,46 @@ from typing import Any
 from checkpoint.base import Checkpoint, CheckpointHistory
 from graphagent.config import RunnableConfig
 from graphagent.graph._command import Interrupt
+from graphagent.graph._namespace import task_id
 from graphagent.graph.draw._html import history_html, snapshot_html
 
 __all__ = [
     "StateHistory",
     "StateSnapshot",
+    "StateTask",
     "changed_keys",
     "holds",
     "listed_snapshots",
     "message_count",
 ]
+
+
+@dataclass(frozen=True)
+class StateTask:
+    """One task of the step a snapshot's checkpoint leads to: a node due to run.
+
+    Attributes:
+        id: the task's id (the same the run gives it; part of a subgraph's namespace).
+        name: the node.
+        path: the task path: the parent graph's node names down to ``name``.
+        error: ``None``: a step that fails is not kept (the thread stays at its last
+            good checkpoint and the error is raised to the caller), so there is no stored
+            error to show; the field is here for code written against LangGraph.
+        interrupts: the questions this task (or a subgraph inside it) asked.
+        state: for a node running a subgraph: with ``get_state(config, subgraphs=True)``
+            the subgraph's own :class:`StateSnapshot` while it is paused; otherwise a
+            config naming it (``checkpoint_ns``) to pass to ``get_state`` or
+            ``update_state``. ``None`` for other nodes.
+        result: the update the node returned, when it finished in a step that paused.
+    """
+
+    id: str
+    name: str
+    path: tuple[str, ...] = ()
+    error: str | None = None
+    interrupts: tuple[Interrupt, ...] = ()
+    state: Any = None
+    result: Any = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +69,8 @@ class StateSnapshot:
         step: the super-step number.
         at_breakpoint: the run paused here at an ``interrupt_before``/``interrupt_after``
             breakpoint; ``invoke(None, config)`` continues it.
+        tasks: the tasks of the next step (:class:`StateTask`): each node due, with its
+            id, questions, error, finished result and (for a subgraph) its state.
     """
 
     values: dict[str, Any]
@@ -51,6 +83,7 @@ class StateSnapshot:
     config: RunnableConfig = field(default_factory=RunnableConfig)
     step: int = -1
     at_breakpoint: bool = False
+    tasks: tuple[StateTask, ...] = ()
     # the graph it came from, so Jupyter can draw the run over it; not part of the value
     _graph: Any = field(default=None, repr=False, compare=False)
 
@@ -93,7 +126,7 @@ class StateSnapshot:
         ``graph``: the compiled graph it belongs to, which Jupyter uses to draw the run.
         """
         if cp is None:
-            return StateSnapshot({}, (), None, None, {}, None, (), config, -1, False, graph)
+            return StateSnapshot({}, (), None, None, {}, None, (), config, -1, False, (), graph)
         return StateSnapshot(
             values=cp.values,
             config=config.model_copy(update={"checkpoint_id": cp.id}),
@@ -106,18 +139,35 @@ def _fields_of(cp: Checkpoint) -> dict[str, Any]:
     """A snapshot's fields from its checkpoint, all but ``values`` and ``config``."""
     # nodes whose work in the paused step is already kept are not "next" any more
     finished = {w.task for w in cp.pending_writes if w.kind == "update"}
+    interrupts = tuple(Interrupt.load(w.value) for w in cp.pending_writes if w.kind == "interrupt")
     return {
         "next": tuple(n for n in cp.next if n not in finished) if finished else cp.next,
         "checkpoint_id": cp.id,
         "parent_id": cp.parent_id,
         "metadata": cp.metadata,
         "created_at": _dt.datetime.fromtimestamp(cp.created_at, tz=_dt.timezone.utc),
-        "interrupts": tuple(
-            Interrupt.load(w.value) for w in cp.pending_writes if w.kind == "interrupt"
-        ),
+        "interrupts": interrupts,
         "step": cp.step,
         "at_breakpoint": any(w.kind == "breakpoint" for w in cp.pending_writes),
+        "tasks": _tasks_of(cp, interrupts),
     }
+
+
+def _tasks_of(cp: Checkpoint, interrupts: tuple[Interrupt, ...]) -> tuple[StateTask, ...]:
+    """The next step's tasks as far as the checkpoint alone tells (no subgraph states)."""
+    results = {w.task: w.value[0] for w in cp.pending_writes if w.kind == "update"}
+    return tuple(
+        StateTask(
+            task_id(cp.id, (n,)),
+            n,
+            (n,),
+            None,
+            tuple(i for i in interrupts if i.path[:1] == (n,)),
+            None,
+            results.get(n),
+        )
+        for n in cp.next
+    )
 
 
 class _ListedSnapshot(StateSnapshot):

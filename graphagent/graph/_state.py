@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from graphagent.errors import InvalidUpdateError
+from graphagent.graph._constants import public
 from graphagent.graph._strategies import (
     AppendStrategy,
     KeyStrategy,
@@ -75,8 +77,8 @@ class OverAllState(Mapping[str, Any]):
 
 
 def as_input(input: Any) -> Mapping[str, Any]:
-    """Graph input as a mapping: a dict, a TypedDict instance, or a pydantic model
-    (its fields that were set).
+    """Graph input (or an update) as a mapping: a dict, a TypedDict instance, a pydantic
+    model (its fields that were set) or a dataclass instance (all its fields).
 
     Raises:
         InvalidUpdateError: the input is none of those.
@@ -86,6 +88,8 @@ def as_input(input: Any) -> Mapping[str, Any]:
     fields_set = getattr(input, "model_fields_set", None)
     if isinstance(fields_set, set) and hasattr(type(input), "model_fields"):
         return {key: getattr(input, key) for key in type(input).model_fields if key in fields_set}
+    if dataclasses.is_dataclass(input) and not isinstance(input, type):
+        return {f.name: getattr(input, f.name) for f in dataclasses.fields(input)}
     raise InvalidUpdateError(
         f"graph input must be a dict of state keys (or a pydantic model of the state), "
         f"got {type(input).__name__}"
@@ -101,9 +105,27 @@ class Schema:
         defaults: initial values (pydantic field defaults).
         empties: key -> what the key reads as before its first write (``[]`` for
             append keys, ``{}`` for merge keys).
+        fallback: the strategy of keys the schema does not name (an open schema's;
+            ``ReplaceStrategy()`` unless ``StateGraph(default_strategy=...)`` says).
+        input_keys: the keys graph input may set (``StateGraph(input_schema=...)``;
+            others are dropped), or ``None``: any key.
+        output_keys: the keys a run returns (``StateGraph(output_schema=...)``), or
+            ``None``: every public key.
+        checks: key -> a check that validates and converts an input value (a pydantic
+            schema's replace keys: nested models become models).
     """
 
-    __slots__ = ("closed", "defaults", "empties", "name", "strategies")
+    __slots__ = (
+        "checks",
+        "closed",
+        "defaults",
+        "empties",
+        "fallback",
+        "input_keys",
+        "name",
+        "output_keys",
+        "strategies",
+    )
 
     def __init__(
         self,
@@ -120,6 +142,45 @@ class Schema:
         self.closed = closed
         self.defaults = defaults
         self.name = name
+        self.fallback: KeyStrategy = _REPLACE
+        self.input_keys: frozenset[str] | None = None
+        self.output_keys: frozenset[str] | None = None
+        self.checks: dict[str, Callable[[Any], Any]] = {}
+
+    def add(self, other: Schema) -> None:
+        """Take in ``other``'s keys that this schema does not have (a node's input
+        schema, the graph's input or output schema): nodes may write them."""
+        for key, strategy in other.strategies.items():
+            if key not in self.strategies:
+                self.strategies[key] = strategy
+                empty = empty_factory(strategy)
+                if empty is not None:
+                    self.empties[key] = empty
+        for key, check in other.checks.items():
+            self.checks.setdefault(key, check)
+
+    def read_input(self, input: Any) -> Mapping[str, Any]:
+        """Graph input as the update it makes: only :attr:`input_keys`, and values of
+        checked keys validated (a pydantic schema's nested dicts become its models).
+
+        Raises:
+            InvalidUpdateError: the input is not a mapping or a state object.
+            pydantic.ValidationError: a value the pydantic schema refuses.
+        """
+        data = as_input(input)
+        keys, checks = self.input_keys, self.checks
+        if keys is not None:
+            data = {k: v for k, v in data.items() if k in keys}
+        if checks and any(k in checks for k in data):
+            data = {k: (checks[k](v) if k in checks else v) for k, v in data.items()}
+        return data
+
+    def output(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """What a run returns of ``values``: the public keys, or :attr:`output_keys`."""
+        keys = self.output_keys
+        if keys is None:
+            return public(values)
+        return {k: v for k, v in values.items() if k in keys}
 
 
 _REPLACE = ReplaceStrategy()
@@ -141,12 +202,23 @@ def _strategy_from_metadata(metadata: typing.Iterable[Any], value_type: Any) -> 
     return _REPLACE
 
 
-def parse_schema(schema: Any) -> Schema:
+def parse_schema(schema: Any, default_strategy: Any = None) -> Schema:
     """Read a schema: ``None``, a dict of key -> strategy, a TypedDict or a pydantic model.
+
+    Args:
+        schema: the state schema.
+        default_strategy: the strategy of keys an open schema does not name.
 
     Raises:
         TypeError: the schema is none of those, or a strategy is not one.
     """
+    parsed = _parse(schema)
+    if default_strategy is not None:
+        parsed.fallback = as_strategy(default_strategy)
+    return parsed
+
+
+def _parse(schema: Any) -> Schema:
     if schema is None:
         return Schema({}, closed=False, defaults={}, name="dict")
     if isinstance(schema, Mapping):
@@ -165,7 +237,11 @@ def parse_schema(schema: Any) -> Schema:
                 strategies[key] = _strategy_from_metadata(info.metadata, info.annotation)
                 if not info.is_required():
                     defaults[key] = info.get_default(call_default_factory=True)
-            return Schema(strategies, closed=True, defaults=defaults, name=schema.__name__)
+            parsed = Schema(strategies, closed=True, defaults=defaults, name=schema.__name__)
+            parsed.checks = _field_checks(schema, parsed.strategies)
+            return parsed
+        if dataclasses.is_dataclass(schema):
+            return _dataclass_schema(schema)
         if typing.is_typeddict(schema):
             hints = typing.get_type_hints(schema, include_extras=True)
             strategies = {}
@@ -178,5 +254,50 @@ def parse_schema(schema: Any) -> Schema:
             return Schema(strategies, closed=True, defaults={}, name=schema.__name__)
     raise TypeError(
         f"unsupported state schema {schema!r}; use a dict of key -> strategy, "
-        "a TypedDict or a pydantic model"
+        "a TypedDict, a pydantic model or a dataclass"
     )
+
+
+def _dataclass_schema(schema: type) -> Schema:
+    """A dataclass's fields as keys: ``Annotated[T, strategy]`` fields merge, defaults
+    (and default factories) are the initial values."""
+    hints = typing.get_type_hints(schema, include_extras=True)
+    strategies: dict[str, KeyStrategy] = {}
+    defaults: dict[str, Any] = {}
+    for f in dataclasses.fields(schema):
+        hint = hints.get(f.name, Any)
+        if typing.get_origin(hint) is typing.Annotated:
+            args = typing.get_args(hint)
+            strategies[f.name] = _strategy_from_metadata(args[1:], args[0])
+        else:
+            strategies[f.name] = _REPLACE
+        if f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = f.default_factory()
+    return Schema(strategies, closed=True, defaults=defaults, name=schema.__name__)
+
+
+def _field_checks(
+    model: Any, strategies: Mapping[str, KeyStrategy]
+) -> dict[str, Callable[[Any], Any]]:
+    """Validators for a pydantic schema's replace keys (a merging key's update is not of
+    the field's type: one item for a list, say). Made on first use: building a validator
+    costs about a millisecond, and most graphs never read most keys as input."""
+    from pydantic import TypeAdapter
+
+    checks: dict[str, Callable[[Any], Any]] = {}
+    for key, info in model.model_fields.items():
+        if not strategies[key].replaces or info.annotation is None:
+            continue
+        adapters: list[Any] = []
+
+        def check(
+            value: Any, _annotation: Any = info.annotation, _made: list[Any] = adapters
+        ) -> Any:
+            if not _made:
+                _made.append(TypeAdapter(_annotation))
+            return _made[0].validate_python(value)
+
+        checks[key] = check
+    return checks

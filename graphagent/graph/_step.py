@@ -9,40 +9,35 @@ take shortcuts, each noted with what it saves.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from checkpoint.base import Change, Checkpoint, CheckpointWrite, PendingWrite, new_checkpoint_id
+from checkpoint.base import Change, Checkpoint, CheckpointWrite, new_checkpoint_id
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
-    EmptyInputError,
     GraphInterrupt,
     InvalidRouteError,
     InvalidUpdateError,
-    UserError,
 )
-from graphagent.graph._command import Command, Interrupt, RunContext, is_interrupt_id, path_key
+from graphagent.graph._command import Command, Interrupt, for_parent
 from graphagent.graph._constants import END, is_private, public
+from graphagent.graph._control import Overwrite, Send
 from graphagent.graph._nodes import Branch
 from graphagent.graph._plan import Plan
-from graphagent.graph._state import OverAllState
-from graphagent.graph._strategies import MISSING, ReplaceStrategy
+from graphagent.graph._state import OverAllState, as_input
+from graphagent.graph._strategies import MISSING
 
 __all__ = [
     "BREAKPOINT",
     "Position",
     "Result",
     "Step",
-    "answers_by_path",
     "attach_node",
     "combine",
     "merge",
     "normalize",
-    "parent_changes",
-    "pending_writes",
     "route",
     "shown",
-    "take_pending",
     "with_goto",
     "write",
 ]
@@ -53,11 +48,11 @@ Result = tuple[Mapping[str, Any] | None, tuple[str, ...] | None]
 BREAKPOINT = "__breakpoint__"
 """The task name of a pending write that marks a pause at a breakpoint."""
 
-_REPLACE = ReplaceStrategy()
+_OVERWRITE = "__overwrite__"
 
 
 class Position:
-    """Where a run stands: state values, step, what runs next, the checkpoint it is on.
+    r"""Where a run stands: state values, step, what runs next, the checkpoint it is on.
 
     Attributes:
         values: the state values.
@@ -67,17 +62,22 @@ class Position:
         checkpoint_id: the checkpoint the run is on (``None``: none yet).
         head: the thread's head as the run last read or wrote it (the expected head of
             its next write).
-        done: work of the next step kept from before a pause: node -> ``[update, goto]``.
+        done: work of the next step kept from before a pause: task -> ``[update, goto]``.
         skip_breakpoint: the next step runs past an ``interrupt_before`` breakpoint.
+        sends: the sends due in the next step, in order: ``(node, arg)`` pairs.
+        deferred: nodes whose conditional edges wait for the run to continue (a pause
+            after them with ``interrupt_before_edge``): routed then, on the state as it is.
     """
 
     # a plain class with slots: a run reads these fields several times a step
     __slots__ = (
         "barriers",
         "checkpoint_id",
+        "deferred",
         "done",
         "head",
         "next",
+        "sends",
         "skip_breakpoint",
         "step",
         "values",
@@ -92,6 +92,8 @@ class Position:
         self.head: str | None = None
         self.done: dict[str, Any] = {}
         self.skip_breakpoint = False
+        self.sends: list[tuple[str, Any]] = []
+        self.deferred: list[str] = []
 
     def restore(self, plan: Plan, thread: str | None, saved: Checkpoint) -> None:
         """Stand on stored checkpoint ``saved`` (its pending work is the caller's).
@@ -104,7 +106,15 @@ class Position:
         self.step = saved.step
         self.next = saved.next
         self.checkpoint_id = saved.id
-        self.barriers = {k: list(v) for k, v in saved.extra.get("barriers", {}).items()}
+        extra = saved.extra
+        self.barriers = {k: list(v) for k, v in extra.get("barriers", {}).items()}
+        self.deferred = list(extra.get("deferred", ()))
+        sends = extra.get("sends")
+        if sends:
+            # the stored ``next`` names the Send's nodes too (for get_state); the nodes
+            # due by their edges are kept apart
+            self.sends = [(n, a) for n, a in sends]
+            self.next = tuple(extra["pull"])
 
     def dump(self, done: dict[str, Any], skip: bool) -> dict[str, Any]:
         """A nested run's position as it is kept with its root's paused step."""
@@ -115,6 +125,8 @@ class Position:
             "barriers": self.barriers,
             "done": done,
             "skip": skip,
+            "sends": [[n, a] for n, a in self.sends],
+            "deferred": list(self.deferred),
         }
 
     def load(self, position: Mapping[str, Any]) -> None:
@@ -124,16 +136,12 @@ class Position:
         self.barriers = {k: list(v) for k, v in position["barriers"].items()}
         self.done = dict(position["done"])
         self.skip_breakpoint = bool(position["skip"])
+        self.sends = [(n, a) for n, a in position.get("sends", ())]
+        self.deferred = list(position.get("deferred", ()))
 
-    def debug_event(self) -> dict[str, Any]:
-        """The ``debug`` stream's event for the checkpoint the run is on."""
-        return {
-            "type": "checkpoint",
-            "step": self.step,
-            "checkpoint_id": self.checkpoint_id,
-            "next": self.next,
-            "values": dict(self.values),
-        }
+    def deferred_route(self, plan: Plan, config: RunnableConfig) -> tuple[str, ...]:
+        """:attr:`next` with the conditional edges a pause deferred taken now."""
+        return deferred_route(plan, self, config)
 
 
 class Step:
@@ -193,8 +201,18 @@ def merge(
     values = dict(values)
     changes: dict[str, Change] = {}
     replaced: dict[str, str] = {}
+    overwritten: dict[str, str] | None = None
     for node, update in updates:
         for key, new in update.items():
+            # one test for the rare cases (~0.1k instructions a key, bench/graph_overhead.py)
+            if (
+                new.__class__ is Overwrite
+                or overwritten is not None
+                or (new.__class__ is dict and _OVERWRITE in new)
+            ):
+                overwritten, done = _overwrite(plan, values, changes, overwritten, node, key, new)
+                if done:
+                    continue
             strategy = strategies.get(key)
             if strategy is None:
                 if schema.closed:
@@ -203,7 +221,7 @@ def merge(
                         f"{schema.name} (keys: {', '.join(sorted(strategies))}); add it to "
                         "the schema or fix the key"
                     )
-                strategy = _REPLACE
+                strategy = schema.fallback
             if strategy.replaces:
                 if key in replaced:
                     raise InvalidUpdateError(
@@ -229,6 +247,40 @@ def merge(
     return values, changes
 
 
+def _overwrite(
+    plan: Plan,
+    values: dict[str, Any],
+    changes: dict[str, Change],
+    overwritten: dict[str, str] | None,
+    node: str,
+    key: str,
+    new: Any,
+) -> tuple[dict[str, str] | None, bool]:
+    """An ``Overwrite`` (or its JSON form) set past the key's strategy; after one, the
+    key's other writes in the step are dropped. Returns the overwritten keys and whether
+    ``new`` was handled here (else it merges as usual)."""
+    if new.__class__ is dict and _OVERWRITE in new and len(new) == 1:
+        new = Overwrite(new[_OVERWRITE])  # its JSON form (LangGraph's too)
+    if new.__class__ is not Overwrite:
+        return overwritten, overwritten is not None and key in overwritten
+    overwritten = {} if overwritten is None else overwritten
+    if key in overwritten:
+        raise InvalidUpdateError(
+            f"nodes {overwritten[key]!r} and {node!r} both sent Overwrite(...) "
+            f"for key {key!r} in the same step; only one may"
+        )
+    schema = plan.schema
+    if schema.closed and key not in schema.strategies:
+        raise InvalidUpdateError(
+            f"node {node!r} wrote key {key!r}, which is not in the state schema "
+            f"{schema.name} (keys: {', '.join(sorted(schema.strategies))})"
+        )
+    overwritten[key] = node
+    values[key] = new.value
+    changes[key] = Change("set", new.value)
+    return overwritten, True
+
+
 # -- routing -------------------------------------------------------------------------
 
 
@@ -238,23 +290,35 @@ def route(
     config: RunnableConfig,
     ran: list[str],
     gotos: dict[str, tuple[str, ...]],
+    managed: Mapping[str, Any] | None = None,
 ) -> tuple[str, ...]:
     """The nodes due after ``ran`` finished (state already merged); joins that ``ran``
-    completes are released from ``position.barriers``."""
+    completes are released from ``position.barriers``; sends made go to
+    ``position.sends``. Routers read ``managed`` keys (the step's managed values) too.
+    Past an ``interrupt_after`` node of a plan with ``interrupt_before_edge`` the
+    conditional edges wait (``position.deferred`` names their sources;
+    :meth:`Position.deferred_route`)."""
     topo = plan.topology
     edges, branches, joins_by_source = topo.edges, topo.branches, topo.joins_by_source
     barriers = position.barriers
-    targets: list[str] = []
+    if position.sends:
+        position.sends = []  # the step that ran them is over
+    targets: list[Any] = []
     state: OverAllState | None = None  # built for the first router only
+    defer = plan.interrupt_before_edge and not plan.interrupt_after.isdisjoint(ran)
     for node in ran:
         goto = gotos.get(node) if gotos else None
         if goto is not None:
             targets.extend(goto)
         else:
             targets.extend(edges.get(node, ()))
+            if defer and node in branches:
+                position.deferred.append(node)
+                continue
             for branch in branches.get(node, ()):
                 if state is None:
-                    state = OverAllState(position.values, plan.schema.empties)
+                    values = {**position.values, **managed} if managed else position.values
+                    state = OverAllState(values, plan.schema.empties)
                 targets.extend(_branch(branch, state, config))
         for index in joins_by_source.get(node, ()):
             join = topo.joins[index]
@@ -268,10 +332,13 @@ def route(
     if len(targets) == 1:  # the commonest case, one edge on: no set, no sort (0.2-0.3 µs
         # a step, of ~5 µs per node-step in bench/graph_overhead.py)
         target = targets[0]
-        if target in nodes:
+        if target.__class__ is str and target in nodes:
             return (target,)
     due: set[str] = set()
     for target in targets:
+        if target.__class__ is Send:
+            position.sends.append(_sent(target, nodes, ran))
+            continue
         if target == END:
             continue
         if target not in nodes:
@@ -283,17 +350,50 @@ def route(
     return tuple(sorted(due))
 
 
-def _branch(branch: Branch, state: OverAllState, config: RunnableConfig) -> list[str]:
+def _sent(send: Send, nodes: Mapping[str, Any], ran: list[str]) -> tuple[str, Any]:
+    if send.node not in nodes:
+        raise InvalidRouteError(
+            f"routing after {', '.join(ran)!s} sent to {send.node!r}, which is not a node; "
+            f"known nodes: {', '.join(sorted(nodes))}"
+        )
+    return send.node, send.arg
+
+
+def deferred_route(plan: Plan, position: Position, config: RunnableConfig) -> tuple[str, ...]:
+    """``position.next`` with the conditional edges a pause deferred taken now, on the
+    state as it stands (edited by ``update_state`` meanwhile, say)."""
+    if not position.deferred:
+        return position.next
+    sources, position.deferred = position.deferred, []
+    state = OverAllState(position.values, plan.schema.empties)
+    nodes = plan.topology.nodes
+    due = set(position.next)
+    for source in sources:
+        for branch in plan.topology.branches[source]:
+            for target in _branch(branch, state, config):
+                if target != END and target not in nodes:
+                    raise InvalidRouteError(
+                        f"routing after {source} named {target!r}, which is not a node; "
+                        f"known nodes: {', '.join(sorted(nodes))}"
+                    )
+                due.add(target)
+    due.discard(END)
+    return tuple(sorted(due))
+
+
+def _branch(branch: Branch, state: OverAllState, config: RunnableConfig) -> list[Any]:
     try:
         picked = branch.router(state, config) if branch.takes_config else branch.router(state)
     except Exception as exc:
         raise attach_node(exc, branch.source) from None
     keys = list(picked) if isinstance(picked, (list, tuple, set, frozenset)) else [picked]
     if branch.path_map is None:
-        return [str(k) for k in keys]
-    out = []
+        return [k if k.__class__ is Send else str(k) for k in keys]
+    out: list[Any] = []
     for key in keys:
-        if key in branch.path_map:
+        if key.__class__ is Send:  # a Send names its node: no path map to translate
+            out.append(key)
+        elif key in branch.path_map:
             out.append(branch.path_map[key])
         elif key == END:
             out.append(END)
@@ -322,19 +422,36 @@ def normalize(node: str, ret: Any) -> Result:
         return ret, None
     if isinstance(ret, Command):
         goto = ret.goto
-        gotos = None if goto is None else ((goto,) if isinstance(goto, str) else tuple(goto))
-        if ret.update is not None and not isinstance(ret.update, Mapping):
-            raise InvalidUpdateError(
-                f"node {node!r} returned Command(update={ret.update!r:.60}); update must be a dict"
-            )
-        return ret.update, gotos
-    dump = getattr(ret, "model_dump", None)
-    if dump is not None:
-        return ret.model_dump(exclude_unset=True), None
+        gotos = (
+            None if goto is None else ((goto,) if isinstance(goto, (str, Send)) else tuple(goto))
+        )
+        update = ret.update
+        if update is not None and not isinstance(update, Mapping):
+            update = _as_update(node, update, "Command(update=...)")
+        if ret.graph is not None:
+            for_parent(node, ret)
+        return update, gotos
+    update = _as_update(node, ret, None)
+    if update is not None:
+        return update, None
     raise InvalidUpdateError(
         f"node {node!r} returned {type(ret).__name__} {ret!r:.60}; a node returns a dict of "
         "state keys to update, None, or a Command"
     )
+
+
+def _as_update(node: str, value: Any, where: str | None) -> Mapping[str, Any] | None:
+    """A pydantic model (its fields that were set) or a dataclass (its fields) a node
+    returned, as an update; ``None`` for anything else, or an error inside a Command."""
+    try:
+        return as_input(value)
+    except InvalidUpdateError:
+        if where is None:
+            return None
+        raise InvalidUpdateError(
+            f"node {node!r} returned {where} with {type(value).__name__} {value!r:.60}; an "
+            "update is a dict of state keys (or a pydantic model / dataclass of the state)"
+        ) from None
 
 
 def write(
@@ -343,25 +460,46 @@ def write(
     changes: dict[str, Change],
     source: str,
     ran: list[str] | None = None,
+    tasks: Mapping[str, int] | None = None,
 ) -> CheckpointWrite:
     """The checkpoint for ``position``, as a write on top of the one it is on.
 
     ``ran`` (the nodes whose step this closes) goes into the metadata as ``nodes``, so a
-    history timeline can say who wrote each checkpoint.
+    history timeline can say who wrote each checkpoint; ``tasks``, how many tasks each
+    ran in a step with sends (the run overlay counts a fan-out's edge by them).
     """
     meta = {**config.metadata, "source": source, "step": position.step}
     if ran:
         meta["nodes"] = ran
+    if tasks:
+        meta["tasks"] = dict(tasks)
+    extra = _extra(position)
+    due = position.next
+    if position.sends:
+        extra["sends"] = [[n, a] for n, a in position.sends]
+        extra["pull"] = list(due)
+        due = tuple(sorted({*due, *(n for n, _ in position.sends)}))
     return CheckpointWrite(
         new_checkpoint_id(),
         position.checkpoint_id,
         position.step,
         changes,
-        position.next,
+        due,
         meta,
         time.time(),
-        {"barriers": position.barriers} if position.barriers else {},
+        extra,
     )
+
+
+def _extra(position: Position) -> dict[str, Any]:
+    """What a checkpoint keeps of the position besides values and next: joins waiting,
+    conditional edges deferred."""
+    extra: dict[str, Any] = {}
+    if position.barriers:
+        extra["barriers"] = position.barriers
+    if position.deferred:
+        extra["deferred"] = list(position.deferred)
+    return extra
 
 
 def shown(update: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -371,136 +509,23 @@ def shown(update: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return public(update)
 
 
-def with_goto(plan: Plan, due: tuple[str, ...], goto: str | Sequence[str]) -> tuple[str, ...]:
-    """``due`` with a ``Command(goto=...)`` input's nodes added.
+def with_goto(plan: Plan, position: Position, goto: Any) -> tuple[str, ...]:
+    r"""What is due next with a ``Command(goto=...)`` input's nodes added (its sends
+    join ``position.sends``).
 
     Raises:
         InvalidRouteError: ``goto`` names a node the plan does not have.
     """
-    targets = [goto] if isinstance(goto, str) else list(goto)
+    targets = [goto] if isinstance(goto, (str, Send)) else list(goto)
     nodes = plan.topology.nodes
-    unknown = [t for t in targets if t != END and t not in nodes]
+    due = position.next
+    for send in [t for t in targets if t.__class__ is Send]:
+        position.sends.append(_sent(send, nodes, ["the input"]))
+    names: list[str] = [t for t in targets if isinstance(t, str)]
+    unknown = [t for t in names if t != END and t not in nodes]
     if unknown:
         raise InvalidRouteError(
             f"Command(goto=...) names {', '.join(map(repr, unknown))}, not a node of this "
             f"graph; known nodes: {', '.join(sorted(nodes))}"
         )
-    return tuple(sorted({*due, *(t for t in targets if t != END)}))
-
-
-# -- pausing and resuming ------------------------------------------------------------
-
-
-def answers_by_path(
-    pending: Sequence[Interrupt], answer: Any, thread: str | None
-) -> list[tuple[str, Any]]:
-    """``Command(resume=answer)`` as ``(task path key, answer)`` pairs, one per pending
-    interrupt, in task-path order.
-
-    Raises:
-        EmptyInputError: nothing is pending.
-        UserError: ``answer`` names an interrupt id that is not pending (answered
-            already, or asked elsewhere), or several are pending and ``answer`` does not
-            answer each by id.
-    """
-    if not pending:
-        raise EmptyInputError(
-            f"thread {thread!r} has no pending interrupt to resume; send new input instead"
-        )
-    ids = {i.id for i in pending}
-    if isinstance(answer, Mapping):
-        stale = [k for k in answer if is_interrupt_id(k) and k not in ids]
-        if stale:
-            raise UserError(
-                f"thread {thread!r}: Command(resume=...) answers interrupt "
-                f"{', '.join(map(repr, stale))}, which is not pending (answered already, or "
-                f"asked on another thread); nothing was run. Pending: "
-                f"{', '.join(sorted(ids))} (get_state(config).interrupts)"
-            )
-    if len(pending) == 1 and not (isinstance(answer, Mapping) and answer and set(answer) <= ids):
-        answers = {pending[0].id: answer}
-    elif isinstance(answer, Mapping):
-        answers = dict(answer)
-        missing = [i.id for i in pending if i.id not in answers]
-        if missing:
-            raise UserError(
-                f"thread {thread!r} has {len(pending)} pending interrupts; "
-                f"Command(resume=...) must answer each by id, missing: {', '.join(missing)}"
-            )
-    else:
-        raise UserError(
-            f"thread {thread!r} has {len(pending)} pending interrupts; resume with "
-            "Command(resume={interrupt_id: answer, ...}) (ids in get_state(config).interrupts)"
-        )
-    return [
-        (path_key(i.path), answers[i.id]) for i in sorted(pending, key=lambda i: (i.path, i.id))
-    ]
-
-
-def take_pending(
-    saved: Checkpoint, position: Position, ctx: RunContext
-) -> tuple[list[Interrupt], bool]:
-    """Take up the paused step stored with ``saved``: its finished work into
-    ``position.done``, answers and nested positions into ``ctx``.
-
-    Returns its pending interrupts and whether it paused at a breakpoint (then the next
-    step runs past it).
-    """
-    pending: list[Interrupt] = []
-    at_breakpoint = False
-    for w in saved.pending_writes:
-        kind = w.kind
-        if kind == "update":
-            position.done[w.task] = w.value
-        elif kind == "answers":
-            ctx.set_answers(w.value[0], list(w.value[1]))
-        elif kind == "resume":  # layout before nested answers: the node's own answers
-            ctx.set_answers(w.task, list(w.value))
-        elif kind == "interrupt":
-            pending.append(Interrupt.load(w.value))
-        elif kind == "nested":
-            ctx.suspend(w.value[0], dict(w.value[1]))
-        elif kind == "breakpoint":
-            at_breakpoint = position.skip_breakpoint = True
-    return pending, at_breakpoint
-
-
-def pending_writes(step: Step, ctx: RunContext) -> tuple[PendingWrite, ...]:
-    """An unfinished step as pending writes, grouped by top-level task: finished work,
-    the answers and nested positions under each paused task, its questions."""
-    writes = [PendingWrite(node, "update", done) for node, done in step.dump_results().items()]
-    for node, signal in step.paused.items():
-        for key, answers in ctx.under(ctx.answers, node):
-            writes.append(PendingWrite(node, "answers", [key, list(answers)]))
-        for key, position in ctx.under(ctx.suspended, node):
-            writes.append(PendingWrite(node, "nested", [key, position]))
-        for intr in signal.values:
-            if isinstance(intr, Interrupt):
-                writes.append(PendingWrite(node, "interrupt", intr.dump()))
-        if not signal.values:  # a nested graph stopped at one of its breakpoints
-            writes.append(PendingWrite(BREAKPOINT, "breakpoint", [node]))
-    return tuple(writes)
-
-
-def parent_changes(
-    plan: Plan,
-    values: dict[str, Any],
-    before: Mapping[str, Any],
-    now: Mapping[str, Any],
-    net: Mapping[str, Change],
-) -> dict[str, Any]:
-    """A paused nested run's ``values`` as it resumes: keys the parent changed meanwhile
-    (``update_state`` on the parent's thread) take the parent's new value, plus what the
-    nested run had appended to them."""
-    appended: dict[str, Any] = {}
-    for key, value in now.items():
-        if key in before and before[key] == value:
-            continue
-        change = net.get(key)
-        if change is None or change.kind == "append":
-            values[key] = value
-            if change is not None:
-                appended[key] = change.value
-    if appended:
-        values, _ = merge(plan, values, [("__nested__", appended)])
-    return values
+    return tuple(sorted({*due, *(t for t in names if t != END)}))

@@ -116,7 +116,12 @@ def validate(
             labels.setdefault(target, []).append(str(key))
         for target, keys in labels.items():
             label = "" if keys == [target] else ", ".join(keys)
-            g.add_edge(branch.source, target, conditional=True, label=label)
+            if branch.sends:  # one task per Send: drawn as a fan-out edge
+                g.add_edge(
+                    branch.source, target, conditional=True, label=label or "Send", send=True
+                )
+            else:
+                g.add_edge(branch.source, target, conditional=True, label=label)
 
     joins_by_source: dict[str, list[int]] = {}
     for i, join in enumerate(builder.joins):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from graphagent._internal import observe
 from graphagent._internal.ids import new_message_id
+from graphagent._internal.streaming import message_sink
 from graphagent.errors import ModelResponseError
 from graphagent.messages import AssistantMessage, Message
 from graphagent.models._http import ModelHTTP
@@ -22,7 +23,14 @@ from graphagent.models._types import (
     tool_specs,
 )
 
-__all__ = ["ChatModel", "HTTPChatModel", "OptionsLike", "StreamParser"]
+__all__ = [
+    "ChatModel",
+    "HTTPChatModel",
+    "OptionsLike",
+    "StreamParser",
+    "astreamed_to",
+    "streamed_to",
+]
 
 # what parsing a provider payload of an unexpected shape raises (a list where a dict was
 # expected raises AttributeError; found by fuzzing): all become ModelResponseError
@@ -64,6 +72,26 @@ class ChatModel(Protocol):
     ) -> AsyncIterator[AssistantChunk]:
         """Async :meth:`stream`."""
         ...
+
+
+def streamed_to(sink: Callable[[Any], None], chunks: Iterator[AssistantChunk]) -> AssistantMessage:
+    """Hand ``chunks`` to a run's ``"messages"`` sink as they come; the message they make."""
+    acc = ChunkAccumulator()
+    for chunk in chunks:
+        acc.add(chunk)
+        sink(chunk)
+    return acc.message()
+
+
+async def astreamed_to(
+    sink: Callable[[Any], None], chunks: AsyncIterator[AssistantChunk]
+) -> AssistantMessage:
+    """Async :func:`streamed_to`."""
+    acc = ChunkAccumulator()
+    async for chunk in chunks:
+        acc.add(chunk)
+        sink(chunk)
+    return acc.message()
 
 
 class StreamParser(Protocol):
@@ -185,7 +213,14 @@ class HTTPChatModel:
     def generate(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AssistantMessage:
-        """The model's answer (see :class:`ChatModel`)."""
+        """The model's answer (see :class:`ChatModel`).
+
+        Called in a graph node while the run streams ``"messages"``, it streams the answer
+        and hands the run each chunk (the answer is the same).
+        """
+        sink = message_sink()
+        if sink is not None:
+            return streamed_to(sink, self.stream(messages, tools=tools, options=options))
         tools, merged = list(tools), self.default_options.merged(ChatOptions.of(options))
         with self._observe(messages, tools, merged, stream=False) as watch:
             body = self._body(messages, tools, merged, stream=False)
@@ -197,6 +232,10 @@ class HTTPChatModel:
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AssistantMessage:
         """Async :meth:`generate`."""
+        sink = message_sink()
+        if sink is not None:
+            chunks = self.astream(messages, tools=tools, options=options)
+            return await astreamed_to(sink, chunks)
         tools, merged = list(tools), self.default_options.merged(ChatOptions.of(options))
         with self._observe(messages, tools, merged, stream=False) as watch:
             body = self._body(messages, tools, merged, stream=False)

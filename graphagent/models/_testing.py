@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphagent._internal import observe
+from graphagent._internal.streaming import message_sink
 from graphagent.errors import ModelResponseError
 from graphagent.messages import AssistantMessage, Message
-from graphagent.models._base import OptionsLike
+from graphagent.models._base import OptionsLike, streamed_to
 from graphagent.models._types import (
     AssistantChunk,
     ChatOptions,
@@ -73,13 +74,20 @@ class _Double:
     def generate(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AssistantMessage:
-        """The next scripted answer."""
+        """The next scripted answer (streamed to a graph run's ``"messages"`` stream
+        when it is called in a node of a run that streams them)."""
+        sink = message_sink()
+        if sink is not None:
+            return streamed_to(sink, self.stream(messages, tools=tools, options=options))
         return self._record(messages, tools, options, False)
 
     async def agenerate(
         self, messages: Sequence[Message], *, tools: Iterable[Any] = (), options: OptionsLike = None
     ) -> AssistantMessage:
         """Async :meth:`generate`."""
+        sink = message_sink()
+        if sink is not None:
+            return streamed_to(sink, self.stream(messages, tools=tools, options=options))
         return self._record(messages, tools, options, False)
 
     def stream(

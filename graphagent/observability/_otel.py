@@ -211,11 +211,13 @@ class Tracing(Observer):
 
     def node(self, info: NodeInfo) -> Scope:
         """``node {name}``, current while the node runs (its model and tool spans nest)."""
-        attributes = {
+        attributes: dict[str, Any] = {
             "graphagent.node.name": info.name,
             "graphagent.node.kind": info.kind,
             "graphagent.node.path": "/".join(info.path),
         }
+        if info.attempt > 1:  # a retry under the node's RetryPolicy
+            attributes["graphagent.node.attempt"] = info.attempt
         return _Span(self.tracer, f"node {info.name}", SpanKind.INTERNAL, attributes, current=True)
 
     def chat(self, info: ChatInfo) -> Scope:

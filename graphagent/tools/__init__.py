@@ -9,6 +9,7 @@ and is never shown to the model.
 from __future__ import annotations
 
 from graphagent._internal.results import ResultConverter, default_result_converter
+from graphagent.tools._cancel import CancellationToken
 from graphagent.tools._context import ToolContext
 from graphagent.tools._definition import (
     ToolCallback,
@@ -35,6 +36,7 @@ from graphagent.tools._resolve import (
 )
 
 __all__ = [
+    "CancellationToken",
     "DefaultToolExecutionExceptionProcessor",
     "DelegatingToolCallbackResolver",
     "FunctionToolCallback",

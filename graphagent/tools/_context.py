@@ -7,6 +7,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from graphagent.config import RunnableConfig, ensure_config
+from graphagent.graph import Runtime
+from graphagent.tools._cancel import CancellationToken
 
 if TYPE_CHECKING:
     from graphagent.messages import Message
@@ -27,10 +29,14 @@ class ToolContext:
         config: the run's :class:`RunnableConfig` (``config.thread_id``,
             ``config.metadata["user_id"]``, ...).
         tool_call_id: the model's id for this call.
-        context: the caller's ``tool_context`` mapping (per run or per agent).
+        context: the caller's ``tool_context`` mapping (per run or per agent); the
+            run's typed context object is ``runtime.context``.
         history: the conversation up to and including the assistant message that
             asked for this call (Spring AI's tool-call history); in an agent it is
             ``state["messages"]``.
+        cancellation: this call's :class:`CancellationToken`: set when the call ran
+            past the tool timeout; a long sync tool checks it and stops (Python cannot
+            stop its thread from outside).
 
     Example:
         >>> from graphagent.tools import tool, ToolContext
@@ -41,7 +47,15 @@ class ToolContext:
         ...     return ctx.metadata.get("user_id", "anonymous")
     """
 
-    __slots__ = ("_updates", "config", "context", "history", "state", "tool_call_id")
+    __slots__ = (
+        "_updates",
+        "cancellation",
+        "config",
+        "context",
+        "history",
+        "state",
+        "tool_call_id",
+    )
 
     def __init__(
         self,
@@ -60,11 +74,19 @@ class ToolContext:
             history = self.state.get("messages") or ()
         self.history: tuple[Message, ...] = tuple(history)
         self._updates: list[dict[str, Any]] = []
+        self.cancellation = CancellationToken()
 
     @property
     def store(self) -> Any:
         """``config.store``: the run's long-term memory store (``None`` without one)."""
         return self.config.store
+
+    @property
+    def runtime(self) -> Runtime[Any]:
+        """The run's :class:`~graphagent.graph.Runtime`: ``runtime.context`` is the
+        context object the caller passed (``invoke(..., context=...)``), beside the
+        store, the stream writer and the config."""
+        return Runtime.of(self.config)
 
     @property
     def metadata(self) -> Mapping[str, Any]:
@@ -91,6 +113,7 @@ class ToolContext:
         ctx.history = self.history
         ctx.tool_call_id = tool_call_id
         ctx._updates = []
+        ctx.cancellation = CancellationToken()
         return ctx
 
     def __repr__(self) -> str:

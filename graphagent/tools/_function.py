@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from graphagent._executor import in_thread
 from graphagent._internal.callables import is_async_callable
+from graphagent._internal.handoff import hand_off
 from graphagent._internal.results import ResultConverter, default_result_converter
 from graphagent._internal.validation import readable
 from graphagent.errors import ToolArgumentsError, ToolDefinitionError, UserError
@@ -249,6 +250,7 @@ class FunctionToolCallback:
                 raise UserError(
                     f"tool {self.name!r} is async and an event loop is running; use acall()"
                 )
+        hand_off(result)  # Command(graph=Command.PARENT): a handoff, raised to the graph
         return self.result_converter(result)
 
     async def acall(
@@ -260,6 +262,7 @@ class FunctionToolCallback:
             result = await self.fn(**kwargs)
         else:
             result = await in_thread(functools.partial(self.fn, **kwargs))
+        hand_off(result)
         return self.result_converter(result)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -128,8 +129,18 @@ class ToolCallingManager:
 
     Args:
         exception_processor: what failures become (default: a message for the model).
-        timeout: seconds each tool call may take (``None``: no limit).
-        max_workers: most sync tools run at once for one message.
+        timeout: seconds each tool call may take (``None``: no limit). An async tool
+            past it is cancelled; a sync tool's thread cannot be stopped from outside, so
+            its :class:`~graphagent.tools.CancellationToken` (``ctx.cancellation``) is set
+            for it to check, and the model is told the call timed out.
+        max_workers: the size of the thread pool sync tools share (the calling thread
+            also runs calls no worker took, so tools that wait on each other never
+            deadlock).
+        parallel: run the calls of one message at the same time (``False``: one after
+            another, in call order).
+        max_parallel: most calls of one message running at once, sync or async
+            (``None``: no bound besides the pool). Calls past the bound wait for a
+            running one to end.
         resolver: consulted for a called name that is not among the ``tools`` given to
             ``execute_tool_calls`` (a :class:`ToolCallbackResolver` or a function
             ``name -> tool | None``).
@@ -156,10 +167,18 @@ class ToolCallingManager:
         timeout: float | None = None,
         max_workers: int = 8,
         resolver: ResolverLike | None = None,
+        parallel: bool = True,
+        max_parallel: int | None = None,
     ) -> None:
+        if max_workers < 1:
+            raise UserError(f"max_workers must be at least 1, got {max_workers}")
+        if max_parallel is not None and max_parallel < 1:
+            raise UserError(f"max_parallel must be at least 1, got {max_parallel}")
         self.exception_processor = exception_processor or DefaultToolExecutionExceptionProcessor()
         self.timeout = timeout
         self.max_workers = max_workers
+        self.parallel = parallel
+        self.max_parallel = max_parallel
         self.resolver = resolver
 
     @staticmethod
@@ -237,6 +256,8 @@ class ToolCallingManager:
         except ToolArgumentsError as exc:
             return self._failure(planned, exc, f"{exc} Call the tool again with valid arguments.")
         except (TimeoutError, concurrent.futures.TimeoutError) as exc:
+            if planned.context is not None:  # the tool's thread may still run: tell it
+                planned.context.cancellation.cancel(f"timed out after {self.timeout} s")
             return self._failure(
                 planned, exc, f"tool {call.name!r} did not finish within {self.timeout} s"
             )
@@ -346,10 +367,12 @@ class ToolCallingManager:
         """:meth:`execute_tool_calls` after its checks; ``make_context`` is called only when
         something that runs a call can see its :class:`ToolContext`."""
         plan = self._plan(assistant_message, tools, make_context, calls, invoke)
-        if len(plan) <= 1:
+        if len(plan) <= 1 or not self.parallel or self.max_parallel == 1:
             texts = [self._one(p, invoke, on_response) for p in plan]
         else:
             one = self._one
+            if self.max_parallel is not None and len(plan) > self.max_parallel:
+                one = _bounded(one, self.max_parallel)
             texts = run_all(
                 [functools.partial(one, p, invoke, on_response) for p in plan], self.max_workers
             )
@@ -457,8 +480,30 @@ class ToolCallingManager:
                 on_response(ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name))
             return text
 
-        texts = list(await asyncio.gather(*(one(p) for p in plan)))
+        if not self.parallel or self.max_parallel == 1:
+            texts = [await one(p) for p in plan]
+        elif self.max_parallel is not None and len(plan) > self.max_parallel:
+            slots = asyncio.Semaphore(self.max_parallel)
+
+            async def limited(p: _Planned) -> str:
+                async with slots:
+                    return await one(p)
+
+            texts = list(await asyncio.gather(*(limited(p) for p in plan)))
+        else:
+            texts = list(await asyncio.gather(*(one(p) for p in plan)))
         return self._result(plan, texts)
+
+
+def _bounded(one: Callable[..., str], most: int) -> Callable[..., str]:
+    """``one`` holding one of ``most`` slots while it runs (one message's calls)."""
+    slots = threading.BoundedSemaphore(most)
+
+    def run(*args: Any) -> str:
+        with slots:
+            return one(*args)
+
+    return run
 
 
 def _unknown() -> Any:

@@ -286,10 +286,37 @@ def test_parallel_interrupts_answered_one_by_one(saver: CheckpointSaver) -> None
     config = thread()
     app.invoke({"text_1": "a", "text_2": "b"}, config)
     first, second = app.get_state(config).interrupts
-    with pytest.raises(GraphAgentError, match="missing"):
-        app.invoke(Command(resume={first.id: "A"}), config)
-    assert len(app.get_state(config).interrupts) == 2  # the refused resume changed nothing
-    assert app.invoke(Command(resume={first.id: "A", second.id: "B"}), config) == {
+    out = app.invoke(Command(resume={first.id: "A"}), config)
+    # the answered task finished (its write is in the paused run's output); the other asks again
+    assert out["text_1"] == "A"
+    assert [i.value for i in out["__interrupt__"]] == [{"text_to_revise": "b"}]
+    state = app.get_state(config)
+    assert [i.id for i in state.interrupts] == [second.id]
+    assert state.values == {"text_1": "a", "text_2": "b"}  # pending until the step commits
+    assert state.next == ("human_node_2",)
+    assert app.invoke(Command(resume={second.id: "B"}), config) == {"text_1": "A", "text_2": "B"}
+
+
+# origin: langgraph tests/test_pregel.py::test_parallel_interrupts (answered ids are refused)
+def test_answered_interrupt_id_is_refused_later(saver: CheckpointSaver) -> None:
+    app = _parallel_humans(saver)
+    config = thread()
+    app.invoke({"text_1": "a", "text_2": "b"}, config)
+    first, _ = app.get_state(config).interrupts
+    app.invoke(Command(resume={first.id: "A"}), config)
+    with pytest.raises(GraphAgentError, match="not pending"):
+        app.invoke(Command(resume={first.id: "again"}), config)
+
+
+# origin: langgraph tests/test_pregel_async.py::test_parallel_interrupts (async, one at a time)
+async def test_parallel_interrupts_answered_one_by_one_async(saver: CheckpointSaver) -> None:
+    app = _parallel_humans(saver)
+    config = thread()
+    await app.ainvoke({"text_1": "a", "text_2": "b"}, config)
+    first, second = (await app.aget_state(config)).interrupts
+    out = await app.ainvoke(Command(resume={second.id: "B"}), config)
+    assert [i.id for i in out["__interrupt__"]] == [first.id]
+    assert await app.ainvoke(Command(resume={first.id: "A"}), config) == {
         "text_1": "A",
         "text_2": "B",
     }

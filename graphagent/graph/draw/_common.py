@@ -108,10 +108,11 @@ def subgraphs(plan: Plan) -> dict[str, Plan]:
 
 
 def tool_names(plan: Plan, node: str) -> tuple[str, ...]:
-    """The tools a tools node offers, as its metadata lists them (empty for other nodes)."""
+    """The tools a tools node offers (or the tasks an entrypoint calls), as its metadata
+    lists them (empty for other nodes)."""
     spec = plan.topology.nodes.get(node)
     meta = spec.metadata if spec is not None and spec.metadata else {}
-    return tuple(str(t) for t in meta.get("tools", ()))
+    return tuple(str(t) for t in meta.get("tools", ()) or meta.get("tasks", ()))
 
 
 def drawn(plan: Plan) -> nx.DiGraph[str]:

@@ -1,4 +1,4 @@
-"""Drawing a compiled graph as SVG, Mermaid, DOT or ASCII, with no network.
+"""Drawing a compiled graph as SVG, Mermaid, DOT, PlantUML or ASCII, with no network.
 
 Subgraph nodes are drawn as nested blocks holding their own nodes; the SVG layout lives in
 :mod:`graphagent.graph.draw._svg` and :mod:`graphagent.graph.draw._layout`. Mermaid and DOT name
@@ -28,13 +28,14 @@ from graphagent.graph.draw._common import (
 )
 from graphagent.graph.draw._layout import layers
 from graphagent.graph.draw._overlay import RunOverlay
+from graphagent.graph.draw._plantuml import plantuml
 from graphagent.graph.draw._svg import render_svg
 
 __all__ = ["FORMATS", "Drawing", "draw", "layers", "svg_bundle", "svg_img"]
 
-FORMATS = ("svg", "mermaid", "dot", "ascii")
+FORMATS = ("svg", "mermaid", "dot", "plantuml", "ascii")
 # kinds that Mermaid labels carry under the name, as the SVG does
-_CAPTIONED = ("model", "tools", "hook", "agent")
+_CAPTIONED = ("model", "tools", "hook", "agent", "entrypoint")
 
 
 _TITLE = re.compile(r"<title>([^<]*)</title>")
@@ -67,11 +68,11 @@ class Drawing(str):
     """The text of a drawing (a plain ``str``) that Jupyter shows in its own format.
 
     ``app.draw("svg")`` on a cell's last line shows the picture, ``app.draw("mermaid")``
-    asks the front end to render Mermaid (the opt-in way to see it), ``"dot"`` and
-    ``"ascii"`` show as text.
+    asks the front end to render Mermaid (the opt-in way to see it), ``"dot"``,
+    ``"plantuml"`` and ``"ascii"`` show as text.
 
     Attributes:
-        fmt: ``"svg"``, ``"mermaid"``, ``"dot"`` or ``"ascii"``.
+        fmt: ``"svg"``, ``"mermaid"``, ``"dot"``, ``"plantuml"`` or ``"ascii"``.
     """
 
     fmt: str
@@ -96,7 +97,8 @@ class Drawing(str):
 
 
 def draw(graph: Plan, fmt: str = "svg", overlay: RunOverlay | None = None) -> Drawing:
-    """Render a compiled graph's plan in ``fmt`` (``svg``, ``mermaid``, ``dot``, ``ascii``).
+    """Render a compiled graph's plan in ``fmt`` (``svg``, ``mermaid``, ``dot``,
+    ``plantuml``, ``ascii``).
 
     Raises:
         UserError: an unknown format, or an overlay asked of a format other than SVG.
@@ -110,6 +112,8 @@ def draw(graph: Plan, fmt: str = "svg", overlay: RunOverlay | None = None) -> Dr
     if fmt == "ascii":
         return Drawing(_ascii(graph, ""), fmt)
     ids = _Ids()
+    if fmt == "plantuml":
+        return Drawing(plantuml(graph, ids), fmt)
     if fmt == "mermaid":
         lines = ["---", f"title: {json.dumps(graph.name)}", "---", "flowchart TD"]
         _mermaid(graph, (), ids, lines, "  ")
@@ -192,7 +196,8 @@ def _mermaid(graph: Plan, path: tuple[str, ...], ids: _Ids, lines: list[str], in
         shape = f'(["{text}"])' if kind in ("start", "end", "any") else f'("{text}")'
         lines.append(f"{indent}{node_id}{shape}:::ga_{style}")
     for src, dst, data in g.edges(data=True):
-        arrow = "-.->" if data.get("conditional") else "-->"
+        # a fan-out (one task per Send) is a thick arrow
+        arrow = "==>" if data.get("send") else "-.->" if data.get("conditional") else "-->"
         text = str(data.get("label", ""))
         tag = f'|"{_mermaid_text(text)}"|' if text else ""
         lines.append(f"{indent}{ids((*path, src))} {arrow}{tag} {ids((*path, dst))}")
@@ -239,7 +244,9 @@ def _dot(graph: Plan, path: tuple[str, ...], ids: _Ids, lines: list[str], indent
         if dst in inner:
             attrs.append(f"lhead={_q('cluster_' + b)}")
             b = ids((*path, dst, START))
-        if data.get("conditional"):
+        if data.get("send"):  # a fan-out: one task per Send
+            attrs.append("style=bold, penwidth=2, arrowhead=crow")
+        elif data.get("conditional"):
             attrs.append("style=dashed")
         if data.get("label"):
             attrs.append(f"label={_q(data['label'])}")
@@ -268,9 +275,9 @@ def _ascii(graph: Plan, indent: str) -> str:
             out.append(indent + "|".center(width).rstrip())
             out.append(indent + "v".center(width).rstrip())
     out.append("")
-    out.append(f"{indent}edges (-.-> conditional):")
+    out.append(f"{indent}edges (-.-> conditional, =>> fan-out: one task per Send):")
     for src, dst, data in g.edges(data=True):
-        arrow = "-.->" if data.get("conditional") else "--->"
+        arrow = "=>>" if data.get("send") else "-.->" if data.get("conditional") else "--->"
         tag = f"  ({data['label']})" if data.get("label") else ""
         if dst == ANY:
             tag = "  (no path map: may go to any node)"

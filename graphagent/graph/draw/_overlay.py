@@ -25,8 +25,10 @@ class RunOverlay:
     Attributes:
         thread_id: the thread.
         step: the step of the checkpoint drawn.
-        nodes: node -> how many steps it ran in (``START``/``END`` count once when reached).
-        edges: ``(source, target)`` -> how many times the run took that edge.
+        nodes: node -> how many times it ran (a fan-out's node once per Send task;
+            ``START``/``END`` count once when reached).
+        edges: ``(source, target)`` -> how many times the run took that edge (a fan-out
+            edge once per Send task).
         last: the nodes of the step that wrote the checkpoint drawn.
         next: the nodes due to run next.
         waiting: nodes paused in ``interrupt()``, waiting for ``Command(resume=...)``.
@@ -94,11 +96,13 @@ def run_overlay(g: nx.DiGraph[str], head: Shown, history: Sequence[Shown]) -> Ru
             # a new input on a finished thread: the run before it went to END
             _reach_end(g, before, nodes, edges)
         previous = snap
-        nodes.update(ran)
+        tasks = snap.metadata.get("tasks") or {}  # a fan-out step: tasks per node
+        for dst in ran:
+            nodes[dst] += tasks.get(dst, 1)
         for src in before:
             for dst in ran:
                 if g.has_edge(src, dst):
-                    edges[(src, dst)] += 1
+                    edges[(src, dst)] += tasks.get(dst, 1)
         before = ran
     finished = _finished(head)
     if finished:

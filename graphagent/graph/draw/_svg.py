@@ -27,7 +27,7 @@ from graphagent.graph.draw._overlay import RunOverlay
 
 __all__ = ["render_svg"]
 
-_CAPTIONS = {"model", "tools", "hook", "agent"}
+_CAPTIONS = {"model", "tools", "hook", "agent", "entrypoint"}
 _CHAR_W = 7.4
 _SMALL_W = 6.0
 _BOX_H = 36.0
@@ -177,6 +177,8 @@ class _Writer:
     ) -> None:
         data = d.g.edges[src, dst]
         dash = ' stroke-dasharray="6 4"' if data.get("conditional") else ""
+        if data.get("send"):  # a fan-out, one task per Send: thick, dotted
+            dash = ' stroke-dasharray="2 4" stroke-linecap="round"'
         if len(route) == 1:
             x, y = centre(src)
             r = x + d.sizes[src][0] / 2
@@ -198,13 +200,15 @@ class _Writer:
             tip = points[-1]
             tail = (tip[0], points[-2][1])
             spots = _spots(points)
-        colour, width, text = _EDGE, 1.4, str(data.get("label", ""))
+        colour, width, text = _EDGE, 2.4 if data.get("send") else 1.4, str(data.get("label", ""))
         title = f"{label(src)} → {label(dst)}"
+        if data.get("send"):
+            title += " (fan-out: one task per Send)"
         if dst == ANY:
             title = f"{label(src)}: {ANY_NOTE}"
         if overlay is not None:
             taken = overlay.edges[(src, dst)]
-            colour, width = (_PATH, 2.6) if taken else (_FADED, 1.2)
+            colour, width = (_PATH, 3.0 if data.get("send") else 2.6) if taken else (_FADED, 1.2)
             if (src, dst) in overlay.upcoming:
                 colour, width = _NEXT, 2.6
                 title += " (chosen, runs next)"

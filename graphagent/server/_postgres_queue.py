@@ -1,0 +1,278 @@
+"""The run queue of a cluster on PostgreSQL (``FOR UPDATE SKIP LOCKED``), and its service."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from checkpoint import AsyncPostgresSaver, PostgresStore
+from graphagent.server._execute import Executor
+from graphagent.server._postgres import PostgresCluster, PostgresDocs, PostgresEvents
+from graphagent.server._service import Auth, Service
+
+__all__ = ["PostgresQueue", "postgres_service"]
+
+log = logging.getLogger("graphagent.server")
+
+# the oldest runs nobody holds (or whose holder's lease ran out): each taken by one
+# executor, the others skip the locked rows instead of waiting on them
+_TAKE = """
+UPDATE {s}.graphagent_server_queue q SET owner = %s,
+    lease_until = now() + %s * interval '1 millisecond', taken = q.taken + 1
+FROM (SELECT run_id FROM {s}.graphagent_server_queue q1
+      WHERE (lease_until IS NULL OR lease_until < now())
+      -- only the oldest queued run of each thread: its runs go in order
+      AND NOT EXISTS (SELECT 1 FROM {s}.graphagent_server_queue q0
+                      WHERE q0.thread = q1.thread AND q0.seq < q1.seq)
+      ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED) free
+WHERE q.run_id = free.run_id
+RETURNING q.run_id, q.thread, q.taken
+"""
+# a thread's lease: taken when free or run out, atomically (the thread is the key)
+_LEASE = """
+INSERT INTO {s}.graphagent_server_leases (thread, owner, until)
+VALUES (%s, %s, now() + %s * interval '1 millisecond')
+ON CONFLICT (thread) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
+WHERE {s}.graphagent_server_leases.until < now()
+    OR {s}.graphagent_server_leases.owner = EXCLUDED.owner
+RETURNING owner
+"""
+
+
+class PostgresQueue:
+    """Runs queued in PostgreSQL, executed by this process (unless ``run`` is false) and by
+    every other server and worker on the same schema.
+
+    Args:
+        executor: executes runs here.
+        db: the cluster's connections.
+        run: whether this process executes runs.
+        concurrency: runs this process executes at once.
+        lease_ms: how soon a dead executor's runs are taken over.
+    """
+
+    def __init__(
+        self,
+        executor: Executor,
+        db: PostgresCluster,
+        *,
+        run: bool = True,
+        concurrency: int = 16,
+        lease_ms: int = 5000,
+    ) -> None:
+        self.executor = executor
+        executor.shared = True
+        self.db = db
+        self.run = run
+        self.concurrency = concurrency
+        self.lease_ms = lease_ms
+        self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._active: dict[str, asyncio.Task[Any]] = {}
+        self._loops: list[asyncio.Task[Any]] = []
+        self._closing = False
+
+    async def submit(self, run: dict[str, Any]) -> None:
+        await self.db.sql(
+            "INSERT INTO {s}.graphagent_server_queue (run_id, thread) VALUES (%s, %s)",
+            run["run_id"],
+            run["_parent"],
+        )
+        await self.db.notify("queue", run["run_id"])
+
+    async def cancel(self, run: dict[str, Any], action: str) -> None:
+        run_id = run["run_id"]
+        await self.db.sql(
+            "INSERT INTO {s}.graphagent_server_cancels (run_id, action) VALUES (%s, %s) "
+            "ON CONFLICT (run_id) DO UPDATE SET action = EXCLUDED.action",
+            run_id,
+            action,
+        )
+        await self.db.notify("cancel", run_id)
+        if run["status"] != "running":
+            return
+        for _ in range(100):  # wait (a little) for its executor to settle it
+            doc = await self.executor.docs.get("run", run_id)
+            if doc is None or doc["status"] != "running":
+                return
+            await asyncio.sleep(0.05)
+
+    async def start(self) -> None:
+        await self.db.ready()
+        if self.run:
+            self._loops = [
+                asyncio.ensure_future(self._take()),
+                asyncio.ensure_future(self._cancels()),
+            ]
+
+    async def _take(self) -> None:
+        wake = self.db.waiter("queue")
+        while True:
+            try:
+                wake.clear()
+                free = self.concurrency - len(self._active)
+                if free > 0:
+                    rows = await self.db.sql(_TAKE, self.me, self.lease_ms, free)
+                    for run_id, thread, taken in rows:
+                        task = asyncio.ensure_future(self._execute(run_id, thread, taken > 1))
+                        self._active[run_id] = task
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(wake.wait(), min(1.0, self.lease_ms / 3000))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("taking runs from PostgreSQL failed; retrying")
+                await asyncio.sleep(1)
+
+    async def _cancels(self) -> None:
+        wake = self.db.waiter("cancel")
+        while True:
+            await wake.wait()
+            wake.clear()
+            await self._check_cancels()
+
+    async def _check_cancels(self) -> None:
+        """Stop the runs executing here that someone asked to cancel."""
+        mine = list(self.executor.tasks)
+        if not mine:
+            return
+        rows = await self.db.sql(
+            "SELECT run_id, action FROM {s}.graphagent_server_cancels WHERE run_id = ANY(%s)",
+            mine,
+        )
+        for run_id, action in rows:
+            self._stop(run_id, action)
+
+    def _stop(self, run_id: str, action: str) -> None:
+        task = self.executor.tasks.get(run_id)
+        if task is not None and not task.done():
+            self.executor.stops[run_id] = action
+            task.cancel()
+
+    async def _execute(self, run_id: str, thread: str, recovered: bool) -> None:
+        try:
+            owner = await self.db.sql(_LEASE, thread, self.me, self.lease_ms)
+            if not owner:  # the thread runs elsewhere: hand the run back
+                await self._hand_back(run_id)
+                return
+            try:
+                settled = await self._under_lease(run_id, thread, recovered)
+            finally:
+                await self.db.sql(
+                    "DELETE FROM {s}.graphagent_server_leases WHERE thread = %s AND owner = %s",
+                    thread,
+                    self.me,
+                )
+            if not settled or self._closing:  # an older run goes first, or this one stops
+                # (a stopping executor's run counts as taken: the next one resumes it)
+                await self._hand_back(run_id, taken=settled)
+                return
+            await self.db.sql(
+                "DELETE FROM {s}.graphagent_server_queue WHERE run_id = %s AND owner = %s",
+                run_id,
+                self.me,
+            )
+            await self.db.notify("queue", thread)  # its thread's next run may go now
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("executing run %s failed", run_id)
+        finally:
+            self._active.pop(run_id, None)
+
+    async def _hand_back(self, run_id: str, *, taken: bool = False) -> None:
+        """Put a run this executor took back in the queue, to be taken again (``taken``:
+        it ran here, so the next executor resumes it)."""
+        await self.db.sql(
+            "UPDATE {s}.graphagent_server_queue SET owner = NULL, lease_until = NULL, "
+            "taken = taken - %s WHERE run_id = %s AND owner = %s",
+            0 if taken else 1,
+            run_id,
+            self.me,
+        )
+        await asyncio.sleep(0.05)
+
+    async def _under_lease(self, run_id: str, thread: str, recovered: bool) -> bool:
+        task = asyncio.ensure_future(self.executor.execute(run_id, recovered=recovered))
+        self.executor.tasks[run_id] = task
+        await self._check_cancels()  # asked before it started here
+        try:
+            while not task.done():
+                done, _ = await asyncio.wait({task}, timeout=self.lease_ms / 3000)
+                if done:
+                    break
+                renewed = await self.db.sql(
+                    "UPDATE {s}.graphagent_server_leases SET until = now() + %s * interval "
+                    "'1 millisecond' WHERE thread = %s AND owner = %s RETURNING 1",
+                    self.lease_ms,
+                    thread,
+                    self.me,
+                )
+                await self.db.sql(
+                    "UPDATE {s}.graphagent_server_queue SET lease_until = now() + %s * "
+                    "interval '1 millisecond' WHERE run_id = %s AND owner = %s",
+                    self.lease_ms,
+                    run_id,
+                    self.me,
+                )
+                if not renewed:
+                    log.warning("run %s lost its thread's lease; stopping it here", run_id)
+                    self._stop(run_id, "lost")
+            return bool(await task)
+        finally:
+            self.executor.tasks.pop(run_id, None)
+
+    async def close(self) -> None:
+        # a process shutting down leaves its runs to the others: unsettled, unacknowledged,
+        # resumed from their last checkpoint by the next executor that takes them
+        self._closing = True
+        for run_id, task in list(self.executor.tasks.items()):
+            self.executor.stops[run_id] = "lost"
+            task.cancel()
+        for task in [*self._loops, *self._active.values()]:
+            task.cancel()
+        for task in [*self._loops, *self._active.values()]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def postgres_service(
+    targets: Iterable[Any],
+    url: str,
+    *,
+    schema: str = "graphagent",
+    run: bool = True,
+    concurrency: int = 16,
+    lease_ms: int = 5000,
+    auth: Auth | None = None,
+    name: str = "graphagent",
+) -> Service:
+    """The service of one server or worker of a cluster on the PostgreSQL at ``url``: the
+    checkpoints (the PostgreSQL saver), the store, records, queue and events all in
+    ``schema`` (the options are :func:`~graphagent.server.redis_service`'s)."""
+    saver = AsyncPostgresSaver.from_url(url, schema=schema)
+    store = PostgresStore.from_url(url, schema=schema)
+
+    async def store_setup() -> None:
+        await asyncio.to_thread(store.setup)
+
+    db = PostgresCluster(url, schema, setups=(saver.asetup, store_setup))
+
+    def queue(executor: Executor) -> PostgresQueue:
+        return PostgresQueue(executor, db, run=run, concurrency=concurrency, lease_ms=lease_ms)
+
+    return Service(
+        targets,
+        saver,
+        store=store,
+        docs=PostgresDocs(db),
+        events=PostgresEvents(db),
+        queue=queue,
+        auth=auth,
+        name=name,
+    )

@@ -1,0 +1,146 @@
+"""Records and event streams in Redis: what every server and worker of a cluster shares.
+
+Keys (all under ``<prefix>:srv:``): ``doc:<kind>:<id>`` a record's JSON; ``kids:<kind>:<parent>``
+and ``own:<kind>:<owner>`` sorted sets of ids by creation order; ``seq`` the order counter;
+``ev:<run>`` a run's event stream (a Redis stream, so any machine reads it and a client
+resumes from an event id); ``queue`` the run queue (``_redis_queue``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from redis import asyncio as aredis
+
+from graphagent.server._docs import dumps
+from graphagent.server._events import END, Event
+
+__all__ = ["RedisDocs", "RedisEvents"]
+
+_KEEP_EVENTS = 24 * 3600
+"""Seconds a finished run's events stay readable (for join_stream and late readers)."""
+
+
+class RedisDocs:
+    """Thread and run records in Redis.
+
+    Args:
+        client: a ``redis.asyncio.Redis`` client.
+        prefix: the key prefix shared by the cluster.
+    """
+
+    def __init__(self, client: aredis.Redis, prefix: str) -> None:
+        self.client: Any = client  # redis-py's reply types are too loose to check
+        self.base = f"{prefix}:srv"
+
+    def _doc(self, kind: str, ident: str) -> str:
+        return f"{self.base}:doc:{kind}:{ident}"
+
+    async def get(self, kind: str, ident: str) -> dict[str, Any] | None:
+        raw = await self.client.get(self._doc(kind, ident))
+        return None if raw is None else json.loads(raw)
+
+    async def get_many(self, kind: str, idents: Sequence[str]) -> list[dict[str, Any]]:
+        if not idents:
+            return []
+        raws = await self.client.mget([self._doc(kind, i) for i in idents])
+        return [json.loads(r) for r in raws if r is not None]
+
+    async def put(self, kind: str, ident: str, doc: dict[str, Any]) -> None:
+        owner, parent = str(doc.get("_owner") or ""), str(doc.get("_parent") or "")
+        seq = await self.client.incr(f"{self.base}:seq")
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.set(self._doc(kind, ident), dumps(doc))
+            # NX: an update keeps the record's place in the order
+            pipe.zadd(f"{self.base}:kids:{kind}:{parent}", {ident: seq}, nx=True)
+            pipe.zadd(f"{self.base}:own:{kind}:{owner}", {ident: seq}, nx=True)
+            await pipe.execute()
+
+    async def delete(self, kind: str, ident: str) -> None:
+        doc = await self.get(kind, ident)
+        if doc is None:
+            return
+        owner, parent = str(doc.get("_owner") or ""), str(doc.get("_parent") or "")
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.delete(self._doc(kind, ident))
+            pipe.zrem(f"{self.base}:kids:{kind}:{parent}", ident)
+            pipe.zrem(f"{self.base}:own:{kind}:{owner}", ident)
+            await pipe.execute()
+
+    async def _listed(self, kind: str, key: str) -> list[dict[str, Any]]:
+        idents = [
+            i.decode() if isinstance(i, bytes) else i for i in await self.client.zrange(key, 0, -1)
+        ]
+        return await self.get_many(kind, idents)
+
+    async def children(self, kind: str, parent: str) -> list[dict[str, Any]]:
+        return await self._listed(kind, f"{self.base}:kids:{kind}:{parent}")
+
+    async def owned(self, kind: str, owner: str) -> list[dict[str, Any]]:
+        return await self._listed(kind, f"{self.base}:own:{kind}:{owner}")
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisEvents:
+    """Runs' events in one Redis stream per run, read by clients on any machine.
+
+    Args:
+        client: a ``redis.asyncio.Redis`` client (blocking reads take a connection each).
+        prefix: the key prefix shared by the cluster.
+        block_ms: how long one blocking read waits before checking again.
+    """
+
+    def __init__(self, client: aredis.Redis, prefix: str, block_ms: int = 1000) -> None:
+        self.client: Any = client  # redis-py's reply types are too loose to check
+        self.base = f"{prefix}:srv:ev"
+        self.block_ms = block_ms
+
+    async def publish(self, run_id: str, event: str, data: Any) -> str:
+        key = f"{self.base}:{run_id}"
+        ident = await self.client.xadd(key, {"e": event, "d": dumps(data)})
+        if event == END:
+            await self.client.expire(key, _KEEP_EVENTS)
+        return _text(ident)
+
+    async def has(self, run_id: str) -> bool:
+        return bool(await self.client.exists(f"{self.base}:{run_id}"))
+
+    async def ended(self, run_id: str) -> bool:
+        last = await self.client.xrevrange(f"{self.base}:{run_id}", count=1)
+        return bool(last) and _text(last[0][1].get(b"e", b"")) == END
+
+    async def _start(self, key: str, after: str | None) -> str:
+        if after is None:
+            last = await self.client.xrevrange(key, count=1)
+            return _text(last[0][0]) if last else "0-0"
+        if after in ("-1", "0", ""):
+            return "0-0"
+        return after
+
+    async def read(self, run_id: str, after: str | None) -> AsyncIterator[Event]:
+        key = f"{self.base}:{run_id}"
+        cursor = await self._start(key, after)
+        if after is None:
+            last = await self.client.xrevrange(key, count=1)
+            if last and _text(last[0][1].get(b"e", b"")) == END:
+                return  # the run is over and the reader asked only for what is to come
+        while True:
+            found = await self.client.xread({key: cursor}, count=100, block=self.block_ms)
+            for _, entries in found or ():
+                for ident, fields in entries:
+                    cursor = _text(ident)
+                    event = _text(fields[b"e"])
+                    yield cursor, event, json.loads(fields[b"d"])
+                    if event == END:
+                        return
+
+    async def close(self) -> None:
+        await self.client.aclose()

@@ -1,0 +1,251 @@
+"""The run queue of a cluster on Redis: any number of servers and workers share it.
+
+- Runs wait in a Redis stream read by one consumer group: each entry goes to one consumer.
+- A thread runs one run at a time across the cluster: the executor holds a lease on the
+  thread (``SET NX PX``) and renews it while the run executes; a run whose thread is
+  leased elsewhere waits in its consumer's pending list and is tried again.
+- A consumer that dies (SIGKILL, a lost machine) stops renewing: its lease expires and
+  another consumer claims its pending entries (``XAUTOCLAIM`` after the lease time) and
+  resumes the run from its last checkpoint. An executor whose lease was taken over
+  stops its run at once, so a run is executed by one process at a time, and its entry is
+  acknowledged once, when it ended.
+- Cancel reaches the executor through a key it checks and a pub/sub message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from typing import Any
+
+from redis import asyncio as aredis
+from redis.exceptions import ResponseError
+
+from graphagent.server._execute import Executor
+
+__all__ = ["RedisQueue"]
+
+log = logging.getLogger("graphagent.server")
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisQueue:
+    """Runs queued in Redis, executed by this process (unless ``run`` is false) and by any
+    other server or worker on the same Redis and prefix.
+
+    Args:
+        executor: executes runs here.
+        client: a ``redis.asyncio.Redis`` client.
+        prefix: the cluster's key prefix.
+        run: whether this process executes runs (``False``: an API-only server).
+        concurrency: runs this process executes at once.
+        lease_ms: how long a thread's lease lasts unrenewed (how soon a dead executor's
+            runs are taken over).
+    """
+
+    def __init__(
+        self,
+        executor: Executor,
+        client: aredis.Redis,
+        prefix: str,
+        *,
+        run: bool = True,
+        concurrency: int = 16,
+        lease_ms: int = 5000,
+    ) -> None:
+        self.executor = executor
+        executor.shared = True
+        self.client: Any = client  # redis-py's reply types are too loose to check
+        self.base = f"{prefix}:srv"
+        self.stream = f"{self.base}:queue"
+        self.group = "executors"
+        self.consumer = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.run = run
+        self.slots = asyncio.Semaphore(concurrency)
+        self.lease_ms = lease_ms
+        self._loops: list[asyncio.Task[Any]] = []
+        self._closing = False
+        self._running: dict[str, asyncio.Task[Any]] = {}  # entry id -> its task
+        self._kick = asyncio.Event()  # a thread was released: retry the waiting runs now
+        self._release = client.register_script(_RELEASE)
+        self._renew = client.register_script(_RENEW)
+
+    # -- what the API side calls -----------------------------------------------------------
+
+    async def submit(self, run: dict[str, Any]) -> None:
+        await self.client.xadd(self.stream, {"run": run["run_id"], "thread": run["_parent"]})
+
+    async def cancel(self, run: dict[str, Any], action: str) -> None:
+        run_id = run["run_id"]
+        await self.client.set(f"{self.base}:cancel:{run_id}", action, ex=3600)
+        await self.client.publish(f"{self.base}:cancels", run_id)
+        if run["status"] != "running":
+            return
+        # wait (a little) for the executor to settle it, as the local queue does
+        for _ in range(100):
+            doc = await self.executor.docs.get("run", run_id)
+            if doc is None or doc["status"] != "running":
+                return
+            await asyncio.sleep(0.05)
+
+    # -- the executor side ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        with contextlib.suppress(ResponseError):  # BUSYGROUP: another process made it
+            await self.client.xgroup_create(self.stream, self.group, id="0", mkstream=True)
+        if not self.run:
+            return
+        self._loops = [
+            asyncio.ensure_future(self._take()),
+            asyncio.ensure_future(self._reclaim()),
+            asyncio.ensure_future(self._listen()),
+        ]
+
+    async def _take(self) -> None:
+        """Read new entries and start them."""
+        while True:
+            try:
+                await self.slots.acquire()
+                self.slots.release()
+                found = await self.client.xreadgroup(
+                    self.group, self.consumer, {self.stream: ">"}, count=8, block=1000
+                )
+                for _, entries in found or ():
+                    for ident, fields in entries:
+                        self._start(_text(ident), fields)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reading the run queue failed; retrying")
+                await asyncio.sleep(1)
+
+    async def _reclaim(self) -> None:
+        """Take over entries whose consumer went quiet for longer than a lease, and retry
+        this consumer's entries that waited for their thread."""
+        while True:
+            try:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._kick.wait(), min(1.0, self.lease_ms / 3000))
+                self._kick.clear()
+                _, claimed, *_ = await self.client.xautoclaim(
+                    self.stream, self.group, self.consumer, min_idle_time=self.lease_ms, count=16
+                )
+                for ident, fields in claimed:
+                    if fields:  # an entry deleted meanwhile comes back empty
+                        self._start(_text(ident), fields, recovered=True)
+                mine = await self.client.xpending_range(
+                    self.stream, self.group, "-", "+", 64, consumername=self.consumer
+                )
+                for entry in mine:
+                    ident = _text(entry["message_id"])
+                    if ident not in self._running:
+                        rows = await self.client.xrange(self.stream, ident, ident)
+                        if rows:
+                            self._start(ident, rows[0][1], recovered=True)
+                        else:
+                            await self.client.xack(self.stream, self.group, ident)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reclaiming runs failed; retrying")
+
+    async def _listen(self) -> None:
+        """Cancel requests for runs executing here."""
+        pubsub = self.client.pubsub()
+        await pubsub.subscribe(f"{self.base}:cancels")
+        try:
+            async for message in pubsub.listen():
+                if message.get("type") == "message":
+                    await self._check_cancel(_text(message["data"]))
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+
+    async def _check_cancel(self, run_id: str) -> None:
+        action = await self.client.get(f"{self.base}:cancel:{run_id}")
+        task = self.executor.tasks.get(run_id)
+        if action is not None and task is not None and not task.done():
+            self.executor.stops[run_id] = _text(action)
+            task.cancel()
+
+    def _start(self, ident: str, fields: dict[Any, Any], recovered: bool = False) -> None:
+        if ident in self._running:
+            return
+        run_id, thread = _text(fields[b"run"]), _text(fields[b"thread"])
+        self._running[ident] = asyncio.ensure_future(
+            self._execute(ident, run_id, thread, recovered)
+        )
+
+    async def _execute(self, ident: str, run_id: str, thread: str, recovered: bool) -> None:
+        lease, token = f"{self.base}:lease:{thread}", uuid.uuid4().hex
+        try:
+            async with self.slots:
+                if not await self.client.set(lease, token, nx=True, px=self.lease_ms):
+                    return  # the thread runs elsewhere: left pending, retried by _reclaim
+                try:
+                    settled = await self._under_lease(run_id, lease, token, recovered)
+                finally:
+                    await self._release(keys=[lease], args=[token])
+                    self._kick.set()
+                if not settled or self._closing:
+                    return  # tried again later (an older run of the thread goes first), or
+                    # by another executor (this one is shutting down)
+                # acknowledged only once the run ended: a crash before leaves it pending
+                await self.client.xack(self.stream, self.group, ident)
+                await self.client.xdel(self.stream, ident)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("executing run %s failed", run_id)
+        finally:
+            self._running.pop(ident, None)
+
+    async def _under_lease(self, run_id: str, lease: str, token: str, recovered: bool) -> bool:
+        task = asyncio.ensure_future(self.executor.execute(run_id, recovered=recovered))
+        self.executor.tasks[run_id] = task
+        await self._check_cancel(run_id)
+        try:
+            while not task.done():
+                done, _ = await asyncio.wait({task}, timeout=self.lease_ms / 3000)
+                if done:
+                    break
+                if not await self._renew(keys=[lease], args=[token, self.lease_ms]):
+                    # the lease went to another executor: this one must not write on
+                    log.warning("run %s lost its thread's lease; stopping it here", run_id)
+                    self.executor.stops[run_id] = "lost"
+                    task.cancel()
+            return bool(await task)
+        finally:
+            self.executor.tasks.pop(run_id, None)
+
+    async def close(self) -> None:
+        # a process shutting down leaves its runs to the others: unsettled, unacknowledged,
+        # resumed from their last checkpoint by the next executor that takes them
+        self._closing = True
+        for run_id, task in list(self.executor.tasks.items()):
+            self.executor.stops[run_id] = "lost"
+            task.cancel()
+        for task in [*self._loops, *self._running.values()]:
+            task.cancel()
+        for task in [*self._loops, *self._running.values()]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._loops = []

@@ -1,0 +1,259 @@
+"""The HTTP endpoints of assistants, threads and the store (runs: ``_run_routes``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from graphagent.server._errors import ApiError
+from graphagent.server._openapi import version
+from graphagent.server._service import Service
+
+__all__ = ["body_of", "json_response", "routes", "service_of", "user_of"]
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def service_of(request: Request) -> Service:
+    """The server the request reached."""
+    service: Service = request.app.state.service
+    return service
+
+
+async def user_of(request: Request) -> str:
+    """Who sent the request (401/403 if the auth function refuses it)."""
+    return await service_of(request).user(request.headers)
+
+
+async def body_of(request: Request) -> dict[str, Any]:
+    """The JSON object the request carries (``{}`` when empty; 422 when not JSON)."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(422, f"the request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ApiError(422, f"the request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def json_response(
+    content: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    """JSON, compact (``null`` for ``None``)."""
+    text = json.dumps(content, separators=(",", ":"), default=str)
+    return Response(text, status, headers=headers, media_type="application/json")
+
+
+# -- assistants ----------------------------------------------------------------------------
+
+
+async def search_assistants(request: Request) -> Response:
+    await user_of(request)
+    return json_response(service_of(request).assistants.search(await body_of(request)))
+
+
+async def count_assistants(request: Request) -> Response:
+    await user_of(request)
+    body = await body_of(request)
+    return json_response(len(service_of(request).assistants.search({**body, "limit": 10**6})))
+
+
+async def get_assistant(request: Request) -> Response:
+    await user_of(request)
+    found = service_of(request).assistants.get(request.path_params["assistant_id"])
+    return json_response(found.to_wire())
+
+
+async def get_graph(request: Request) -> Response:
+    """The graph as LangGraph's JSON (nodes and edges); ``?format=svg|mermaid|dot`` draws
+    it (with ``&thread_id=``, that thread's run over it)."""
+    service, user = service_of(request), await user_of(request)
+    assistant = service.assistants.get(request.path_params["assistant_id"])
+    fmt = request.query_params.get("format")
+    if fmt is not None:
+        if fmt not in ("svg", "mermaid", "dot", "ascii"):
+            raise ApiError(422, f"format {fmt!r}: use svg, mermaid, dot or ascii")
+        media = "image/svg+xml" if fmt == "svg" else "text/plain"
+        tid = request.query_params.get("thread_id")
+        if tid is None:
+            return Response(str(assistant.graph.draw(fmt)), media_type=media)
+        # the thread's run drawn over the graph: the path taken, where it waits
+        thread = await service.threads.load(user, tid)
+        try:
+            drawing = assistant.graph.draw(fmt, config={"thread_id": thread["_key"]})
+        except Exception:  # a saver with no sync reads (async Redis): the plain graph
+            drawing = assistant.graph.draw(fmt)
+        return Response(str(drawing), media_type=media)
+    digraph = assistant.graph.graph
+    nodes = [
+        {"id": n, "type": "runnable", "data": {"id": ["graphagent", n], "name": n}}
+        for n in digraph.nodes
+    ]
+    edges = [
+        {
+            "source": s,
+            "target": t,
+            "conditional": bool(a.get("conditional")),
+            **({"data": a["label"]} if a.get("label") else {}),
+        }
+        for s, t, a in digraph.edges(data=True)
+    ]
+    return json_response({"nodes": nodes, "edges": edges})
+
+
+async def get_schemas(request: Request) -> Response:
+    await user_of(request)
+    assistant = service_of(request).assistants.get(request.path_params["assistant_id"])
+    keys: dict[str, Any] = {k: {} for k in assistant.graph.schema.strategies}
+    state = {"title": assistant.name, "type": "object", "properties": keys}
+    return json_response(
+        {
+            "graph_id": assistant.name,
+            "input_schema": state,
+            "output_schema": state,
+            "state_schema": state,
+            "config_schema": None,
+            "context_schema": None,
+        }
+    )
+
+
+async def get_subgraphs(request: Request) -> Response:
+    await user_of(request)
+    service_of(request).assistants.get(request.path_params["assistant_id"])
+    return json_response({})
+
+
+# -- threads -------------------------------------------------------------------------------
+
+
+async def create_thread(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    return json_response(await service.threads.create(user, await body_of(request)))
+
+
+async def search_threads(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    return json_response(await service.threads.search(user, await body_of(request)))
+
+
+async def count_threads(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    return json_response(await service.threads.count(user, await body_of(request)))
+
+
+async def get_thread(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    return json_response(await service.threads.get(user, request.path_params["thread_id"]))
+
+
+async def patch_thread(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    tid = request.path_params["thread_id"]
+    return json_response(await service.threads.patch(user, tid, await body_of(request)))
+
+
+async def delete_thread(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    doc = await service.threads.load(user, request.path_params["thread_id"])
+    for run in await service.docs.children("run", doc["_key"]):
+        await service.runs.stop(run, "interrupt")
+    await service.threads.delete(doc)
+    return Response(status_code=204)
+
+
+async def get_state(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    tid, cid = request.path_params["thread_id"], request.path_params.get("checkpoint_id")
+    return json_response(await service.threads.state(user, tid, cid))
+
+
+async def post_state_checkpoint(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    body = await body_of(request)
+    checkpoint = body.get("checkpoint") or {}
+    tid = request.path_params["thread_id"]
+    return json_response(await service.threads.state(user, tid, checkpoint.get("checkpoint_id")))
+
+
+async def update_state(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    tid = request.path_params["thread_id"]
+    return json_response(await service.threads.update_state(user, tid, await body_of(request)))
+
+
+async def history(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    body = await body_of(request) if request.method == "POST" else dict(request.query_params)
+    tid = request.path_params["thread_id"]
+    return json_response(await service.threads.history(user, tid, body))
+
+
+# -- store ---------------------------------------------------------------------------------
+
+
+async def store_items(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    api = service.store_api
+    if request.method == "PUT":
+        await api.put(user, await body_of(request))
+        return Response(status_code=204)
+    if request.method == "DELETE":
+        await api.delete(user, await body_of(request))
+        return Response(status_code=204)
+    return json_response(await api.get(user, request.query_params))
+
+
+async def search_items(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    return json_response(await service.store_api.search(user, await body_of(request)))
+
+
+async def list_namespaces(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    return json_response(await service.store_api.namespaces(user, await body_of(request)))
+
+
+async def ok(request: Request) -> Response:
+    return JSONResponse({"ok": True})
+
+
+async def info(request: Request) -> Response:
+    return JSONResponse({"version": version(), "flags": {"assistants": True, "crons": False}})
+
+
+def routes() -> list[Route]:
+    """The routes of this module."""
+    a, t = "/assistants/{assistant_id}", "/threads/{thread_id}"
+    return [
+        Route("/ok", ok),
+        Route("/info", info),
+        Route("/assistants/search", search_assistants, methods=["POST"]),
+        Route("/assistants/count", count_assistants, methods=["POST"]),
+        Route(a, get_assistant),
+        Route(f"{a}/graph", get_graph),
+        Route(f"{a}/schemas", get_schemas),
+        Route(f"{a}/subgraphs", get_subgraphs),
+        Route("/threads", create_thread, methods=["POST"]),
+        Route("/threads/search", search_threads, methods=["POST"]),
+        Route("/threads/count", count_threads, methods=["POST"]),
+        Route(t, get_thread, methods=["GET"]),
+        Route(t, patch_thread, methods=["PATCH"]),
+        Route(t, delete_thread, methods=["DELETE"]),
+        Route(f"{t}/state", get_state, methods=["GET"]),
+        Route(f"{t}/state", update_state, methods=["POST"]),
+        Route(f"{t}/state/checkpoint", post_state_checkpoint, methods=["POST"]),
+        Route(t + "/state/{checkpoint_id}", get_state, methods=["GET"]),
+        Route(f"{t}/history", history, methods=["GET", "POST"]),
+        Route("/store/items", store_items, methods=["GET", "PUT", "DELETE"]),
+        Route("/store/items/search", search_items, methods=["POST"]),
+        Route("/store/namespaces", list_namespaces, methods=["POST"]),
+    ]

@@ -1,0 +1,90 @@
+"""Starting ``graphagent serve`` / ``graphagent worker`` subprocesses for the server tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGETS = [f"tests/server/targets.py:{name}" for name in ("agent", "asker", "slow")]
+REFERENCE = os.environ.get("GRAPHAGENT_SERVER_URL")
+
+
+def free_port() -> int:
+    """A free loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes] | None, timeout: float = 30.0) -> None:
+    """Wait until the server answers ``/ok`` (fail with its output if it died)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            out = proc.stdout.read().decode() if proc.stdout else ""
+            pytest.fail(f"the server exited with {proc.returncode}: {out[-2000:]}")
+        try:
+            if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    pytest.fail(f"the server at {url} did not answer in {timeout} s")
+
+
+def start_server(args: list[str], cwd: Path = ROOT) -> subprocess.Popen[bytes]:
+    """``graphagent ARGS...`` in its own process group, output kept for failures."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "graphagent", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    """End the process group and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    if proc.stdout:
+        proc.stdout.close()
+
+
+def drop_prefix(redis_url: str, prefix: str) -> None:
+    """Delete every key a test cluster made under ``prefix``."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        keys += list(client.scan_iter(match=f"{{{prefix}*", count=1000))
+        for start in range(0, len(keys), 500):
+            client.delete(*keys[start : start + 500])
+    finally:
+        client.close()
+
+
+def drop_schema(postgres_url: str, schema: str) -> None:
+    """Drop the schema a test cluster made."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
