@@ -36,24 +36,24 @@ def _loads(code: types.CodeType) -> Iterator[tuple[int, int, str]]:
             yield from _loads(const)
 
 
-def tasks_named_in(fn: Callable[..., Any]) -> list[str]:
-    """The names of the tasks ``fn``'s code refers to (globals and closure), in the
-    order its lines name them."""
+def tasks_named_in(fn: Callable[..., Any]) -> dict[str, Task[Any]]:
+    """The tasks ``fn``'s code refers to (globals and closure), by name, in the order its
+    lines name them."""
     code = getattr(fn, "__code__", None)
     if code is None:
-        return []
+        return {}
     scope: dict[str, Any] = dict(getattr(fn, "__globals__", {}))
     for var, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or (), strict=False):
         try:
             scope[var] = cell.cell_contents
         except ValueError:  # an empty cell: a name bound later
             continue
-    found: dict[str, None] = {}
+    found: dict[str, Task[Any]] = {}
     for _, _, name in sorted(_loads(code)):
         value = scope.get(name)
         if isinstance(value, Task):
-            found[value.name] = None
-    return list(found)
+            found.setdefault(value.name, value)
+    return found
 
 
 def task_lines(graph: CompiledGraph, name: str, config: ConfigLike) -> list[str]:

@@ -69,7 +69,7 @@ class Entrypoint(Generic[T]):
         graph: the one-node compiled graph it runs as.
     """
 
-    def __init__(self, runner: Runner, graph: CompiledGraph, known: list[str]) -> None:
+    def __init__(self, runner: Runner, graph: CompiledGraph, known: dict[str, Any]) -> None:
         self._runner = runner
         self._known = known
         self.graph = graph
@@ -90,6 +90,26 @@ class Entrypoint(Generic[T]):
         """The names of the tasks this entrypoint is known to call (from its code, and
         from its runs so far)."""
         return tuple(dict.fromkeys([*self._known, *self._runner.seen]))
+
+    @property
+    def cache(self) -> Any:
+        """Where tasks with a ``CachePolicy`` keep results (``None``: they run each time)."""
+        return self._runner.cache
+
+    def _namespaces(self) -> list[tuple[str, ...]]:
+        both = {**self._known, **self._runner.seen}
+        return [t.cache_namespace for t in both.values()]
+
+    def clear_cache(self) -> None:
+        """Forget the cached results of this entrypoint's tasks (those its code names and
+        those its runs have called)."""
+        if self.cache is not None:
+            self.cache.clear(self._namespaces())
+
+    async def aclear_cache(self) -> None:
+        """Async :meth:`clear_cache`."""
+        if self.cache is not None:
+            await self.cache.aclear(self._namespaces())
 
     # -- running ----------------------------------------------------------------------
 
@@ -267,6 +287,9 @@ class entrypoint:
         saver: where threads are checkpointed (any ``checkpoint`` saver).
         checkpointer: LangGraph's name for ``saver``.
         store: long-term memory; a ``store`` parameter receives it.
+        cache: where tasks with a ``CachePolicy`` keep their results, across runs and
+            threads (``checkpoint.cache``: ``MemoryCache()``, ``SqliteCache``,
+            ``RedisCache``).
         name: the entrypoint's name (its function's unless given).
 
     Example:
@@ -288,20 +311,24 @@ class entrypoint:
         *,
         checkpointer: CheckpointSaver | None = None,
         store: Any = None,
+        cache: Any = None,
         name: str | None = None,
     ) -> None:
         if saver is not None and checkpointer is not None:
             raise UserError("pass either saver= or checkpointer=, not both")
         self.saver = saver if saver is not None else checkpointer
         self.store = store
+        self.cache = cache
         self.name = name
 
     def __call__(self, fn: Callable[..., T]) -> Entrypoint[T]:
         name = self.name or getattr(fn, "__name__", "") or "entrypoint"
-        runner = Runner(fn, name, signature_of(fn, name))
+        runner = Runner(fn, name, signature_of(fn, name), self.cache)
         g = StateGraph({k: ReplaceStrategy() for k in ("input", "value", "saved", "tasks")})
         known = tasks_named_in(fn)
-        g.add_node(name, runner, kind="entrypoint", metadata={"tasks": known}, afn=runner.arun)
+        g.add_node(
+            name, runner, kind="entrypoint", metadata={"tasks": list(known)}, afn=runner.arun
+        )
         g.add_edge(START, name).add_edge(name, END)
         compiled = g.compile(self.saver, name=name, store=self.store)
         # the input is stored before the function runs: its tasks' results are kept on it

@@ -44,23 +44,28 @@ class Journal:
         loop: the event loop of an async run: a task in a worker thread stores its result
             through the saver's async methods on it.
         counts: per task name, how many calls ran and how many were replayed.
+        tasks: the tasks called, by name.
         started: futures of calls started, waited for when the entrypoint returns.
         paused: interrupts of tasks that paused, surfaced together with the step's.
+        cache: where tasks with a ``CachePolicy`` keep results (``entrypoint(cache=)``).
     """
 
     config: RunnableConfig | None
     loop: asyncio.AbstractEventLoop | None = None
+    cache: Any = None
     counts: dict[str, list[int]] = field(default_factory=dict)
+    tasks: dict[str, Any] = field(default_factory=dict)
     started: list[Any] = field(default_factory=list)
     paused: list[Any] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     writes: Writes | None = None
 
-    def count(self, name: str, replayed: bool) -> None:
-        """One more call of ``name`` that ran (or was replayed)."""
+    def count(self, task: Any, replayed: bool) -> None:
+        """One more call of ``task`` that ran (or was replayed)."""
         with self.lock:
-            tally = self.counts.setdefault(name, [0, 0])
+            tally = self.counts.setdefault(task.name, [0, 0])
             tally[1 if replayed else 0] += 1
+            self.tasks.setdefault(task.name, task)
 
     def report(self, name: str, value: Any) -> None:
         """Hand a finished task's result to an ``"updates"`` stream, if one is read."""
@@ -89,6 +94,11 @@ class Call:
     key: str
     found: Any = None
     replayed: bool = False
+
+    def fresh(self) -> None:
+        """Start the call's counters again (a retry runs it afresh)."""
+        scope = self.scope
+        scope.calls = scope.runs = scope.subtasks = 0
 
     def keep(self, value: Any) -> PendingWrite | None:
         """Keep ``value`` as this call's result in the run; returns the pending write to

@@ -80,14 +80,17 @@ def signature_of(fn: Callable[..., Any], name: str) -> tuple[str, ...]:
 class Runner:
     """Calls an entrypoint's function as a node (sync and async), keeping its tasks."""
 
-    __slots__ = ("fn", "is_async", "name", "seen", "wants")
+    __slots__ = ("cache", "fn", "is_async", "name", "seen", "wants")
 
-    def __init__(self, fn: Callable[..., Any], name: str, wants: tuple[str, ...]) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], name: str, wants: tuple[str, ...], cache: Any = None
+    ) -> None:
         self.fn = fn
         self.name = name
         self.wants = wants
+        self.cache = cache
         self.is_async = inspect.iscoroutinefunction(fn)
-        self.seen: dict[str, None] = {}  # task names called so far, for drawings
+        self.seen: dict[str, Any] = {}  # the tasks called so far, by name (drawings, caches)
 
     def _kwargs(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         given: dict[str, Any] = {}
@@ -105,12 +108,12 @@ class Runner:
             value, saved = out.value, out.save
         else:
             value = saved = out
-        self.seen.update(dict.fromkeys(journal.counts))
+        self.seen.update(journal.tasks)
         return {"value": value, "saved": saved, "tasks": dict(journal.counts)}
 
     def __call__(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         """The node under ``invoke``/``stream``."""
-        journal = Journal(config)
+        journal = Journal(config, cache=self.cache)
         token = RUN.set(journal)
         try:
             return self._body(state, config, journal)
@@ -136,7 +139,7 @@ class Runner:
 
     async def arun(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         """The node under ``ainvoke``/``astream`` (a sync function runs in a worker thread)."""
-        journal = Journal(config, loop=asyncio.get_running_loop())
+        journal = Journal(config, loop=asyncio.get_running_loop(), cache=self.cache)
         token = RUN.set(journal)
         try:
             if not self.is_async:

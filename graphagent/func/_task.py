@@ -13,14 +13,15 @@ import concurrent.futures
 import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 from graphagent._executor import in_thread, submit
 from graphagent._internal.callables import is_async_callable
 from graphagent.errors import UserError
 from graphagent.func._journal import RUN, Call, Journal, next_call, writes_of
-from graphagent.graph import current_task
+from graphagent.func._policies import MISS, Cached, arun_attempts, namespace, policies, run_attempts
+from graphagent.graph import CachePolicy, RetryPolicy, current_task
 
 __all__ = ["Task", "TaskFuture", "task"]
 
@@ -101,9 +102,21 @@ class Task(Generic[T]):
     Attributes:
         name: the task's name (stream updates and drawings show it).
         fn: the function.
+        retry: the policies a failed call is retried under (the first whose
+            ``retry_on`` takes the error decides); empty: not retried.
+        cache: reuse a result for the same arguments from the entrypoint's cache
+            (``entrypoint(cache=...)``), or ``None``.
+        cache_namespace: where its cached results live in a cache.
     """
 
-    def __init__(self, fn: Callable[..., Any], name: str | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        *,
+        retry: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        cache: CachePolicy | None = None,
+    ) -> None:
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
             raise UserError(
                 f"@task {name or _name_of(fn)!r} is a generator function; a task returns one "
@@ -116,9 +129,22 @@ class Task(Generic[T]):
                 f"@task name {self.name!r}: a task needs a non-empty name without '|'; "
                 "pass task(fn, name='...')"
             )
+        if cache is not None and not isinstance(cache, CachePolicy):
+            raise TypeError(f"cache= takes a CachePolicy, got {cache!r}")
+        self.retry = policies(retry)
+        self.cache = cache
         self.is_async = is_async_callable(fn)
         self._wants = _wanted(fn)
+        self.cache_namespace = namespace(self.name, fn)
         functools.update_wrapper(self, fn)
+
+    def clear_cache(self, cache: Any) -> None:
+        """Forget this task's results in ``cache`` (a ``checkpoint.cache`` cache)."""
+        cache.clear([self.cache_namespace])
+
+    async def aclear_cache(self, cache: Any) -> None:
+        """Async :meth:`clear_cache`."""
+        await cache.aclear([self.cache_namespace])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         scope = _SCOPE.get()
@@ -129,7 +155,7 @@ class Task(Generic[T]):
         in_loop = _running_loop() is not None
         if call.replayed:
             if journal is not None:
-                journal.count(self.name, replayed=True)
+                journal.count(self, replayed=True)
             if in_loop:
                 done = asyncio.get_running_loop().create_future()
                 done.set_result(call.found)
@@ -152,14 +178,15 @@ class Task(Generic[T]):
     def _run(
         self, call: Call, journal: Journal | None, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        """Run the call in this thread with its own scope, then keep its result."""
-        token = _SCOPE.set(call.scope)
-        try:
-            value = self.fn(*args, **kwargs)
-            if self.is_async or inspect.isawaitable(value):
-                value = asyncio.run(_awaited(value))
-        finally:
-            _SCOPE.reset(token)
+        """Run the call in this thread (from the cache, or with its retries), then keep
+        its result."""
+        cached = self._cached(journal, args, kwargs)
+        value = MISS if cached is None else cached.get()
+        if value is MISS:
+            once = functools.partial(self._once, call, args, kwargs)
+            value = run_attempts(once, self.retry, self.name, call.fresh)
+            if cached is not None:
+                cached.put(value)
         write = call.keep(value)
         if write is not None:
             writes_of(journal, call).store(write, journal.loop if journal is not None else None)
@@ -170,30 +197,51 @@ class Task(Generic[T]):
         self, call: Call, journal: Journal | None, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """Run the call under the event loop (a sync function in a worker thread)."""
-        if self.is_async:
-            token = _SCOPE.set(call.scope)
-            try:
-                value = await _awaited(self.fn(*args, **kwargs))
-            finally:
-                _SCOPE.reset(token)
-        else:
-            value = await in_thread(functools.partial(self._scoped, call, args, kwargs))
+        cached = self._cached(journal, args, kwargs)
+        value = MISS if cached is None else await cached.aget()
+        if value is MISS:
+            once = functools.partial(self._aonce, call, args, kwargs)
+            value = await arun_attempts(once, self.retry, self.name, call.fresh)
+            if cached is not None:
+                await cached.aput(value)
         write = call.keep(value)
         if write is not None:
             await writes_of(journal, call).astore(write)
         self._finished(journal, value)
         return value
 
-    def _scoped(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _cached(
+        self, journal: Journal | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Cached | None:
+        cache = journal.cache if journal is not None else None
+        if self.cache is None or cache is None:
+            return None
+        return Cached(cache, self.cache, self.cache_namespace, args, kwargs)
+
+    def _once(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One attempt, in this thread, with the call's scope set."""
         token = _SCOPE.set(call.scope)
         try:
-            return self.fn(*args, **kwargs)
+            value = self.fn(*args, **kwargs)
+            if self.is_async or inspect.isawaitable(value):
+                value = asyncio.run(_awaited(value))
+            return value
+        finally:
+            _SCOPE.reset(token)
+
+    async def _aonce(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One attempt under the event loop."""
+        if not self.is_async:
+            return await in_thread(functools.partial(self._once, call, args, kwargs))
+        token = _SCOPE.set(call.scope)
+        try:
+            return await _awaited(self.fn(*args, **kwargs))
         finally:
             _SCOPE.reset(token)
 
     def _finished(self, journal: Journal | None, value: Any) -> None:
         if journal is not None:
-            journal.count(self.name, replayed=False)
+            journal.count(self, replayed=False)
             journal.report(self.name, value)
 
     def _unrecorded(
@@ -271,22 +319,54 @@ def _wanted(fn: Callable[..., Any]) -> tuple[str, ...]:
 
 
 @overload
-def task(fn: Callable[..., T], *, name: str | None = None) -> Task[T]: ...
+def task(
+    fn: Callable[..., T],
+    *,
+    name: str | None = None,
+    retry: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache: CachePolicy | None = None,
+    retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache_policy: CachePolicy | None = None,
+) -> Task[T]: ...
 
 
 @overload
-def task(fn: None = None, *, name: str | None = None) -> Callable[[Callable[..., T]], Task[T]]: ...
+def task(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    retry: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache: CachePolicy | None = None,
+    retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache_policy: CachePolicy | None = None,
+) -> Callable[[Callable[..., T]], Task[T]]: ...
 
 
 def task(
-    fn: Callable[..., T] | None = None, *, name: str | None = None
+    fn: Callable[..., T] | None = None,
+    *,
+    name: str | None = None,
+    retry: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache: CachePolicy | None = None,
+    retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache_policy: CachePolicy | None = None,
 ) -> Task[T] | Callable[[Callable[..., T]], Task[T]]:
     """Make ``fn`` a durable task: calling it returns a future, and inside an entrypoint
     a finished call's result is kept, so a resumed run does not run it again.
 
-    Use it bare (``@task``), with options (``@task(name="fetch")``) or on any callable
-    (``task(obj.method, name="m")``). A parameter named ``config``, ``writer`` or
-    ``store`` receives the run's, unless the caller passes it.
+    Use it bare (``@task``), with options (``@task(name="fetch", retry=RetryPolicy())``)
+    or on any callable (``task(obj.method, name="m")``). A parameter named ``config``,
+    ``writer`` or ``store`` receives the run's, unless the caller passes it.
+
+    Args:
+        fn: the function (left out when options are given: ``@task(...)``).
+        name: what streams and drawings call it (the function's name unless given).
+        retry: retry a failed call under these policies (``RetryPolicy``, or a list:
+            the first whose ``retry_on`` takes the error decides).
+        cache: reuse a result for the same arguments, across runs and threads, from the
+            entrypoint's cache (``entrypoint(cache=MemoryCache())``).
+        retry_policy: LangGraph's name for ``retry``.
+        cache_policy: LangGraph's name for ``cache``.
 
     Example:
         >>> @task
@@ -295,6 +375,14 @@ def task(
         >>> double(21).result()
         42
     """
-    if fn is None:
-        return lambda f: Task(f, name)
-    return Task(fn, name)
+    if retry is not None and retry_policy is not None:
+        raise UserError("pass either retry= or retry_policy=, not both")
+    if cache is not None and cache_policy is not None:
+        raise UserError("pass either cache= or cache_policy=, not both")
+    retry = retry if retry is not None else retry_policy
+    cache = cache if cache is not None else cache_policy
+
+    def make(f: Callable[..., T]) -> Task[T]:
+        return Task(f, name, retry=retry, cache=cache)
+
+    return make if fn is None else make(fn)

@@ -1149,3 +1149,81 @@ async def test_interrupts_in_tasks_surfaced_once(saver: CheckpointSaver) -> None
         "Added James!",
         "Added Will!",
     ]
+
+
+def _cached_doubling(calls: list[int]) -> Any:
+    from graphagent.graph import CachePolicy
+
+    @task(cache_policy=CachePolicy())
+    def double(x: int) -> int:
+        calls.append(x)
+        return 2 * x
+
+    return double
+
+
+_CACHED_VALUES = {"values": [2, "a", 2, "b", 4, "c", 4, "d", 6, "e", 6, "f"]}
+
+
+# origin: langgraph tests/test_pregel.py::test_multiple_interrupts_functional_cache
+def test_multiple_interrupts_functional_cache(saver: CheckpointSaver) -> None:
+    """A cached task called twice with the same input between interrupts runs once per
+    input, across threads too, until its cache is cleared."""
+    from checkpoint.cache import MemoryCache
+
+    cache = MemoryCache()
+    calls: list[int] = []
+    double = _cached_doubling(calls)
+
+    @entrypoint(checkpointer=saver, cache=cache)
+    def graph(state: dict[str, Any]) -> dict[str, Any]:
+        values: list[Any] = []
+        for idx in [1, 1, 2, 2, 3, 3]:
+            values.extend([double(idx).result(), interrupt({"a": "boo"})])
+        return {"values": values}
+
+    def run_thread() -> Any:
+        config = _thread()
+        graph.invoke({}, config)
+        for answer in "abcde":
+            graph.invoke(Command(resume=answer), config)
+        return graph.invoke(Command(resume="f"), config)
+
+    assert run_thread() == _CACHED_VALUES
+    assert len(calls) == 3
+    assert run_thread() == _CACHED_VALUES  # all cached now
+    assert len(calls) == 3
+    double.clear_cache(cache)
+    assert run_thread() == _CACHED_VALUES
+    assert len(calls) == 6
+
+
+# origin: langgraph tests/test_pregel_async.py::test_multiple_interrupts_functional_cache
+async def test_multiple_interrupts_functional_cache_async(saver: CheckpointSaver) -> None:
+    """Async :func:`test_multiple_interrupts_functional_cache`."""
+    from checkpoint.cache import MemoryCache
+
+    cache = MemoryCache()
+    calls: list[int] = []
+    double = _cached_doubling(calls)
+
+    @entrypoint(checkpointer=saver, cache=cache)
+    async def graph(state: dict[str, Any]) -> dict[str, Any]:
+        values: list[Any] = []
+        for idx in [1, 1, 2, 2, 3, 3]:
+            values.extend([await double(idx), interrupt({"a": "boo"})])
+        return {"values": values}
+
+    async def run_thread() -> Any:
+        config = _thread()
+        await graph.ainvoke({}, config)
+        for answer in "abcde":
+            await graph.ainvoke(Command(resume=answer), config)
+        return await graph.ainvoke(Command(resume="f"), config)
+
+    assert await run_thread() == _CACHED_VALUES
+    assert await run_thread() == _CACHED_VALUES
+    assert len(calls) == 3
+    await double.aclear_cache(cache)
+    assert await run_thread() == _CACHED_VALUES
+    assert len(calls) == 6
