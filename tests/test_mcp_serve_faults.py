@@ -25,8 +25,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
 
-from graphagent.mcp import http_app
-from graphagent.mcp._server import build_server
+from graphagent.mcp import build_server, http_app
 from graphagent.observability import capture_content
 
 __all__ = ["no_leftover_processes"]  # fixture, used by name

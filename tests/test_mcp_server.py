@@ -27,8 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from graphagent import cli
 from graphagent.errors import ToolDefinitionError, UserError
-from graphagent.mcp import McpToolProvider, http_app
-from graphagent.mcp._server import build_server
+from graphagent.mcp import McpToolProvider, build_server, http_app
 from graphagent.tools import tool
 
 __all__ = ["no_leftover_processes", "servers"]  # fixtures, used by name

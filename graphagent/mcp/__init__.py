@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 from graphagent.mcp._client import McpToolProvider
 from graphagent.mcp._errors import McpServerError
 from graphagent.mcp._names import prefixed_tool_name
-from graphagent.mcp._server import Servable, http_app, serve
+from graphagent.mcp._server import Servable, build_server, http_app, serve
 from graphagent.mcp._tool import McpToolCallback, MetaMapper
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "McpToolProvider",
     "MetaMapper",
     "Servable",
+    "build_server",
     "http_app",
     "prefixed_tool_name",
     "serve",

@@ -32,7 +32,7 @@ from graphagent.tools import (
     collect_tools,
 )
 
-__all__ = ["Servable", "build_server", "http_app", "serve"]  # build_server: for tests, not the face
+__all__ = ["Servable", "build_server", "http_app", "serve"]
 
 log = logging.getLogger("graphagent.mcp")
 Servable = ToolCallback | BaseAgent | ToolCallbackProvider | Callable[..., Any]
@@ -248,9 +248,9 @@ def serve(
         ... def add(a: int, b: int) -> int:
         ...     '''Add two numbers.'''
         ...     return a + b
-        >>> app = http_app([add], name="math")  # serve([add], name="math") runs it
-        >>> type(app).__name__
-        'Starlette'
+        >>> server = build_server([add], name="math")   # serve([add], name="math") runs it
+        >>> server.name
+        'math'
     """
     if transport == "stdio":
         calls = Calls()
