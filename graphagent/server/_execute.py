@@ -129,6 +129,8 @@ class Executor:
         self.events = events
         self.tasks: dict[str, asyncio.Task[Any]] = {}
         self.stops: dict[str, str] = {}
+        # a run's result and end being published: a stopping process lets them finish
+        self.ending: set[asyncio.Future[None]] = set()
         # runs shared with other processes (a cluster's queue): check the thread's order
         # and whether another executor took a run over; a local queue needs neither
         self.shared = False
@@ -261,8 +263,23 @@ class Executor:
             await self.docs.put("run", run["run_id"], run)
 
     async def _publish_end(self, run_id: str, result: Any) -> None:
+        # the result and the end go out together even when this process is stopped between
+        # them: a run recorded as ended whose end is missing gets its result published
+        # again by the executor that takes it over (two results in one stream)
+        ending = asyncio.ensure_future(self._publish_result_and_end(run_id, result))
+        self.ending.add(ending)
+        ending.add_done_callback(self.ending.discard)
+        await asyncio.shield(ending)
+
+    async def _publish_result_and_end(self, run_id: str, result: Any) -> None:
         await self.events.publish(run_id, RESULT, result)
         await self.events.publish(run_id, END, None)
+
+    async def drain(self) -> None:
+        """Wait for the results and ends being published (before a stopping process
+        closes its connections)."""
+        if self.ending:
+            await asyncio.gather(*self.ending, return_exceptions=True)
 
     async def _superseded(self, run: dict[str, Any]) -> bool:
         """Whether another executor started this run after this one did (this one's lease

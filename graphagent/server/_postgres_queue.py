@@ -239,6 +239,7 @@ class PostgresQueue:
         for task in [*self._loops, *self._active.values()]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self.executor.drain()
 
 
 def postgres_service(

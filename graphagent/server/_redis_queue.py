@@ -248,4 +248,5 @@ class RedisQueue:
         for task in [*self._loops, *self._running.values()]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self.executor.drain()
         self._loops = []
