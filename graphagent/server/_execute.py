@@ -7,6 +7,7 @@ hands it runs (``_queue``) decides which process executes which run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -275,9 +276,19 @@ class Executor:
         await self.events.publish(run_id, RESULT, result)
         await self.events.publish(run_id, END, None)
 
-    async def drain(self) -> None:
-        """Wait for the results and ends being published (before a stopping process
-        closes its connections)."""
+    async def abandon(self, loops: list[asyncio.Task[Any]]) -> None:
+        """Leave this process's runs to other executors (it is shutting down): they stay
+        unsettled and unacknowledged, resumed from their last checkpoint by whoever takes
+        them next. ``loops``, the queue's own tasks, are cancelled and awaited, then the
+        results and ends being published are let finish before connections close."""
+        for run_id, task in list(self.tasks.items()):
+            self.stops[run_id] = "lost"
+            task.cancel()
+        for task in loops:
+            task.cancel()
+        for task in loops:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         if self.ending:
             await asyncio.gather(*self.ending, return_exceptions=True)
 

@@ -237,16 +237,6 @@ class RedisQueue:
             self.executor.tasks.pop(run_id, None)
 
     async def close(self) -> None:
-        # a process shutting down leaves its runs to the others: unsettled, unacknowledged,
-        # resumed from their last checkpoint by the next executor that takes them
         self._closing = True
-        for run_id, task in list(self.executor.tasks.items()):
-            self.executor.stops[run_id] = "lost"
-            task.cancel()
-        for task in [*self._loops, *self._running.values()]:
-            task.cancel()
-        for task in [*self._loops, *self._running.values()]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        await self.executor.drain()
+        await self.executor.abandon([*self._loops, *self._running.values()])
         self._loops = []

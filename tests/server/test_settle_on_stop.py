@@ -36,7 +36,7 @@ async def test_a_run_cancelled_between_its_result_and_its_end_publishes_both() -
     await events.result_out.wait()
     task.cancel()  # what a stopping worker's close() does to the runs it holds
     await asyncio.gather(task, return_exceptions=True)
-    await executor.drain()  # close() waits for ends under way before closing connections
+    await executor.abandon([])  # close() waits for ends under way before closing connections
     assert await events.ended("r1")
     seen = [e async for e in events.read("r1", "-1")]
     names = [event for _, event, _ in seen]
