@@ -263,3 +263,20 @@ def test_context_editing_counts_and_clears_a_tools_images() -> None:
         ("[cleared]", 0),
         ("", 1),
     ]
+
+
+async def test_a_hand_written_async_tool_returning_parts_keeps_them() -> None:
+    """A hand-written ``ToolCallback`` with only ``acall``, returning text and an image:
+    the async manager keeps both."""
+    from graphagent.tools import ToolCallback, ToolDefinition, ToolOutput
+
+    class Camera(ToolCallback):
+        definition = ToolDefinition("camera", "Take a picture.", {"type": "object"})
+
+        async def acall(self, tool_input: str, context: Any = None) -> ToolOutput:
+            return ["a picture", ImagePart(data=PNG)]
+
+    asked = AssistantMessage(tool_calls=[ToolCall(id="c1", name="camera")])
+    result = await ToolCallingManager().aexecute_tool_calls([], asked, tools=[Camera()])
+    (message,) = result.tool_responses
+    assert message.content == "a picture" and message.parts == (ImagePart(data=PNG),)
