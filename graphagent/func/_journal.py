@@ -205,7 +205,9 @@ def next_call(caller: TaskScope, name: str) -> Call:
     ctx = caller.ctx
     if ctx is None:
         return Call(name, TaskScope(path), key)
-    scope = TaskScope(path, ctx.answers.get(path_key(path), ()), ctx)
+    # the scope is named by the task: its interrupts and the chunks of models it calls say
+    # "summarize", while its path ("summarize:0") tells its calls apart
+    scope = TaskScope(path, ctx.answers.get(path_key(path), ()), ctx, node=name)
     record = ctx.suspended.get(key)
     if record is None:
         return Call(name, scope, key)
