@@ -20,7 +20,7 @@ from checkpoint.base import PendingWrite
 from graphagent._internal.mirror import saver_errors
 from graphagent.config import RunnableConfig
 from graphagent.errors import TaskReplayError
-from graphagent.graph import TaskScope, path_key
+from graphagent.graph._command import TaskScope, path_key
 
 __all__ = ["RUN", "Call", "Journal", "TaskUpdate", "Writes", "next_call", "writes_of"]
 
