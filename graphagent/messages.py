@@ -488,24 +488,33 @@ def _decoder(cls: type[BaseModel]) -> Any:
         return cls(**fields)  # validated as by model_validate, without its keyword handling
 
     fields_set = _ALL_SET[cls]
+    # the one field a stored list leaves out when it holds its default (``parts``,
+    # ``reasoning``), put in each built message's fields by the literal below
+    key, default = next(iter(unset.items())) if unset else (None, None)
 
     def simple(stored: list[Any]) -> Any:
         # content, id and metadata only (a user, system or remove message): the commonest
-        # stored value, so built inline
-        if type(stored) is list and len(stored) == 3:
+        # stored value, so built inline. What is not three texts-and-a-map falls through to
+        # ``decode``, which validates or refuses it (a list of another length, or another
+        # three-item value, fails the unpacking or the type checks)
+        try:
             content, mid, meta = stored
-            if type(content) is str and type(mid) is str:
-                metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
-                if metadata is not None:
-                    message = _new(cls)
-                    fields = {"content": content, "id": mid, "metadata": metadata}
-                    if unset:
-                        fields.update(unset)
-                    _put(message, fields)
-                    _fields_set(message, fields_set)
-                    _extra(message, None)
-                    _private(message, None)
-                    return message
+        except (TypeError, ValueError):
+            return decode(stored)
+        if type(content) is str and type(mid) is str and type(meta) is dict:
+            metadata = _metadata(meta) if meta else _EMPTY
+            if metadata is not None:
+                message = _new(cls)
+                if key is None:
+                    _put(message, {"content": content, "id": mid, "metadata": metadata})
+                else:
+                    _put(
+                        message, {"content": content, "id": mid, "metadata": metadata, key: default}
+                    )
+                _fields_set(message, fields_set)
+                _extra(message, None)
+                _private(message, None)
+                return message
         return decode(stored)
 
     def decode(stored: list[Any]) -> Any:
@@ -546,20 +555,35 @@ def _decoder(cls: type[BaseModel]) -> Any:
 
     def assistant(stored: list[Any]) -> Any:
         # an assistant message without tool calls: the other half of a chat, built inline
-        if type(stored) is list and len(stored) == 4:
+        # (anything else falls through to ``decode``, as in ``simple``)
+        try:
             content, mid, meta, calls = stored
-            if type(content) is str and type(mid) is str and calls == []:
-                metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
-                if metadata is not None:
-                    message = _new(cls)
-                    fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": ()}
-                    if unset:
-                        fields.update(unset)
-                    _put(message, fields)
-                    _fields_set(message, fields_set)
-                    _extra(message, None)
-                    _private(message, None)
-                    return message
+        except (TypeError, ValueError):
+            return decode(stored)
+        if (
+            type(content) is str
+            and type(mid) is str
+            and type(meta) is dict
+            and type(calls) is list
+            and not calls
+        ):
+            metadata = _metadata(meta) if meta else _EMPTY
+            if metadata is not None:
+                message = _new(cls)
+                _put(
+                    message,
+                    {
+                        "content": content,
+                        "id": mid,
+                        "metadata": metadata,
+                        "tool_calls": (),
+                        key: default,
+                    },
+                )
+                _fields_set(message, fields_set)
+                _extra(message, None)
+                _private(message, None)
+                return message
         return decode(stored)
 
     if names == ("content", "id", "metadata"):
