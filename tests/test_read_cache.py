@@ -470,6 +470,40 @@ def test_message_frames_of_the_wrong_shape_are_refused_by_both_decodes() -> None
     assert got[1] == default_serde.loads(nested)
 
 
+def test_a_long_batch_pauses_the_collector_and_leaves_it_as_it_found_it() -> None:
+    """The collector waits while a long batch is decoded (no pass runs meanwhile) and is
+    on again afterwards, also when the batch is refused; a caller that turned it off
+    finds it off."""
+    import gc
+
+    from checkpoint.errors import SerializationError
+
+    blobs = [default_serde.dumps(UserMessage(f"m {i}")) for i in range(600)]
+    passes: list[str] = []
+
+    def seen(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            passes.append(phase)
+
+    gc.callbacks.append(seen)
+    try:
+        assert gc.isenabled()
+        values = default_serde.loads_all(blobs)
+        assert len(values) == 600 and passes == []  # ~2,400 objects made, no pass
+        assert gc.isenabled()
+        with pytest.raises(SerializationError):
+            default_serde.loads_all([*blobs, b"\xc1"])
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            default_serde.loads_all(blobs)
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(seen)
+
+
 def test_a_thread_that_sets_a_key_every_step_holds_only_its_latest_values() -> None:
     """Value maps (``set`` keys) are held for the record last read only: a thread whose
     every step sets a key does not grow the cache by a map per step."""
