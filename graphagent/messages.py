@@ -477,6 +477,8 @@ def _decoder(cls: type[BaseModel]) -> Any:
     size = len(names)
     optional = _OPTIONAL.get(cls)
     unset = _UNSET.get(cls, {})
+    fields_set = _ALL_SET[cls]
+    key, default = next(iter(unset.items())) if unset else (None, None)  # parts, reasoning
 
     def validated(stored: list[Any]) -> Any:
         named = (*names, optional) if optional and len(stored) > size else names
@@ -487,30 +489,19 @@ def _decoder(cls: type[BaseModel]) -> Any:
             fields["parts"] = [part_from_stored(p) for p in stored[size]]
         return cls(**fields)  # validated as by model_validate, without its keyword handling
 
-    fields_set = _ALL_SET[cls]
-    # the one field a stored list leaves out when it holds its default (``parts``,
-    # ``reasoning``), put in each built message's fields by the literal below
-    key, default = next(iter(unset.items())) if unset else (None, None)
-
-    def simple(stored: list[Any]) -> Any:
-        # content, id and metadata only (a user, system or remove message): the commonest
-        # stored value, so built inline. What is not three texts-and-a-map falls through to
-        # ``decode``, which validates or refuses it (a list of another length, or another
-        # three-item value, fails the unpacking or the type checks)
+    def simple(stored: list[Any]) -> Any:  # a user, system or remove message
         try:
             content, mid, meta = stored
-        except (TypeError, ValueError):
+        except (TypeError, ValueError):  # not three items: decode refuses or validates it
             return decode(stored)
         if type(content) is str and type(mid) is str and type(meta) is dict:
             metadata = _metadata(meta) if meta else _EMPTY
             if metadata is not None:
                 message = _new(cls)
-                if key is None:
-                    _put(message, {"content": content, "id": mid, "metadata": metadata})
-                else:
-                    _put(
-                        message, {"content": content, "id": mid, "metadata": metadata, key: default}
-                    )
+                fields = {"content": content, "id": mid, "metadata": metadata}
+                if key is not None:
+                    fields[key] = default
+                _put(message, fields)
                 _fields_set(message, fields_set)
                 _extra(message, None)
                 _private(message, None)
@@ -553,33 +544,18 @@ def _decoder(cls: type[BaseModel]) -> Any:
         }
         return _built(cls, fields)
 
-    def assistant(stored: list[Any]) -> Any:
-        # an assistant message without tool calls: the other half of a chat, built inline
-        # (anything else falls through to ``decode``, as in ``simple``)
+    def assistant(stored: list[Any]) -> Any:  # an assistant message without tool calls
         try:
             content, mid, meta, calls = stored
         except (TypeError, ValueError):
             return decode(stored)
-        if (
-            type(content) is str
-            and type(mid) is str
-            and type(meta) is dict
-            and type(calls) is list
-            and not calls
-        ):
+        if type(content) is str and type(mid) is str and type(meta) is dict and calls == []:
             metadata = _metadata(meta) if meta else _EMPTY
             if metadata is not None:
                 message = _new(cls)
-                _put(
-                    message,
-                    {
-                        "content": content,
-                        "id": mid,
-                        "metadata": metadata,
-                        "tool_calls": (),
-                        key: default,
-                    },
-                )
+                fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": ()}
+                fields[key] = default  # type: ignore[index]
+                _put(message, fields)
                 _fields_set(message, fields_set)
                 _extra(message, None)
                 _private(message, None)
