@@ -477,6 +477,8 @@ def _decoder(cls: type[BaseModel]) -> Any:
     size = len(names)
     optional = _OPTIONAL.get(cls)
     unset = _UNSET.get(cls, {})
+    fields_set = _ALL_SET[cls]
+    key, default = next(iter(unset.items())) if unset else (None, None)  # parts, reasoning
 
     def validated(stored: list[Any]) -> Any:
         named = (*names, optional) if optional and len(stored) > size else names
@@ -487,25 +489,23 @@ def _decoder(cls: type[BaseModel]) -> Any:
             fields["parts"] = [part_from_stored(p) for p in stored[size]]
         return cls(**fields)  # validated as by model_validate, without its keyword handling
 
-    fields_set = _ALL_SET[cls]
-
-    def simple(stored: list[Any]) -> Any:
-        # content, id and metadata only (a user, system or remove message): the commonest
-        # stored value, so built inline
-        if type(stored) is list and len(stored) == 3:
+    def simple(stored: list[Any]) -> Any:  # a user, system or remove message
+        try:
             content, mid, meta = stored
-            if type(content) is str and type(mid) is str:
-                metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
-                if metadata is not None:
-                    message = _new(cls)
-                    fields = {"content": content, "id": mid, "metadata": metadata}
-                    if unset:
-                        fields.update(unset)
-                    _put(message, fields)
-                    _fields_set(message, fields_set)
-                    _extra(message, None)
-                    _private(message, None)
-                    return message
+        except (TypeError, ValueError):  # not three items: decode refuses or validates it
+            return decode(stored)
+        if type(content) is str and type(mid) is str and type(meta) is dict:
+            metadata = _metadata(meta) if meta else _EMPTY
+            if metadata is not None:
+                message = _new(cls)
+                fields = {"content": content, "id": mid, "metadata": metadata}
+                if key is not None:
+                    fields[key] = default
+                _put(message, fields)
+                _fields_set(message, fields_set)
+                _extra(message, None)
+                _private(message, None)
+                return message
         return decode(stored)
 
     def decode(stored: list[Any]) -> Any:
@@ -544,22 +544,22 @@ def _decoder(cls: type[BaseModel]) -> Any:
         }
         return _built(cls, fields)
 
-    def assistant(stored: list[Any]) -> Any:
-        # an assistant message without tool calls: the other half of a chat, built inline
-        if type(stored) is list and len(stored) == 4:
+    def assistant(stored: list[Any]) -> Any:  # an assistant message without tool calls
+        try:
             content, mid, meta, calls = stored
-            if type(content) is str and type(mid) is str and calls == []:
-                metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
-                if metadata is not None:
-                    message = _new(cls)
-                    fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": ()}
-                    if unset:
-                        fields.update(unset)
-                    _put(message, fields)
-                    _fields_set(message, fields_set)
-                    _extra(message, None)
-                    _private(message, None)
-                    return message
+        except (TypeError, ValueError):
+            return decode(stored)
+        if type(content) is str and type(mid) is str and type(meta) is dict and calls == []:
+            metadata = _metadata(meta) if meta else _EMPTY
+            if metadata is not None:
+                message = _new(cls)
+                fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": ()}
+                fields[key] = default  # type: ignore[index]
+                _put(message, fields)
+                _fields_set(message, fields_set)
+                _extra(message, None)
+                _private(message, None)
+                return message
         return decode(stored)
 
     if names == ("content", "id", "metadata"):

@@ -434,6 +434,76 @@ def test_loads_all_decodes_as_loads_does_and_refuses_what_it_refuses() -> None:
             default_serde.loads_all([*blobs, bad, *blobs])
 
 
+def test_message_frames_of_the_wrong_shape_are_refused_by_both_decodes() -> None:
+    """A message frame whose stored fields are not a list of the class's fields (a text or
+    a map of as many items, a list too short or too long, texts of the wrong type) is
+    refused by loads and by the batch decode with the same error; a list of the right
+    shape whose metadata is not a plain map of texts is validated, not built inline."""
+    import msgpack
+
+    from checkpoint.errors import SerializationError
+    from checkpoint.serde import _ENCODED, _ext
+
+    def frame(name: str, stored: Any) -> bytes:
+        return _ext(_ENCODED, msgpack.packb([f"graphagent.{name}", stored]))
+
+    good = default_serde.dumps(UserMessage("fine"))
+    bad = [
+        frame("UserMessage", "abc"),
+        frame("UserMessage", {"a": 1, "b": 2, "c": 3}),
+        frame("UserMessage", ["x", "id"]),
+        frame("UserMessage", ["x", 7, {}]),
+        frame("AssistantMessage", "abcd"),
+        frame("AssistantMessage", ["x", "id", {}, "no calls"]),
+        frame("AssistantMessage", ["x", "id", {}, [], "", "extra"]),
+        frame("SystemMessage", ["x", "id", {1: "int key"}]),
+    ]
+    for blob in bad:
+        with pytest.raises(SerializationError) as one:
+            default_serde.loads(blob)
+        with pytest.raises(SerializationError) as batch:
+            default_serde.loads_all([good, blob, good])
+        assert str(batch.value) == str(one.value)
+    nested = frame("AssistantMessage", ["x", "id", {"usage": {"in": 1}}, []])
+    got = default_serde.loads_all([good, nested])
+    assert got[1] == AssistantMessage("x", id="id", metadata={"usage": {"in": 1}})
+    assert got[1] == default_serde.loads(nested)
+
+
+def test_a_long_batch_pauses_the_collector_and_leaves_it_as_it_found_it() -> None:
+    """The collector waits while a long batch is decoded (no pass runs meanwhile) and is
+    on again afterwards, also when the batch is refused; a caller that turned it off
+    finds it off."""
+    import gc
+
+    from checkpoint.errors import SerializationError
+
+    blobs = [default_serde.dumps(UserMessage(f"m {i}")) for i in range(600)]
+    passes: list[str] = []
+
+    def seen(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            passes.append(phase)
+
+    gc.callbacks.append(seen)
+    try:
+        assert gc.isenabled()
+        values = default_serde.loads_all(blobs)
+        assert len(values) == 600 and passes == []  # ~2,400 objects made, no pass
+        assert gc.isenabled()
+        with pytest.raises(SerializationError):
+            default_serde.loads_all([*blobs, b"\xc1"])
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            default_serde.loads_all(blobs)
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(seen)
+
+
 def test_a_thread_that_sets_a_key_every_step_holds_only_its_latest_values() -> None:
     """Value maps (``set`` keys) are held for the record last read only: a thread whose
     every step sets a key does not grow the cache by a map per step."""
