@@ -44,6 +44,7 @@ from graphagent.graph._effects import (
     Program,
     Task,
 )
+from graphagent.graph._keep import AsyncKeeper, Keeper
 from graphagent.graph._push import with_pushed
 from graphagent.graph._race import arace, race, race_groups
 from graphagent.graph._retry import aretrying, retrying
@@ -200,8 +201,16 @@ Executed = tuple[dict[str, Outcome], "BaseException | None"]
 did (``KeyboardInterrupt``, cancellation, the stream being closed)."""
 
 
-def execute(effect: Execute) -> Executed:
-    """Run a step's tasks in this thread (one) or on the shared pool (several)."""
+def _kept_call(keeper: Keeper, task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
+    """:func:`_call`, its work stored as soon as it finishes (``_keep``)."""
+    outcome = _call(task, state, config)
+    keeper.finished(task.key, outcome)
+    return outcome
+
+
+def execute(effect: Execute, saver: CheckpointSaver | None = None) -> Executed:
+    """Run a step's tasks in this thread (one) or on the shared pool (several); with
+    ``effect.keep``, each task's work is stored through ``saver`` as it finishes."""
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
@@ -211,9 +220,16 @@ def execute(effect: Execute) -> Executed:
     groups = race_groups(tasks)
     if groups is not None:
         return race(tasks, groups, lambda t: _call(t, state, config))
-    calls = [functools.partial(_call, t, state, config) for t in tasks]
+    keeper = None
+    if effect.keep is not None and saver is not None:
+        keeper = Keeper(effect.keep, saver.put_writes)
+        calls = [functools.partial(_kept_call, keeper, t, state, config) for t in tasks]
+    else:
+        calls = [functools.partial(_call, t, state, config) for t in tasks]
     pools = [t.spec.executor for t in tasks]
     outcomes, stop = run_each(calls, pools=pools if any(pools) else None)
+    if stop is None and keeper is not None and keeper.error is not None:
+        stop = keeper.error  # the saver failed: the run ends with its error
     return {t.key: o for t, o in zip(tasks, outcomes, strict=True) if o is not None}, stop
 
 
@@ -223,13 +239,15 @@ class _LiveStep:
 
     __slots__ = ("box", "events")
 
-    def __init__(self, effect: Execute, events: queue.SimpleQueue[Any]) -> None:
+    def __init__(
+        self, effect: Execute, events: queue.SimpleQueue[Any], saver: CheckpointSaver | None
+    ) -> None:
         self.events = events
         self.box: list[Executed] = []
 
         def work() -> None:
             try:
-                self.box.append(execute(effect))
+                self.box.append(execute(effect, saver))
             finally:
                 events.put(DONE)
 
@@ -244,9 +262,11 @@ class _LiveStep:
         return self.box[0]
 
 
-async def aexecute(effect: Execute) -> Executed:
+async def aexecute(effect: Execute, calls: AsyncCalls | None = None) -> Executed:
     """Run a step's tasks as tasks of the event loop; a failure cancels the others, and
-    so does a cancellation of this one (after which the tasks that finished are kept)."""
+    so does a cancellation of this one (after which the tasks that finished are kept).
+    With ``effect.keep``, the work of the tasks that finished is stored through
+    ``calls`` each time some finish, while the others run on."""
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
@@ -256,6 +276,9 @@ async def aexecute(effect: Execute) -> Executed:
     groups = race_groups(tasks)
     if groups is not None:
         return await arace(tasks, groups, lambda t: _acall(t, state, config))
+    keeper = None
+    if effect.keep is not None and calls is not None:
+        keeper = AsyncKeeper(effect.keep, calls.put_writes)
     running = {asyncio.ensure_future(_acall(t, state, config)): t.key for t in tasks}
     outcomes: dict[str, Outcome] = {}
     pending = set(running)
@@ -265,6 +288,8 @@ async def aexecute(effect: Execute) -> Executed:
             finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for future in finished:
                 outcomes[running[future]] = future.result()
+            if keeper is not None:
+                await keeper.finished([(running[f], outcomes[running[f]]) for f in finished])
             if any(type(outcomes[running[f]]) is Failed for f in finished):
                 break  # a failure ends the step now: its siblings are cancelled
     except BaseException as exc:  # cancelled (or a node raised a BaseException)
@@ -409,10 +434,13 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
             kind = type(effect)
             if kind is Execute:  # every step: checked first
                 step: Execute = effect  # type: ignore[assignment]
+                if step.keep is not None and writing is not None:
+                    done, writing = writing, None  # the checkpoint the step keeps work on
+                    done.result()
                 if live is None:
-                    outcomes, stop = execute(step)
+                    outcomes, stop = execute(step, saver)
                 else:
-                    worker = _LiveStep(step, live)
+                    worker = _LiveStep(step, live, saver)
                     try:
                         while (item := live.get()) is not DONE:
                             yield item
@@ -491,10 +519,13 @@ async def adrive(
                 # thread would wait behind every other run's turn (the p99 step)
                 await asyncio.sleep(0)
                 astep: Execute = effect  # type: ignore[assignment]
+                if astep.keep is not None and writing is not None:
+                    adone, writing = writing, None  # the checkpoint the step keeps work on
+                    await adone
                 if live is None:
-                    outcomes, stop = await aexecute(astep)
+                    outcomes, stop = await aexecute(astep, calls)
                 else:
-                    task = asyncio.ensure_future(aexecute(astep))
+                    task = asyncio.ensure_future(aexecute(astep, calls))
                     getter: asyncio.Future[Any] | None = None
                     try:
                         while True:

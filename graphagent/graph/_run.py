@@ -19,7 +19,6 @@ from checkpoint.base import Change, Checkpoint, CheckpointWrite, PendingWrite
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
     EmptyInputError,
-    GraphInterrupt,
     GraphRecursionError,
     UserError,
 )
@@ -31,33 +30,29 @@ from graphagent.graph._command import (
     current_task,
     path_key,
 )
-from graphagent.graph._constants import INTERRUPT, START, public
+from graphagent.graph._constants import START, public
 from graphagent.graph._debug import announce, checkpoint_event, step_events, written_messages
 from graphagent.graph._effects import (
     Background,
     Done,
     Emit,
     Execute,
+    Keep,
     Outcome,
     Program,
-    PutWrites,
     Task,
 )
 from graphagent.graph._pause import (
     answers_by_path,
     parent_changes,
-    paused,
-    pending_writes,
     take_pending,
 )
 from graphagent.graph._plan import Plan
-from graphagent.graph._saving import Saving, durability_of
+from graphagent.graph._saving import durability_of
 from graphagent.graph._state import OverAllState, as_input
 from graphagent.graph._step import (
-    BREAKPOINT,
     Position,
     Step,
-    attach_node,
     combine,
     merge,
     normalize,
@@ -66,6 +61,7 @@ from graphagent.graph._step import (
     with_goto,
     write,
 )
+from graphagent.graph._stopping import Stopping
 from graphagent.graph._substream import Sink, nested_config, nested_opening, share_streams
 from graphagent.graph._tasks import (
     cache_lookup,
@@ -126,9 +122,10 @@ def run_program(
             return run.finish()
         if "debug" in modes:
             yield from announce(run.pos, tasks, run.ctx.anchor, run.base)
+        keep = (yield from run.keeping()) if len(tasks) > 1 and run.keeps else None
         if run.plain_state:  # no managed keys, no cache: the short way, every step
             state = OverAllState(run.pos.values, plan.schema.empties)
-            step = run.collect((yield Execute(tasks, state, config)))
+            step = run.collect((yield Execute(tasks, state, config, keep)))
         else:
             values = run.pos.values
             if plan.managed:
@@ -137,7 +134,8 @@ def run_program(
             hits: dict[str, Any] = {}
             if plan.cache is not None:
                 tasks, hits, wanted = yield from cache_lookup(plan, tasks, state)
-            step = run.collect((yield Execute(tasks, state, config)) if tasks else {}, hits)
+            executed = (yield Execute(tasks, state, config, keep)) if tasks else {}
+            step = run.collect(executed, hits)
         if "debug" in modes:
             yield from retried(run.pos, tasks)
         if step.paused or step.failure is not None:
@@ -149,7 +147,7 @@ def run_program(
             return (yield from run.stop_after())
 
 
-class Run(Saving):
+class Run(Stopping):
     """One run: its identity (plan, config, thread, nested or not), its position, and the
     transitions between positions."""
 
@@ -160,6 +158,7 @@ class Run(Saving):
         "cached",
         "config",
         "ctx",
+        "keeps",
         "key",
         "modes",
         "nested",
@@ -206,6 +205,8 @@ class Run(Saving):
         self.background = mode == "async"  # a step's write runs beside the next step
         self.plain = mode == "sync"
         self.plain_state = not plan.managed and plan.cache is None
+        # a step of several tasks stores each one's work as it finishes (not under exit)
+        self.keeps = False
         ctx: RunContext | None = None
         if self.nested:
             # a nested run shares its root's context (its thread among it) and saves nothing
@@ -216,6 +217,9 @@ class Run(Saving):
         else:
             self.base = ()
             self.saves = plan.saver is not None and config.thread_id is not None
+            self.keeps = (
+                self.saves and self.held is None and plan.saver.outlives_process  # type: ignore[union-attr]
+            )
         self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver, config)
         self.key = path_key(self.base)
         if self.nested and self.ctx.stream is not None:
@@ -351,9 +355,6 @@ class Run(Saving):
         pos.load(position)
         pos.next = pos.deferred_route(self.plan, self.config)
 
-    def _net_dump(self) -> dict[str, list[Any]]:
-        return {k: [kind, payload] for k, (kind, payload) in (self.net or {}).items()}
-
     def finish(self) -> dict[str, Any]:
         """The run reached its end. A nested run leaves its result in the shared context
         too: should its task pause later, the task's rerun gets the result, not a rerun."""
@@ -415,6 +416,17 @@ class Run(Saving):
             resume = answers.get(path_key(path), ()) if answers else ()
             found.append(Task(nodes[n], TaskScope(path, resume, ctx), n))
         return tuple(found)
+
+    def keeping(self) -> Program[Keep]:
+        """Where this step of several tasks keeps each one's work as it finishes
+        (``_keep``). A held-back input is stored first, so that work has a stored
+        checkpoint to be kept on (a crash mid-step then resumes it)."""
+        if self.unsaved is not None:
+            yield from self.flush()
+            self.ctx.kept_on = self.pos.checkpoint_id
+        thread, checkpoint = self.ctx.thread, self.pos.checkpoint_id
+        assert thread is not None and checkpoint is not None
+        return Keep(thread, checkpoint)
 
     def collect(
         self, outcomes: Mapping[str, Outcome], hits: Mapping[str, Any] | None = None
@@ -523,77 +535,3 @@ class Run(Saving):
             return False
         sent = self.sent or {}
         return any(sent.get(k, k) in after for k in step.results)
-
-    # -- pausing -----------------------------------------------------------------------
-
-    def suspend(self, step: Step) -> Program[dict[str, Any]]:
-        """Stop at an unfinished step: keep its finished work and questions, or fail."""
-        pos = self.pos
-        if self.nested:
-            if step.failure is not None:
-                node, exc = step.failure
-                raise attach_node(exc, node)
-            self._leave_position(step, skip=False)
-            raise GraphInterrupt(step.interrupts)
-        if step.failure is None and not self.saves:
-            node = next(iter(step.paused))
-            raise UserError(
-                f"node {node!r} called interrupt(), which needs a saver and "
-                "a thread_id: compile(saver=MemorySaver()) and pass "
-                "config={'thread_id': ...}"
-            )
-        if self.saves and pos.checkpoint_id is not None:
-            if step.failure is None:
-                yield from self._anchor()
-            else:
-                yield from self.flush()  # the input stays, for invoke(None) to retry from
-            yield from self._store_step(step)
-        if step.failure is not None:
-            node, exc = step.failure
-            raise attach_node(exc, node)
-        return (
-            yield from paused(
-                self.plan, pos.values, step, self.modes, (self.ctx.anchor, self.base, pos.step + 1)
-            )
-        )
-
-    def _store_step(self, step: Step) -> Program[None]:
-        """The unfinished step as pending writes, grouped by top-level task."""
-        pos, thread = self.pos, self.thread
-        assert thread is not None and pos.checkpoint_id is not None
-        writes = pending_writes(step, self.ctx)
-        if writes:
-            yield PutWrites(thread, pos.checkpoint_id, writes)
-
-    def stop_before(self) -> Program[None]:
-        """Pause before the ``interrupt_before`` nodes :meth:`next_tasks` reached."""
-        if self.nested:
-            self._leave_position(None, skip=True)
-            raise GraphInterrupt(())
-        thread = self.thread
-        assert thread is not None
-        yield from self._anchor()
-        assert self.pos.checkpoint_id is not None
-        yield PutWrites(
-            thread,
-            self.pos.checkpoint_id,
-            (PendingWrite(BREAKPOINT, "breakpoint", self.breakpoint),),
-        )
-        if "updates" in self.modes:
-            yield Emit("updates", {INTERRUPT: ()})
-
-    def stop_after(self) -> Program[dict[str, Any]]:
-        """Pause after an ``interrupt_after`` node: the checkpoint already says what is next."""
-        if self.nested:
-            self._leave_position(None, skip=False)
-            raise GraphInterrupt(())
-        if "updates" in self.modes:
-            yield Emit("updates", {INTERRUPT: ()})
-        return self.plan.schema.output(self.pos.values)
-
-    def _leave_position(self, step: Step | None, *, skip: bool) -> None:
-        """A nested run's position, left in the shared context for the root to store."""
-        done = step.dump_results() if step is not None else {}
-        position = self.pos.dump(done, skip)
-        position["net"], position["input"] = self._net_dump(), self.start_input
-        self.ctx.suspend(self.key, position)
