@@ -2,10 +2,11 @@
 (:func:`drive`) or under an event loop (:func:`adrive`).
 
 Both read one table (:data:`SAVER_CALLS`) for the saver's effects: each is written once,
-over the saver's sync methods or, through :class:`AsyncCalls`, their async twins. Node
-calls end in one :data:`~graphagent.graph._effects.Outcome` each, with one mapping from
-what a node raised to what it came to (:func:`_outcome_of`). This is the engine's hot
-path: the shortcuts here are noted with what they save.
+over the saver's sync methods or, through :class:`AsyncCalls`, their async twins. Each
+node is called through ``_call`` (one :data:`~graphagent.graph._effects.Outcome` each);
+a step of several tasks on a durable saver stores each task's work as it finishes
+(``_keep``). This is the engine's hot path: the shortcuts here are noted with what they
+save.
 """
 
 from __future__ import annotations
@@ -15,39 +16,33 @@ import concurrent.futures
 import contextlib
 import contextvars
 import functools
-import inspect
 import queue
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator
 from typing import Any
 
 from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
-from graphagent._executor import in_thread, run_each, submit
-from graphagent._internal import observe
+from graphagent._executor import run_each, submit
 from graphagent._internal.mirror import mirror_error
 from graphagent.config import RunnableConfig
-from graphagent.errors import GraphBubbleUp, GraphInterrupt, UserError
-from graphagent.graph._command import ParentCommand, current_task
+from graphagent.graph._call import acall, call
+from graphagent.graph._command import current_task
 from graphagent.graph._effects import (
     Background,
     CacheGet,
     CacheSet,
-    Done,
     Emit,
     Execute,
     Failed,
     Lock,
     OpenLive,
     Outcome,
-    Paused,
     Program,
     Task,
 )
 from graphagent.graph._keep import AsyncKeeper, Keeper
-from graphagent.graph._push import with_pushed
 from graphagent.graph._race import arace, race, race_groups
-from graphagent.graph._retry import aretrying, retrying
 from graphagent.graph._savercalls import SAVER_CALLS, AsyncCalls
 from graphagent.graph._state import OverAllState
 
@@ -63,147 +58,14 @@ _TASK = current_task()
 DONE = object()
 """What ``next(events, DONE)`` returns once a driver's events are used up."""
 
-# -- calling nodes ----------------------------------------------------------------------
-
-
-def _outcome_of(task: Task, exc: BaseException, resolving: bool = False) -> Outcome:
-    """What a node that raised ``exc`` came to: a pause, or a failure.
-
-    ``resolving``: the sync driver ran what the node returned with ``asyncio.run``, which
-    refuses under a running event loop; that is an async node called from ``invoke``.
-    """
-    if isinstance(exc, GraphInterrupt):
-        return Paused(exc)
-    if isinstance(exc, ParentCommand):
-        # from a graph run inside the node, a plain command: the node's result; from the
-        # node's own code (a tool), still Command.PARENT: as if the node returned it, so
-        # its graph hands it up in turn
-        return Done(exc.command)
-    if resolving and isinstance(exc, RuntimeError) and "running event loop" in str(exc):
-        name = task.spec.name
-        error = UserError(f"node {name!r} is async; call ainvoke()/astream() from async code")
-        return Failed(error)
-    return Failed(exc)
-
-
-def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool) -> Outcome:
-    """Run one node in this thread; with ``resolve``, an awaitable it returns is run too."""
-    spec = task.spec
-    if task.input is not None:  # a Send's task: called with its own input
-        state = task.input[0]
-    token = _TASK.set(task.scope)
-    try:
-        ret = spec.fn(state, config) if spec.takes_config else spec.fn(state)
-        # most nodes return a dict: skip the awaitable check's isinstance walk for them
-        # (~0.2 µs a node, of ~5 µs per node-step in bench/graph_overhead.py)
-        if resolve and ret.__class__ is not dict and inspect.isawaitable(ret):
-            ret = asyncio.run(_awaited(ret))
-        if task.scope.pushed:  # push_message() in the node
-            ret = with_pushed(ret, task.scope.pushed)
-        return Done(ret)
-    except (Exception, GraphBubbleUp) as exc:
-        return _outcome_of(task, exc, resolve)
-    finally:
-        _TASK.reset(token)
-
-
-async def _awaited(ret: Awaitable[Any]) -> Any:
-    while inspect.isawaitable(ret):
-        ret = await ret
-    return ret
-
-
-async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """Run one node under the event loop; a sync node runs in a worker thread."""
-    spec = task.spec
-    fn = spec.afn if spec.afn is not None else spec.fn if spec.is_async else None
-    if task.input is not None and fn is not None:
-        state = task.input[0]
-    ret: Any = None
-    if fn is None:
-        call = functools.partial(_call_node, task, state, config, False)
-        outcome = await in_thread(call, spec.executor)
-        if type(outcome) is not Done or not inspect.isawaitable(outcome.value):
-            return outcome
-        ret = outcome.value  # a sync callable that returned an awaitable: await it here
-    # the call and the await of what it returns in one frame, with the node's scope set
-    # throughout (for ``interrupt()``): no coroutine of ours between the node and the loop
-    token = _TASK.set(task.scope)
-    try:
-        if fn is not None:
-            ret = fn(state, config) if spec.takes_config else fn(state)
-        while ret.__class__ is not dict and inspect.isawaitable(ret):
-            ret = await ret
-        if task.scope.pushed:
-            ret = with_pushed(ret, task.scope.pushed)
-        return Done(ret)
-    except (Exception, GraphBubbleUp) as exc:
-        return _outcome_of(task, exc)
-    finally:
-        _TASK.reset(token)
-
-
-def _observed(watch: observe.Watch, outcome: Outcome) -> Outcome:
-    """Tell a node's watch how the node ended; returns ``outcome``."""
-    if type(outcome) is Done:
-        watch.record(outcome.value)
-    elif type(outcome) is Failed:
-        watch.failed(outcome.error)
-    elif type(outcome) is Paused:
-        watch.record(observe.INTERRUPTED)
-    return outcome
-
-
-def _call(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """:func:`_call_node`, watched when someone observes the run, retried by the node's
-    retry policy."""
-    if task.spec.retry is not None:
-        return retrying(_attempt, task, state, config)
-    if not observe.ACTIVE:
-        return _call_node(task, state, config, True)
-    return _attempt(task, state, config, 1)
-
-
-def _watch(task: Task, state: OverAllState, config: RunnableConfig, attempt: int) -> Any:
-    """The watch of one attempt of a node (told the node's own input: a Send's arg)."""
-    given = state if task.input is None else task.input[0]
-    return observe.node(task.spec.name, task.spec.kind, task.scope.path, given, config, attempt)
-
-
-def _attempt(task: Task, state: OverAllState, config: RunnableConfig, attempt: int) -> Outcome:
-    """One watched attempt of a node."""
-    watch = _watch(task, state, config, attempt)
-    with watch:
-        return _observed(watch, _call_node(task, state, config, True))
-
-
-async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """:func:`_acall_node`, watched when someone observes the run, retried by the node's
-    retry policy."""
-    if task.spec.retry is not None:
-        return await aretrying(_aattempt, task, state, config)
-    if not observe.ACTIVE:
-        return await _acall_node(task, state, config)
-    return await _aattempt(task, state, config, 1)
-
-
-async def _aattempt(
-    task: Task, state: OverAllState, config: RunnableConfig, attempt: int
-) -> Outcome:
-    """Async :func:`_attempt`."""
-    watch = _watch(task, state, config, attempt)
-    with watch:
-        return _observed(watch, await _acall_node(task, state, config))
-
-
 Executed = tuple[dict[str, Outcome], "BaseException | None"]
 """A step's outcomes (of the tasks that finished), and what stopped the step, if anything
 did (``KeyboardInterrupt``, cancellation, the stream being closed)."""
 
 
 def _kept_call(keeper: Keeper, task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """:func:`_call`, its work stored as soon as it finishes (``_keep``)."""
-    outcome = _call(task, state, config)
+    """:func:`~graphagent.graph._call.call`, its work stored as soon as it finishes (``_keep``)."""
+    outcome = call(task, state, config)
     keeper.finished(task.key, outcome)
     return outcome
 
@@ -214,18 +76,18 @@ def execute(effect: Execute, saver: CheckpointSaver | None = None) -> Executed:
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
-            return {tasks[0].key: _call(tasks[0], state, config)}, None
-        except BaseException as exc:  # _call returns every Exception as an outcome
+            return {tasks[0].key: call(tasks[0], state, config)}, None
+        except BaseException as exc:  # call returns every Exception as an outcome
             return {}, exc
     groups = race_groups(tasks)
     if groups is not None:
-        return race(tasks, groups, lambda t: _call(t, state, config))
+        return race(tasks, groups, lambda t: call(t, state, config))
     keeper = None
     if effect.keep is not None and saver is not None:
         keeper = Keeper(effect.keep, saver.put_writes)
         calls = [functools.partial(_kept_call, keeper, t, state, config) for t in tasks]
     else:
-        calls = [functools.partial(_call, t, state, config) for t in tasks]
+        calls = [functools.partial(call, t, state, config) for t in tasks]
     pools = [t.spec.executor for t in tasks]
     outcomes, stop = run_each(calls, pools=pools if any(pools) else None)
     if stop is None and keeper is not None and keeper.error is not None:
@@ -270,16 +132,16 @@ async def aexecute(effect: Execute, calls: AsyncCalls | None = None) -> Executed
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
-            return {tasks[0].key: await _acall(tasks[0], state, config)}, None
-        except BaseException as exc:  # _acall returns every Exception as an outcome
+            return {tasks[0].key: await acall(tasks[0], state, config)}, None
+        except BaseException as exc:  # acall returns every Exception as an outcome
             return {}, exc
     groups = race_groups(tasks)
     if groups is not None:
-        return await arace(tasks, groups, lambda t: _acall(t, state, config))
+        return await arace(tasks, groups, lambda t: acall(t, state, config))
     keeper = None
     if effect.keep is not None and calls is not None:
         keeper = AsyncKeeper(effect.keep, calls.put_writes)
-    running = {asyncio.ensure_future(_acall(t, state, config)): t.key for t in tasks}
+    running = {asyncio.ensure_future(acall(t, state, config)): t.key for t in tasks}
     outcomes: dict[str, Outcome] = {}
     pending = set(running)
     stop: BaseException | None = None

@@ -19,10 +19,14 @@ from graphagent.graph._plan import Plan
 from graphagent.graph._step import BREAKPOINT, Position, Step, merge
 
 ERROR_KIND = "error"
-"""The kind of the pending write naming the error of a step's failed task."""
+"""The kind of the pending write naming a step's failed task and its error."""
+
+ERROR_TASK = "__error__"
+"""The task name the error write is stored under (a group of its own)."""
 
 __all__ = [
     "ERROR_KIND",
+    "ERROR_TASK",
     "answers_by_path",
     "parent_changes",
     "paused",
@@ -143,10 +147,13 @@ def take_pending(
     return pending, at_breakpoint
 
 
-def pending_writes(step: Step, ctx: RunContext) -> tuple[PendingWrite, ...]:
+def pending_writes(
+    step: Step, ctx: RunContext, clear_error: bool = False
+) -> tuple[PendingWrite, ...]:
     """An unfinished step as pending writes, grouped by top-level task: finished work,
     the answers and nested positions under each paused task, its questions, and the
-    error of the task that failed (``repr`` of it)."""
+    failed task with its error (``repr`` of it), or, ``clear_error``, none (the step's
+    checkpoint holds the error of an earlier attempt at the step)."""
     writes = [PendingWrite(node, "update", done) for node, done in step.dump_results().items()]
     for node, signal in step.paused.items():
         for key, answers in ctx.under(ctx.answers, node):
@@ -160,9 +167,13 @@ def pending_writes(step: Step, ctx: RunContext) -> tuple[PendingWrite, ...]:
             writes.append(PendingWrite(BREAKPOINT, "breakpoint", [node]))
     if step.failure is not None and isinstance(step.failure[1], Exception):
         # what get_state shows as the task's error (a stop, Ctrl-C or cancellation, is not
-        # the task's); the task runs again when the thread continues
+        # the task's); the task runs again when the thread continues. Kept apart from the
+        # task's own writes, which it must not replace: a resume refused by the node
+        # leaves the task's question pending
         node, exc = step.failure
-        writes.append(PendingWrite(node, ERROR_KIND, repr(exc)))
+        writes.append(PendingWrite(ERROR_TASK, ERROR_KIND, [node, repr(exc)]))
+    elif clear_error:  # the step failed before, on this checkpoint: no longer
+        writes.append(PendingWrite(ERROR_TASK, ERROR_KIND, None))
     return tuple(writes)
 
 

@@ -43,6 +43,7 @@ from graphagent.graph._effects import (
     Task,
 )
 from graphagent.graph._pause import (
+    ERROR_TASK,
     answers_by_path,
     parent_changes,
     take_pending,
@@ -158,6 +159,7 @@ class Run(Stopping):
         "cached",
         "config",
         "ctx",
+        "failed_before",
         "keeps",
         "key",
         "modes",
@@ -191,6 +193,7 @@ class Run(Stopping):
         self.nested = net is not None
         self.pending: list[Interrupt] = []
         self.at_breakpoint = False
+        self.failed_before = False
         self.breakpoint: list[str] = []
         self.steps_run = 0
         self.waiting: tuple[str, ...] = ()  # deferred nodes due, held for a later step
@@ -334,6 +337,7 @@ class Run(Stopping):
 
     def _load_pending(self, saved: Checkpoint) -> None:
         self.pending, self.at_breakpoint = take_pending(saved, self.pos, self.ctx)
+        self.failed_before = any(w.task == ERROR_TASK for w in saved.pending_writes)
         self.pos.next = self.pos.deferred_route(self.plan, self.config)
 
     def _answer(self, answer: Any) -> None:

@@ -158,7 +158,11 @@ def _tasks_of(cp: Checkpoint, interrupts: tuple[Interrupt, ...]) -> tuple[StateT
     """The next step's tasks as far as the checkpoint alone tells (no subgraph states)."""
     results = {w.task: w.value[0] for w in cp.pending_writes if w.kind == "update"}
     # a failed Send task is keyed "node[i]": its error shows on its node's task
-    errors = {w.task.partition("[")[0]: w.value for w in cp.pending_writes if w.kind == "error"}
+    errors = {
+        w.value[0].partition("[")[0]: w.value[1]
+        for w in cp.pending_writes
+        if w.kind == "error" and w.value
+    }
     return tuple(
         StateTask(
             task_id(cp.id, (n,)),

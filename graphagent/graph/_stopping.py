@@ -31,6 +31,7 @@ class Stopping(Saving):
     base: tuple[str, ...]
     breakpoint: list[str]
     start_input: dict[str, Any]
+    failed_before: bool  # the checkpoint the run stands on holds a failed task's error
     net: dict[str, Change] | None
     key: str
 
@@ -73,7 +74,7 @@ class Stopping(Saving):
         """The unfinished step as pending writes, grouped by top-level task."""
         pos, thread = self.pos, self.thread
         assert thread is not None and pos.checkpoint_id is not None
-        writes = pending_writes(step, self.ctx)
+        writes = pending_writes(step, self.ctx, self.failed_before)
         if writes:
             yield PutWrites(thread, pos.checkpoint_id, writes)
 

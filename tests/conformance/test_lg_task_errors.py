@@ -15,7 +15,7 @@ import pytest
 from _support import thread
 
 from checkpoint.base import CheckpointSaver
-from graphagent.graph import END, START, Send, StateGraph
+from graphagent.graph import END, START, Command, Send, StateGraph, interrupt
 
 
 class State(TypedDict):
@@ -107,3 +107,35 @@ def test_a_failed_send_tasks_error_shows_on_its_node(saver: CheckpointSaver) -> 
     calls.clear()
     assert app.invoke(None, config) == {"value": 6}
     assert calls == [2]
+
+
+def test_an_error_is_cleared_when_the_rerun_task_pauses_instead(saver: CheckpointSaver) -> None:
+    """The task fails, then on its rerun asks a question: the snapshot shows the question
+    and no stale error; a resume that the node refuses keeps the question pending."""
+    tries: list[int] = []
+
+    def ask(state: Any) -> dict[str, int]:
+        tries.append(1)
+        if len(tries) == 1:
+            raise RuntimeError("flaky")
+        answer = interrupt("how much?")
+        if not isinstance(answer, int):
+            raise TypeError(f"not a number: {answer!r}")
+        return {"value": answer}
+
+    g = StateGraph(State).add_node("ask", ask).add_edge(START, "ask").add_edge("ask", END)
+    app = g.compile(saver=saver)
+    config = thread()
+    with pytest.raises(RuntimeError):
+        app.invoke({"value": 0}, config)
+    assert [t.error for t in app.get_state(config).tasks] == ["RuntimeError('flaky')"]
+    app.invoke(None, config)
+    state = app.get_state(config)
+    assert [t.error for t in state.tasks] == [None]
+    assert [i.value for i in state.interrupts] == ["how much?"]
+    with pytest.raises(TypeError):
+        app.invoke(Command(resume="lots"), config)
+    state = app.get_state(config)
+    assert [i.value for i in state.interrupts] == ["how much?"]
+    assert [t.error for t in state.tasks] == ["TypeError(\"not a number: 'lots'\")"]
+    assert app.invoke(Command(resume=5), config) == {"value": 5}
