@@ -38,9 +38,7 @@ def race_groups(tasks: Sequence[Task]) -> dict[str, str] | None:
     if not counts or max(counts.values()) < 2:
         return None
     return {
-        t.key: t.spec.race
-        for t in tasks
-        if t.spec.race is not None and counts[t.spec.race] >= 2
+        t.key: t.spec.race for t in tasks if t.spec.race is not None and counts[t.spec.race] >= 2
     }
 
 
