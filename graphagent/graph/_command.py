@@ -164,6 +164,7 @@ class RunContext:
     __slots__ = (
         "anchor",
         "answers",
+        "cache",
         "config",
         "emit",
         "kept_on",
@@ -185,6 +186,7 @@ class RunContext:
         self.saver = saver
         self.anchor: str | None = None
         self.kept_on: str | None = None
+        self.cache: Any = None  # the root graph's node-result cache (subgraphs use it too)
         self.answers: dict[str, list[Any]] = {}
         self.suspended: dict[str, dict[str, Any]] = {}
         # stream(..., subgraphs=True): the root's sink for nested runs' events, and its modes

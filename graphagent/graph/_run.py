@@ -13,6 +13,7 @@ with the paused step, so a resume continues the nested run where it stood.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from checkpoint.base import Change, Checkpoint, CheckpointWrite, PendingWrite
@@ -109,6 +110,7 @@ def run_program(
             their events.
     """
     run = Run(plan, config, modes, net, durability)
+    plan = run.plan  # a subgraph's, with its parent's cache
     if net is None and modes:
         share_streams(run.ctx, sink, modes, config)
     yield from run.start(input)
@@ -146,6 +148,11 @@ def run_program(
         yield from run.commit(step)
         if run.pauses_after(step):
             return (yield from run.stop_after())
+
+
+def _caches(plan: Plan) -> bool:
+    """Whether a node of ``plan`` has a cache policy."""
+    return any(spec.cache is not None for spec in plan.topology.nodes.values())
 
 
 class Run(Stopping):
@@ -224,6 +231,12 @@ class Run(Stopping):
                 self.saves and self.held is None and plan.saver.outlives_process  # type: ignore[union-attr]
             )
         self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver, config)
+        if not self.nested:
+            self.ctx.cache = plan.cache
+        elif plan.cache is None and self.ctx.cache is not None and _caches(plan):
+            # a subgraph with cached nodes and no cache of its own uses its parent's
+            self.plan = replace(plan, cache=self.ctx.cache)
+            self.plain_state = False
         self.key = path_key(self.base)
         if self.nested and self.ctx.stream is not None:
             self.config = nested_config(self.ctx, self.base, config)
