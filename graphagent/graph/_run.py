@@ -110,7 +110,9 @@ def run_program(
             their events.
     """
     run = Run(plan, config, modes, net, durability)
-    plan = run.plan  # a subgraph's, with its parent's cache
+    # a subgraph's plan may carry its parent's cache; its config, writers to the stream
+    # under its namespace (stream(..., subgraphs=True))
+    plan, config = run.plan, run.config
     if net is None and modes:
         share_streams(run.ctx, sink, modes, config)
     yield from run.start(input)

@@ -185,6 +185,40 @@ def test_custom_from_any_node_and_tool(saver: CheckpointSaver) -> None:
     assert app.invoke({"weather": ""}, thread()) == {"weather": "sunny"}
 
 
+# origin: langgraph tests/test_pregel.py::test_get_stream_writer (inside a subgraph, streamed
+# with subgraphs=True: the event carries the subgraph's namespace)
+def test_custom_from_a_subgraph_node_carries_its_namespace(saver: CheckpointSaver) -> None:
+    """get_stream_writer() and config.writer in a subgraph's node write under the
+    subgraph's namespace; the parent's own node writes under the root's."""
+
+    def inner(state: Any, config: Any) -> dict[str, Any]:
+        get_stream_writer()({"by": "get_stream_writer"})
+        config.writer({"by": "config.writer"})
+        return {"n": 1}
+
+    sub = StateGraph().add_node("inner", inner).add_edge(START, "inner").add_edge("inner", END)
+    g = StateGraph().add_node("child", sub.compile()).add_node("top", _write_top)
+    app = g.add_edge(START, "child").add_edge("child", "top").add_edge("top", END).compile(saver)
+    events = list(app.stream({"n": 0}, thread(), subgraphs=True, mode="custom"))
+    assert _names(events) == [
+        (("child",), {"by": "get_stream_writer"}),
+        (("child",), {"by": "config.writer"}),
+        ((), {"by": "top"}),
+    ]
+    assert events[0][0] == events[1][0]  # the same task id too
+    # without subgraphs=True every custom event comes, without namespaces
+    assert list(app.stream({"n": 0}, thread(), mode="custom")) == [
+        {"by": "get_stream_writer"},
+        {"by": "config.writer"},
+        {"by": "top"},
+    ]
+
+
+def _write_top(state: Any) -> dict[str, Any]:
+    get_stream_writer()({"by": "top"})
+    return {}
+
+
 class Chat(TypedDict):
     messages: Annotated[list[Any], operator.add]
 
