@@ -19,6 +19,7 @@ reruns its step. A step that stops (pauses, fails) stores its finished work agai
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -107,10 +108,25 @@ class AsyncKeeper:
         self.write = write  # the saver's aput_writes
 
     async def finished(self, outcomes: list[tuple[str, Outcome]]) -> None:
-        """Store the work of the tasks that just finished (the first error is raised)."""
+        """Store the work of the tasks that just finished (the first error is raised).
+
+        A cancellation meanwhile (the stream closed, a timeout) waits for the write to
+        land before it goes on: cut mid-way, a write can leave the saver's connection
+        unusable for the step's own pending writes that the stop stores next.
+        """
         batch = [w for key, o in outcomes if (w := kept_write(key, o)) is not None]
         if not batch:
             return
+        writing = asyncio.ensure_future(self._store(batch))
+        try:
+            await asyncio.shield(writing)
+        except asyncio.CancelledError:
+            await asyncio.wait([writing])
+            if not writing.cancelled():
+                writing.exception()  # retrieved: the stop is what the run ends with
+            raise
+
+    async def _store(self, batch: list[PendingWrite]) -> None:
         keep = self.keep
         try:
             await self.write(keep.thread_id, keep.checkpoint_id, batch)
