@@ -41,7 +41,7 @@ from graphagent.graph._effects import (
     Program,
     Task,
 )
-from graphagent.graph._keep import AsyncKeeper, Keeper
+from graphagent.graph._keep import AsyncKeeper, Keeper, reporter
 from graphagent.graph._race import arace, race, race_groups
 from graphagent.graph._savercalls import SAVER_CALLS, AsyncCalls
 from graphagent.graph._state import OverAllState
@@ -63,29 +63,60 @@ Executed = tuple[dict[str, Outcome], "BaseException | None"]
 did (``KeyboardInterrupt``, cancellation, the stream being closed)."""
 
 
-def _kept_call(keeper: Keeper, task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """:func:`~graphagent.graph._call.call`, its work stored as soon as it finishes (``_keep``)."""
+Finish = Callable[[Task, Outcome], None]
+"""What happens to a task's outcome as soon as the task ends (kept, reported)."""
+
+
+def _finishing_call(
+    finish: Finish, task: Task, state: OverAllState, config: RunnableConfig
+) -> Outcome:
+    """:func:`~graphagent.graph._call.call`, ``finish`` told its outcome at once."""
     outcome = call(task, state, config)
-    keeper.finished(task.key, outcome)
+    finish(task, outcome)
     return outcome
 
 
-def execute(effect: Execute, saver: CheckpointSaver | None = None) -> Executed:
+def _finish(keeper: Keeper | None, report: Finish | None) -> Finish | None:
+    """One ``finish`` for the keeper's store and the stream's report (either may be off)."""
+    if keeper is None:
+        return report
+    if report is None:
+        return lambda task, outcome: keeper.finished(task.key, outcome)
+
+    def both(task: Task, outcome: Outcome) -> None:
+        report(task, outcome)
+        keeper.finished(task.key, outcome)
+
+    return both
+
+
+def execute(
+    effect: Execute, saver: CheckpointSaver | None = None, put: Callable[[Any], None] | None = None
+) -> Executed:
     """Run a step's tasks in this thread (one) or on the shared pool (several); with
-    ``effect.keep``, each task's work is stored through ``saver`` as it finishes."""
+    ``effect.keep``, each task's work is stored through ``saver`` as it finishes; with
+    ``effect.report``, each one's update goes to the live channel ``put`` as it finishes."""
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
             return {tasks[0].key: call(tasks[0], state, config)}, None
         except BaseException as exc:  # call returns every Exception as an outcome
             return {}, exc
+    report = reporter(put) if effect.report and put is not None else None
     groups = race_groups(tasks)
-    if groups is not None:
-        return race(tasks, groups, lambda t: call(t, state, config))
+    if groups is not None:  # the winner is known when the race ends: reported then
+        raced = race(tasks, groups, lambda t: call(t, state, config))
+        if report is not None:
+            for task in tasks:
+                if task.key in raced[0]:
+                    report(task, raced[0][task.key])
+        return raced
     keeper = None
     if effect.keep is not None and saver is not None:
         keeper = Keeper(effect.keep, saver.put_writes)
-        calls = [functools.partial(_kept_call, keeper, t, state, config) for t in tasks]
+    finish = _finish(keeper, report)
+    if finish is not None:
+        calls = [functools.partial(_finishing_call, finish, t, state, config) for t in tasks]
     else:
         calls = [functools.partial(call, t, state, config) for t in tasks]
     pools = [t.spec.executor for t in tasks]
@@ -109,7 +140,7 @@ class _LiveStep:
 
         def work() -> None:
             try:
-                self.box.append(execute(effect, saver))
+                self.box.append(execute(effect, saver, events.put))
             finally:
                 events.put(DONE)
 
@@ -124,20 +155,30 @@ class _LiveStep:
         return self.box[0]
 
 
-async def aexecute(effect: Execute, calls: AsyncCalls | None = None) -> Executed:
+async def aexecute(
+    effect: Execute, calls: AsyncCalls | None = None, put: Callable[[Any], None] | None = None
+) -> Executed:
     """Run a step's tasks as tasks of the event loop; a failure cancels the others, and
     so does a cancellation of this one (after which the tasks that finished are kept).
     With ``effect.keep``, the work of the tasks that finished is stored through
-    ``calls`` each time some finish, while the others run on."""
+    ``calls`` each time some finish, while the others run on; with ``effect.report``,
+    their updates go to the live channel ``put``."""
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
             return {tasks[0].key: await acall(tasks[0], state, config)}, None
         except BaseException as exc:  # acall returns every Exception as an outcome
             return {}, exc
+    report = reporter(put) if effect.report and put is not None else None
     groups = race_groups(tasks)
-    if groups is not None:
-        return await arace(tasks, groups, lambda t: acall(t, state, config))
+    if groups is not None:  # the winner is known when the race ends: reported then
+        raced = await arace(tasks, groups, lambda t: acall(t, state, config))
+        if report is not None:
+            for task in tasks:
+                if task.key in raced[0]:
+                    report(task, raced[0][task.key])
+        return raced
+    by_key = {t.key: t for t in tasks} if report is not None else {}
     keeper = None
     if effect.keep is not None and calls is not None:
         keeper = AsyncKeeper(effect.keep, calls.put_writes)
@@ -150,6 +191,8 @@ async def aexecute(effect: Execute, calls: AsyncCalls | None = None) -> Executed
             finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for future in finished:
                 outcomes[running[future]] = future.result()
+                if report is not None:
+                    report(by_key[running[future]], outcomes[running[future]])
             if keeper is not None:
                 await keeper.finished([(running[f], outcomes[running[f]]) for f in finished])
             if any(type(outcomes[running[f]]) is Failed for f in finished):
@@ -367,6 +410,7 @@ async def adrive(
     awaited, sync nodes run in worker threads."""
     calls = AsyncCalls(saver) if saver is not None else None
     live: asyncio.Queue[Any] | None = None
+    live_put: Callable[[Any], None] | None = None  # how events reach it from any thread
     held: contextlib.AsyncExitStack | None = None
     writing: asyncio.Future[Any] | None = None  # a Background write under way
     send: Any = None
@@ -387,7 +431,7 @@ async def adrive(
                 if live is None:
                     outcomes, stop = await aexecute(astep, calls)
                 else:
-                    task = asyncio.ensure_future(aexecute(astep, calls))
+                    task = asyncio.ensure_future(aexecute(astep, calls, live_put))
                     getter: asyncio.Future[Any] | None = None
                     try:
                         while True:
@@ -423,6 +467,7 @@ async def adrive(
                 send = None
             elif kind is OpenLive:
                 live, send = _async_sink()
+                live_put = send
             elif kind is CacheGet:
                 send = await effect.cache.aget(effect.keys)  # type: ignore[union-attr]
             elif kind is CacheSet:

@@ -152,13 +152,16 @@ class Task:
 class Execute:
     """Run a step's tasks on one state snapshot: returns ``dict[node, Outcome]``.
 
-    ``keep``: where to store each task's work as it finishes (``_keep``), or ``None``.
+    ``keep``: where to store each task's work as it finishes (``_keep``), or ``None``;
+    ``report``: hand each task's update to the live channel as it finishes (the run
+    does not report it again when the step commits).
     """
 
     tasks: tuple[Task, ...]
     state: OverAllState
     config: RunnableConfig
     keep: Keep | None = None
+    report: bool = False
 
 
 @dataclass(slots=True)

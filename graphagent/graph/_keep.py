@@ -1,5 +1,5 @@
 """A step's finished tasks stored as each finishes, so a crash mid-step loses only the
-tasks still running.
+tasks still running (and, streamed with ``subgraphs=True``, reported as each finishes).
 
 A root run on a saver hands a step of two or more tasks (parallel branches, a ``Send``
 fan-out) a :class:`~graphagent.graph._effects.Keep`: where to store finished work. The
@@ -27,10 +27,10 @@ from typing import Any
 from checkpoint.base import PendingWrite
 from checkpoint.errors import SerializationError
 from graphagent.graph._command import Command
-from graphagent.graph._effects import Done, Keep, Outcome
-from graphagent.graph._step import normalize
+from graphagent.graph._effects import Done, Keep, Outcome, Task
+from graphagent.graph._step import normalize, shown
 
-__all__ = ["DONE_KIND", "AsyncKeeper", "Keeper", "kept_write"]
+__all__ = ["DONE_KIND", "AsyncKeeper", "Keeper", "kept_write", "reporter", "update_event"]
 
 DONE_KIND = "done"
 """The kind of the pending write that keeps a finished task of a step still running."""
@@ -50,6 +50,26 @@ def kept_write(key: str, outcome: Outcome) -> PendingWrite | None:
     except Exception:  # the step's merge raises it, naming the node
         return None
     return PendingWrite(key, DONE_KIND, [dict(update) if update is not None else None, goto])
+
+
+def update_event(task: Task, outcome: Outcome) -> dict[str, Any] | None:
+    """The ``"updates"`` event of a task that just finished (``None``: none to hand out
+    now: it did not finish, or its result is one the step's merge will refuse)."""
+    kept = kept_write(task.key, outcome)
+    if kept is None:
+        return None
+    return {task.spec.name: shown(kept.value[0])}
+
+
+def reporter(put: Callable[[Any], None]) -> Callable[[Task, Outcome], None]:
+    """What hands a finished task's update to the live channel ``put``."""
+
+    def report(task: Task, outcome: Outcome) -> None:
+        event = update_event(task, outcome)
+        if event is not None:
+            put(("updates", event))
+
+    return report
 
 
 class Keeper:

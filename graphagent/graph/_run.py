@@ -109,7 +109,7 @@ def run_program(
         sink: a root run streaming with ``subgraphs=True``: where nested runs send
             their events.
     """
-    run = Run(plan, config, modes, net, durability)
+    run = Run(plan, config, modes, net, durability, sink)
     # a subgraph's plan may carry its parent's cache; its config, writers to the stream
     # under its namespace (stream(..., subgraphs=True))
     plan, config = run.plan, run.config
@@ -127,10 +127,12 @@ def run_program(
             return run.finish()
         if "debug" in modes:
             yield from announce(run.pos, tasks, run.ctx.anchor, run.base)
-        keep = (yield from run.keeping()) if len(tasks) > 1 and run.keeps else None
+        keep: Keep | None = None
+        if len(tasks) > 1 and run.several:  # each task's work kept, or reported, as it ends
+            keep = yield from run.several_tasks()
         if run.plain_state:  # no managed keys, no cache: the short way, every step
             state = OverAllState(run.pos.values, plan.schema.empties)
-            step = run.collect((yield Execute(tasks, state, config, keep)))
+            step = run.collect((yield Execute(tasks, state, config, keep, run.reporting)))
         else:
             values = run.pos.values
             if plan.managed:
@@ -139,7 +141,7 @@ def run_program(
             hits: dict[str, Any] = {}
             if plan.cache is not None:
                 tasks, hits, wanted = yield from cache_lookup(plan, tasks, state)
-            executed = (yield Execute(tasks, state, config, keep)) if tasks else {}
+            executed = (yield Execute(tasks, state, config, keep, run.reporting)) if tasks else {}
             step = run.collect(executed, hits)
         if "debug" in modes:
             yield from retried(run.pos, tasks)
@@ -179,8 +181,12 @@ class Run(Stopping):
         "plain_state",
         "plan",
         "pos",
+        "reported",
+        "reporting",
+        "reports",
         "saves",
         "sent",
+        "several",
         "start_input",
         "steps_run",
         "waiting",
@@ -193,6 +199,7 @@ class Run(Stopping):
         modes: frozenset[str],
         net: dict[str, Change] | None,
         durability: str | None = None,
+        sink: Sink | None = None,
     ) -> None:
         self.plan = plan
         self.config = config
@@ -219,6 +226,10 @@ class Run(Stopping):
         self.plain_state = not plan.managed and plan.cache is None
         # a step of several tasks stores each one's work as it finishes (not under exit)
         self.keeps = False
+        # stream(..., subgraphs=True): a step of several tasks hands out each one's update
+        # as it finishes (beside the subgraphs' events), not when the step commits
+        self.reports = self.reporting = False
+        self.reported: frozenset[str] = frozenset()
         ctx: RunContext | None = None
         if self.nested:
             # a nested run shares its root's context (its thread among it) and saves nothing
@@ -232,6 +243,8 @@ class Run(Stopping):
             self.keeps = (
                 self.saves and self.held is None and plan.saver.outlives_process  # type: ignore[union-attr]
             )
+            self.reports = "updates" in modes and sink is not None
+        self.several = self.keeps or self.reports
         self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver, config)
         if not self.nested:
             self.ctx.cache = plan.cache
@@ -436,10 +449,14 @@ class Run(Stopping):
             found.append(Task(nodes[n], TaskScope(path, resume, ctx), n))
         return tuple(found)
 
-    def keeping(self) -> Program[Keep]:
-        """Where this step of several tasks keeps each one's work as it finishes
-        (``_keep``). A held-back input is stored first, so that work has a stored
-        checkpoint to be kept on (a crash mid-step then resumes it)."""
+    def several_tasks(self) -> Program[Keep | None]:
+        """For a step of several tasks: whether each one's update is reported as it
+        finishes (:attr:`reporting`), and where each one's work is kept as it finishes
+        (``_keep``), if it is. A held-back input is stored first, so that work has a
+        stored checkpoint to be kept on (a crash mid-step then resumes it)."""
+        self.reporting = self.reports
+        if not self.keeps:
+            return None
         if self.unsaved is not None:
             yield from self.flush()
             self.ctx.kept_on = self.pos.checkpoint_id
@@ -452,6 +469,9 @@ class Run(Stopping):
     ) -> Step:
         """Sort the tasks' outcomes (in merge order) and add the work finished earlier
         (and, ``hits``, the results found in the cache)."""
+        if self.reporting:  # what was reported as it finished is not reported again
+            self.reported = frozenset(k for k, o in outcomes.items() if type(o) is Done)
+            self.reporting = False
         if self.sent is not None or hits is not None:
             return self._collect_all(outcomes, hits or {})
         step = Step()
@@ -520,8 +540,11 @@ class Run(Stopping):
             else:
                 yield from self._save(step, changes, ran, task_counts(sent, keys))
         if "updates" in modes:
+            reported, self.reported = self.reported, frozenset()
             # work kept from before a pause was done first, so it is reported first
             for key in sorted(keys, key=lambda n: n not in kept) if kept else keys:
+                if key in reported:
+                    continue
                 event = {sent.get(key, key) if sent else key: shown(results[key][0])}
                 if key in self.cached:  # the result came from the cache (LangGraph's mark)
                     event["__metadata__"] = {"cached": True}
