@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from _stores import Store, close
 
+from graphagent.config import RunnableConfig
+from graphagent.graph import StateSnapshot
+
 SCRIPT = textwrap.dedent(
     """
     import asyncio, operator, os, signal, sys, time
@@ -103,6 +106,10 @@ def test_a_process_killed_mid_fan_out_resumes_only_the_unfinished_tasks(
         assert head is not None and head.values["ys"] == []  # the step did not commit
         kept = sorted(w.task for w in head.pending_writes if w.kind == "done")
         assert len(kept) == 7
+        if shape == "branches":  # get_state shows the finished branches' results
+            snap = StateSnapshot.from_checkpoint(head, RunnableConfig(thread_id="t"))
+            results = {t.name: t.result for t in snap.tasks}
+            assert results == {f"w{x}": None if x == 5 else {"ys": [x * x]} for x in range(8)}
         resumed = run("again")
         assert resumed.returncode == 0, resumed.stderr
         assert resumed.stdout.strip() == str([x * x for x in range(8)])

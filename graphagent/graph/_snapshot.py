@@ -156,7 +156,9 @@ def _fields_of(cp: Checkpoint) -> dict[str, Any]:
 
 def _tasks_of(cp: Checkpoint, interrupts: tuple[Interrupt, ...]) -> tuple[StateTask, ...]:
     """The next step's tasks as far as the checkpoint alone tells (no subgraph states)."""
-    results = {w.task: w.value[0] for w in cp.pending_writes if w.kind == "update"}
+    # a task's result: kept with a paused or failed step, or as it finished ("done":
+    # a step still running, or cut short by a crash)
+    results = {w.task: w.value[0] for w in cp.pending_writes if w.kind in ("update", "done")}
     # a failed Send task is keyed "node[i]": its error shows on its node's task
     errors = {
         w.value[0].partition("[")[0]: w.value[1]
