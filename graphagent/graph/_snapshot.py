@@ -40,7 +40,9 @@ class StateTask:
             the subgraph's own :class:`StateSnapshot` while it is paused; otherwise a
             config naming it (``checkpoint_ns``) to pass to ``get_state`` or
             ``update_state``. ``None`` for other nodes.
-        result: the update the node returned, when it finished in a step that paused.
+        result: the update the node returned, when it finished in a step that paused or
+            failed, or in one that is still running or was cut short by a crash (kept as
+            the task finished, on a saver that outlives the process).
     """
 
     id: str
