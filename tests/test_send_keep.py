@@ -174,3 +174,30 @@ def test_a_failed_keeping_write_ends_the_run_with_the_saver_error(tmp_path: Path
         assert head is not None and head.values["ys"] in ([], list(range(N)))
         saver.broken = False
         assert app.invoke(None, config)["ys"] == list(range(N))
+
+
+def test_ainvoke_keeps_a_sync_task_that_finishes_after_a_sibling_failed(
+    saver: CheckpointSaver,
+) -> None:
+    """Under ainvoke a failure cancels the step's other tasks, but a sync node's thread
+    cannot be stopped: its result is waited for and kept, so it is not run again."""
+    calls: list[int] = []
+    broken = {0}
+
+    def work(arg: dict[str, int]) -> dict[str, list[int]]:
+        calls.append(arg["x"])
+        if arg["x"] in broken:
+            raise RuntimeError("flaky")
+        time.sleep(0.3)  # still running when its sibling fails
+        return {"ys": [arg["x"]]}
+
+    g = StateGraph(State).add_node("work", work)
+    g.add_conditional_edges(START, lambda s: [Send("work", {"x": x}) for x in s["xs"]])
+    app = g.add_edge("work", END).compile(saver=saver)
+    config = {"thread_id": "t"}
+    with pytest.raises(RuntimeError, match="flaky"):
+        asyncio.run(app.ainvoke({"xs": [0, 1], "ys": []}, config))
+    broken.clear()
+    calls.clear()
+    assert asyncio.run(app.ainvoke(None, config))["ys"] == [0, 1]
+    assert calls == [0]

@@ -42,6 +42,7 @@ from graphagent.graph._effects import (
     Task,
 )
 from graphagent.graph._keep import AsyncKeeper, Keeper, reporter
+from graphagent.graph._nodes import NodeSpec
 from graphagent.graph._race import arace, race, race_groups
 from graphagent.graph._savercalls import SAVER_CALLS, AsyncCalls
 from graphagent.graph._state import OverAllState
@@ -200,15 +201,31 @@ async def aexecute(
     except BaseException as exc:  # cancelled (or a node raised a BaseException)
         stop = exc
     finally:
+        # a failure cancels the tasks still running, but a sync node's thread cannot be
+        # stopped: it is waited for and its result kept (else a node that finished would
+        # run again on resume); a stop (cancellation) waits for nothing
+        threads = []
+        if stop is None and pending:
+            specs = {t.key: t.spec for t in tasks}
+            threads = [f for f in pending if _threaded(specs[running[f]])]
         for future in pending:
-            future.cancel()
+            if future not in threads:
+                future.cancel()
         if pending:
             await asyncio.wait(pending)
+        for future in threads:
+            if not future.cancelled() and future.exception() is None:
+                outcomes[running[future]] = future.result()
     if stop is not None:
         for future, name in running.items():
             if future.done() and not future.cancelled() and future.exception() is None:
                 outcomes.setdefault(name, future.result())
     return outcomes, stop
+
+
+def _threaded(spec: NodeSpec) -> bool:
+    """Whether the node is a sync one (run in a worker thread under the event loop)."""
+    return spec.afn is None and not spec.is_async
 
 
 async def _await_step(task: asyncio.Future[Executed]) -> Executed:
