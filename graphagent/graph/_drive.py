@@ -213,9 +213,10 @@ async def aexecute(
                 future.cancel()
         if pending:
             await asyncio.wait(pending)
-        for future in threads:
+        # kept too: tasks that finished while the keeper's write was awaited, not yet seen
+        for future in pending:
             if not future.cancelled() and future.exception() is None:
-                outcomes[running[future]] = future.result()
+                outcomes.setdefault(running[future], future.result())
     if stop is not None:
         for future, name in running.items():
             if future.done() and not future.cancelled() and future.exception() is None:
