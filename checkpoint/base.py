@@ -383,9 +383,13 @@ class CheckpointSaver(ABC):
     Attributes:
         lock_policy: set when the saver was made with ``lock_timeout=``: runs then take
             the thread's lock (see :mod:`checkpoint.locks`); ``None``: no lock.
+        outlives_process: whether what it stores survives the process (``False`` for
+            an in-memory saver). A run stores a step's tasks' work as each finishes
+            only on a saver that does: elsewhere a crash loses it all anyway.
     """
 
     lock_policy: LockPolicy | None = None
+    outlives_process: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -68,6 +68,9 @@ class MemorySaver(CheckpointSaver):
         True
     """
 
+    # its threads die with the process: a step's tasks are not stored one by one
+    outlives_process = False
+
     def __init__(
         self,
         *,

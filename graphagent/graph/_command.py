@@ -14,6 +14,7 @@ from typing_extensions import TypeVar
 from graphagent._internal.handoff import set_hand_off
 from graphagent._internal.streaming import set_sink_finder
 from graphagent.errors import GraphBubbleUp, GraphInterrupt, InvalidUpdateError
+from graphagent.graph._namespace import namespace
 
 __all__ = [
     "Command",
@@ -164,6 +165,7 @@ class RunContext:
     __slots__ = (
         "anchor",
         "answers",
+        "cache",
         "config",
         "emit",
         "kept_on",
@@ -185,6 +187,7 @@ class RunContext:
         self.saver = saver
         self.anchor: str | None = None
         self.kept_on: str | None = None
+        self.cache: Any = None  # the root graph's node-result cache (subgraphs use it too)
         self.answers: dict[str, list[Any]] = {}
         self.suspended: dict[str, dict[str, Any]] = {}
         # stream(..., subgraphs=True): the root's sink for nested runs' events, and its modes
@@ -330,8 +333,15 @@ def get_stream_writer() -> Callable[[Any], None]:
     """
     scope = _TASK.get()
     ctx = scope.ctx if scope is not None else None
-    writer = ctx.writer if ctx is not None else None
-    return writer if writer is not None else _discard
+    if ctx is None:
+        return _discard
+    assert scope is not None
+    if ctx.stream is not None and len(scope.path) > 1:
+        # a subgraph's node, streamed with subgraphs=True: under the subgraph's namespace
+        # (as its config.writer does)
+        sink, ns = ctx.stream[0], namespace(ctx.anchor, scope.path[:-1])
+        return lambda payload: sink(ns, "custom", payload)
+    return ctx.writer if ctx.writer is not None else _discard
 
 
 set_hand_off(_hand_off)

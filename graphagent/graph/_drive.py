@@ -2,10 +2,11 @@
 (:func:`drive`) or under an event loop (:func:`adrive`).
 
 Both read one table (:data:`SAVER_CALLS`) for the saver's effects: each is written once,
-over the saver's sync methods or, through :class:`AsyncCalls`, their async twins. Node
-calls end in one :data:`~graphagent.graph._effects.Outcome` each, with one mapping from
-what a node raised to what it came to (:func:`_outcome_of`). This is the engine's hot
-path: the shortcuts here are noted with what they save.
+over the saver's sync methods or, through :class:`AsyncCalls`, their async twins. Each
+node is called through ``_call`` (one :data:`~graphagent.graph._effects.Outcome` each);
+a step of several tasks on a durable saver stores each task's work as it finishes
+(``_keep``). This is the engine's hot path: the shortcuts here are noted with what they
+save.
 """
 
 from __future__ import annotations
@@ -15,38 +16,34 @@ import concurrent.futures
 import contextlib
 import contextvars
 import functools
-import inspect
 import queue
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator
 from typing import Any
 
 from checkpoint.base import CheckpointSaver
 from checkpoint.errors import CheckpointError
-from graphagent._executor import in_thread, run_each, submit
-from graphagent._internal import observe
+from graphagent._executor import run_each, submit
 from graphagent._internal.mirror import mirror_error
 from graphagent.config import RunnableConfig
-from graphagent.errors import GraphBubbleUp, GraphInterrupt, UserError
-from graphagent.graph._command import ParentCommand, current_task
+from graphagent.graph._call import acall, call
+from graphagent.graph._command import current_task
 from graphagent.graph._effects import (
     Background,
     CacheGet,
     CacheSet,
-    Done,
     Emit,
     Execute,
     Failed,
     Lock,
     OpenLive,
     Outcome,
-    Paused,
     Program,
     Task,
 )
-from graphagent.graph._push import with_pushed
+from graphagent.graph._keep import AsyncKeeper, Keeper, reporter
+from graphagent.graph._nodes import NodeSpec
 from graphagent.graph._race import arace, race, race_groups
-from graphagent.graph._retry import aretrying, retrying
 from graphagent.graph._savercalls import SAVER_CALLS, AsyncCalls
 from graphagent.graph._state import OverAllState
 
@@ -62,158 +59,71 @@ _TASK = current_task()
 DONE = object()
 """What ``next(events, DONE)`` returns once a driver's events are used up."""
 
-# -- calling nodes ----------------------------------------------------------------------
-
-
-def _outcome_of(task: Task, exc: BaseException, resolving: bool = False) -> Outcome:
-    """What a node that raised ``exc`` came to: a pause, or a failure.
-
-    ``resolving``: the sync driver ran what the node returned with ``asyncio.run``, which
-    refuses under a running event loop; that is an async node called from ``invoke``.
-    """
-    if isinstance(exc, GraphInterrupt):
-        return Paused(exc)
-    if isinstance(exc, ParentCommand):
-        # from a graph run inside the node, a plain command: the node's result; from the
-        # node's own code (a tool), still Command.PARENT: as if the node returned it, so
-        # its graph hands it up in turn
-        return Done(exc.command)
-    if resolving and isinstance(exc, RuntimeError) and "running event loop" in str(exc):
-        name = task.spec.name
-        error = UserError(f"node {name!r} is async; call ainvoke()/astream() from async code")
-        return Failed(error)
-    return Failed(exc)
-
-
-def _call_node(task: Task, state: OverAllState, config: RunnableConfig, resolve: bool) -> Outcome:
-    """Run one node in this thread; with ``resolve``, an awaitable it returns is run too."""
-    spec = task.spec
-    if task.input is not None:  # a Send's task: called with its own input
-        state = task.input[0]
-    token = _TASK.set(task.scope)
-    try:
-        ret = spec.fn(state, config) if spec.takes_config else spec.fn(state)
-        # most nodes return a dict: skip the awaitable check's isinstance walk for them
-        # (~0.2 µs a node, of ~5 µs per node-step in bench/graph_overhead.py)
-        if resolve and ret.__class__ is not dict and inspect.isawaitable(ret):
-            ret = asyncio.run(_awaited(ret))
-        if task.scope.pushed:  # push_message() in the node
-            ret = with_pushed(ret, task.scope.pushed)
-        return Done(ret)
-    except (Exception, GraphBubbleUp) as exc:
-        return _outcome_of(task, exc, resolve)
-    finally:
-        _TASK.reset(token)
-
-
-async def _awaited(ret: Awaitable[Any]) -> Any:
-    while inspect.isawaitable(ret):
-        ret = await ret
-    return ret
-
-
-async def _acall_node(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """Run one node under the event loop; a sync node runs in a worker thread."""
-    spec = task.spec
-    fn = spec.afn if spec.afn is not None else spec.fn if spec.is_async else None
-    if task.input is not None and fn is not None:
-        state = task.input[0]
-    ret: Any = None
-    if fn is None:
-        call = functools.partial(_call_node, task, state, config, False)
-        outcome = await in_thread(call, spec.executor)
-        if type(outcome) is not Done or not inspect.isawaitable(outcome.value):
-            return outcome
-        ret = outcome.value  # a sync callable that returned an awaitable: await it here
-    # the call and the await of what it returns in one frame, with the node's scope set
-    # throughout (for ``interrupt()``): no coroutine of ours between the node and the loop
-    token = _TASK.set(task.scope)
-    try:
-        if fn is not None:
-            ret = fn(state, config) if spec.takes_config else fn(state)
-        while ret.__class__ is not dict and inspect.isawaitable(ret):
-            ret = await ret
-        if task.scope.pushed:
-            ret = with_pushed(ret, task.scope.pushed)
-        return Done(ret)
-    except (Exception, GraphBubbleUp) as exc:
-        return _outcome_of(task, exc)
-    finally:
-        _TASK.reset(token)
-
-
-def _observed(watch: observe.Watch, outcome: Outcome) -> Outcome:
-    """Tell a node's watch how the node ended; returns ``outcome``."""
-    if type(outcome) is Done:
-        watch.record(outcome.value)
-    elif type(outcome) is Failed:
-        watch.failed(outcome.error)
-    elif type(outcome) is Paused:
-        watch.record(observe.INTERRUPTED)
-    return outcome
-
-
-def _call(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """:func:`_call_node`, watched when someone observes the run, retried by the node's
-    retry policy."""
-    if task.spec.retry is not None:
-        return retrying(_attempt, task, state, config)
-    if not observe.ACTIVE:
-        return _call_node(task, state, config, True)
-    return _attempt(task, state, config, 1)
-
-
-def _watch(task: Task, state: OverAllState, config: RunnableConfig, attempt: int) -> Any:
-    """The watch of one attempt of a node (told the node's own input: a Send's arg)."""
-    given = state if task.input is None else task.input[0]
-    return observe.node(task.spec.name, task.spec.kind, task.scope.path, given, config, attempt)
-
-
-def _attempt(task: Task, state: OverAllState, config: RunnableConfig, attempt: int) -> Outcome:
-    """One watched attempt of a node."""
-    watch = _watch(task, state, config, attempt)
-    with watch:
-        return _observed(watch, _call_node(task, state, config, True))
-
-
-async def _acall(task: Task, state: OverAllState, config: RunnableConfig) -> Outcome:
-    """:func:`_acall_node`, watched when someone observes the run, retried by the node's
-    retry policy."""
-    if task.spec.retry is not None:
-        return await aretrying(_aattempt, task, state, config)
-    if not observe.ACTIVE:
-        return await _acall_node(task, state, config)
-    return await _aattempt(task, state, config, 1)
-
-
-async def _aattempt(
-    task: Task, state: OverAllState, config: RunnableConfig, attempt: int
-) -> Outcome:
-    """Async :func:`_attempt`."""
-    watch = _watch(task, state, config, attempt)
-    with watch:
-        return _observed(watch, await _acall_node(task, state, config))
-
-
 Executed = tuple[dict[str, Outcome], "BaseException | None"]
 """A step's outcomes (of the tasks that finished), and what stopped the step, if anything
 did (``KeyboardInterrupt``, cancellation, the stream being closed)."""
 
 
-def execute(effect: Execute) -> Executed:
-    """Run a step's tasks in this thread (one) or on the shared pool (several)."""
+Finish = Callable[[Task, Outcome], None]
+"""What happens to a task's outcome as soon as the task ends (kept, reported)."""
+
+
+def _finishing_call(
+    finish: Finish, task: Task, state: OverAllState, config: RunnableConfig
+) -> Outcome:
+    """:func:`~graphagent.graph._call.call`, ``finish`` told its outcome at once."""
+    outcome = call(task, state, config)
+    finish(task, outcome)
+    return outcome
+
+
+def _finish(keeper: Keeper | None, report: Finish | None) -> Finish | None:
+    """One ``finish`` for the keeper's store and the stream's report (either may be off)."""
+    if keeper is None:
+        return report
+    if report is None:
+        return lambda task, outcome: keeper.finished(task.key, outcome)
+
+    def both(task: Task, outcome: Outcome) -> None:
+        report(task, outcome)
+        keeper.finished(task.key, outcome)
+
+    return both
+
+
+def execute(
+    effect: Execute, saver: CheckpointSaver | None = None, put: Callable[[Any], None] | None = None
+) -> Executed:
+    """Run a step's tasks in this thread (one) or on the shared pool (several); with
+    ``effect.keep``, each task's work is stored through ``saver`` as it finishes; with
+    ``effect.report``, each one's update goes to the live channel ``put`` as it finishes."""
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
-            return {tasks[0].key: _call(tasks[0], state, config)}, None
-        except BaseException as exc:  # _call returns every Exception as an outcome
+            return {tasks[0].key: call(tasks[0], state, config)}, None
+        except BaseException as exc:  # call returns every Exception as an outcome
             return {}, exc
+    report = reporter(put) if effect.report and put is not None else None
     groups = race_groups(tasks)
-    if groups is not None:
-        return race(tasks, groups, lambda t: _call(t, state, config))
-    calls = [functools.partial(_call, t, state, config) for t in tasks]
+    if groups is not None:  # the winner is known when the race ends: reported then
+        raced = race(tasks, groups, lambda t: call(t, state, config))
+        if report is not None:
+            for task in tasks:
+                if task.key in raced[0]:
+                    report(task, raced[0][task.key])
+        return raced
+    keeper = None
+    if effect.keep is not None and saver is not None:
+        keeper = Keeper(effect.keep, saver.put_writes)
+    finish = _finish(keeper, report)
+    if finish is not None:
+        calls = [functools.partial(_finishing_call, finish, t, state, config) for t in tasks]
+    else:
+        calls = [functools.partial(call, t, state, config) for t in tasks]
     pools = [t.spec.executor for t in tasks]
     outcomes, stop = run_each(calls, pools=pools if any(pools) else None)
+    if stop is None and keeper is not None and keeper.error is not None:
+        stop = keeper.error  # the saver failed: the run ends with its error
     return {t.key: o for t, o in zip(tasks, outcomes, strict=True) if o is not None}, stop
 
 
@@ -223,13 +133,15 @@ class _LiveStep:
 
     __slots__ = ("box", "events")
 
-    def __init__(self, effect: Execute, events: queue.SimpleQueue[Any]) -> None:
+    def __init__(
+        self, effect: Execute, events: queue.SimpleQueue[Any], saver: CheckpointSaver | None
+    ) -> None:
         self.events = events
         self.box: list[Executed] = []
 
         def work() -> None:
             try:
-                self.box.append(execute(effect))
+                self.box.append(execute(effect, saver, events.put))
             finally:
                 events.put(DONE)
 
@@ -244,19 +156,34 @@ class _LiveStep:
         return self.box[0]
 
 
-async def aexecute(effect: Execute) -> Executed:
+async def aexecute(
+    effect: Execute, calls: AsyncCalls | None = None, put: Callable[[Any], None] | None = None
+) -> Executed:
     """Run a step's tasks as tasks of the event loop; a failure cancels the others, and
-    so does a cancellation of this one (after which the tasks that finished are kept)."""
+    so does a cancellation of this one (after which the tasks that finished are kept).
+    With ``effect.keep``, the work of the tasks that finished is stored through
+    ``calls`` each time some finish, while the others run on; with ``effect.report``,
+    their updates go to the live channel ``put``."""
     tasks, state, config = effect.tasks, effect.state, effect.config
     if len(tasks) == 1:
         try:
-            return {tasks[0].key: await _acall(tasks[0], state, config)}, None
-        except BaseException as exc:  # _acall returns every Exception as an outcome
+            return {tasks[0].key: await acall(tasks[0], state, config)}, None
+        except BaseException as exc:  # acall returns every Exception as an outcome
             return {}, exc
+    report = reporter(put) if effect.report and put is not None else None
     groups = race_groups(tasks)
-    if groups is not None:
-        return await arace(tasks, groups, lambda t: _acall(t, state, config))
-    running = {asyncio.ensure_future(_acall(t, state, config)): t.key for t in tasks}
+    if groups is not None:  # the winner is known when the race ends: reported then
+        raced = await arace(tasks, groups, lambda t: acall(t, state, config))
+        if report is not None:
+            for task in tasks:
+                if task.key in raced[0]:
+                    report(task, raced[0][task.key])
+        return raced
+    by_key = {t.key: t for t in tasks} if report is not None else {}
+    keeper = None
+    if effect.keep is not None and calls is not None:
+        keeper = AsyncKeeper(effect.keep, calls.put_writes)
+    running = {asyncio.ensure_future(acall(t, state, config)): t.key for t in tasks}
     outcomes: dict[str, Outcome] = {}
     pending = set(running)
     stop: BaseException | None = None
@@ -265,20 +192,41 @@ async def aexecute(effect: Execute) -> Executed:
             finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for future in finished:
                 outcomes[running[future]] = future.result()
+                if report is not None:
+                    report(by_key[running[future]], outcomes[running[future]])
+            if keeper is not None:
+                await keeper.finished([(running[f], outcomes[running[f]]) for f in finished])
             if any(type(outcomes[running[f]]) is Failed for f in finished):
                 break  # a failure ends the step now: its siblings are cancelled
     except BaseException as exc:  # cancelled (or a node raised a BaseException)
         stop = exc
     finally:
+        # a failure cancels the tasks still running, but a sync node's thread cannot be
+        # stopped: it is waited for and its result kept (else a node that finished would
+        # run again on resume); a stop (cancellation) waits for nothing
+        threads = []
+        if stop is None and pending:
+            specs = {t.key: t.spec for t in tasks}
+            threads = [f for f in pending if _threaded(specs[running[f]])]
         for future in pending:
-            future.cancel()
+            if future not in threads:
+                future.cancel()
         if pending:
             await asyncio.wait(pending)
+        # kept too: tasks that finished while the keeper's write was awaited, not yet seen
+        for future in pending:
+            if not future.cancelled() and future.exception() is None:
+                outcomes.setdefault(running[future], future.result())
     if stop is not None:
         for future, name in running.items():
             if future.done() and not future.cancelled() and future.exception() is None:
                 outcomes.setdefault(name, future.result())
     return outcomes, stop
+
+
+def _threaded(spec: NodeSpec) -> bool:
+    """Whether the node is a sync one (run in a worker thread under the event loop)."""
+    return spec.afn is None and not spec.is_async
 
 
 async def _await_step(task: asyncio.Future[Executed]) -> Executed:
@@ -409,10 +357,13 @@ def drive(program: Program[Any], saver: CheckpointSaver | None) -> Generator[Eve
             kind = type(effect)
             if kind is Execute:  # every step: checked first
                 step: Execute = effect  # type: ignore[assignment]
+                if step.keep is not None and writing is not None:
+                    done, writing = writing, None  # the checkpoint the step keeps work on
+                    done.result()
                 if live is None:
-                    outcomes, stop = execute(step)
+                    outcomes, stop = execute(step, saver)
                 else:
-                    worker = _LiveStep(step, live)
+                    worker = _LiveStep(step, live, saver)
                     try:
                         while (item := live.get()) is not DONE:
                             yield item
@@ -477,6 +428,7 @@ async def adrive(
     awaited, sync nodes run in worker threads."""
     calls = AsyncCalls(saver) if saver is not None else None
     live: asyncio.Queue[Any] | None = None
+    live_put: Callable[[Any], None] | None = None  # how events reach it from any thread
     held: contextlib.AsyncExitStack | None = None
     writing: asyncio.Future[Any] | None = None  # a Background write under way
     send: Any = None
@@ -491,10 +443,13 @@ async def adrive(
                 # thread would wait behind every other run's turn (the p99 step)
                 await asyncio.sleep(0)
                 astep: Execute = effect  # type: ignore[assignment]
+                if astep.keep is not None and writing is not None:
+                    adone, writing = writing, None  # the checkpoint the step keeps work on
+                    await adone
                 if live is None:
-                    outcomes, stop = await aexecute(astep)
+                    outcomes, stop = await aexecute(astep, calls)
                 else:
-                    task = asyncio.ensure_future(aexecute(astep))
+                    task = asyncio.ensure_future(aexecute(astep, calls, live_put))
                     getter: asyncio.Future[Any] | None = None
                     try:
                         while True:
@@ -530,6 +485,7 @@ async def adrive(
                 send = None
             elif kind is OpenLive:
                 live, send = _async_sink()
+                live_put = send
             elif kind is CacheGet:
                 send = await effect.cache.aget(effect.keys)  # type: ignore[union-attr]
             elif kind is CacheSet:

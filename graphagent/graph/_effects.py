@@ -30,6 +30,7 @@ __all__ = [
     "Failed",
     "Get",
     "Head",
+    "Keep",
     "Lock",
     "OpenLive",
     "Outcome",
@@ -99,6 +100,15 @@ class PutWrites:
     writes: tuple[PendingWrite, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Keep:
+    """Where a step stores its tasks' work as each finishes (``_keep``): the thread and
+    the stored checkpoint the step grows from."""
+
+    thread_id: str
+    checkpoint_id: str
+
+
 @dataclass(slots=True)
 class Background:
     """``durability="async"``: perform ``effect`` (a step's ``Put`` or ``PutMany``) while
@@ -140,11 +150,18 @@ class Task:
 
 @dataclass(slots=True)
 class Execute:
-    """Run a step's tasks on one state snapshot: returns ``dict[node, Outcome]``."""
+    """Run a step's tasks on one state snapshot: returns ``dict[node, Outcome]``.
+
+    ``keep``: where to store each task's work as it finishes (``_keep``), or ``None``;
+    ``report``: hand each task's update to the live channel as it finishes (the run
+    does not report it again when the step commits).
+    """
 
     tasks: tuple[Task, ...]
     state: OverAllState
     config: RunnableConfig
+    keep: Keep | None = None
+    report: bool = False
 
 
 @dataclass(slots=True)

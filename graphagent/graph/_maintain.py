@@ -93,7 +93,10 @@ class Maintenance:
         if unknown:
             raise UserError(f"clear_cache: {', '.join(map(repr, unknown))} is not a node")
         names = list(specs) if nodes is None else list(nodes)
-        return [cache_namespace(n, specs[n].fn) for n in names if specs[n].cache is not None]
+        found = [cache_namespace(n, specs[n].fn) for n in names if specs[n].cache is not None]
+        if nodes is None:  # subgraphs without a cache of their own keep theirs here too
+            found.extend(_inherited(self.plan))
+        return found
 
     def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
         """Forget the cached results of ``nodes`` (every cached node by default)."""
@@ -106,3 +109,16 @@ class Maintenance:
         namespaces = self._namespaces(nodes)
         if namespaces:
             await self.plan.cache.aclear(namespaces)
+
+
+def _inherited(plan: Plan) -> list[tuple[str, ...]]:
+    """The cache namespaces of the cached nodes of ``plan``'s subgraphs (at any depth)
+    that have no cache of their own, so use the one of the graph they run in."""
+    found: list[tuple[str, ...]] = []
+    for spec in plan.topology.nodes.values():
+        sub = spec.subgraph
+        if isinstance(sub, Plan) and sub.cache is None:
+            nodes = sub.topology.nodes
+            found += [cache_namespace(n, s.fn) for n, s in nodes.items() if s.cache is not None]
+            found += _inherited(sub)
+    return found

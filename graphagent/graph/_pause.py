@@ -14,10 +14,25 @@ from graphagent.graph._command import Interrupt, RunContext, is_interrupt_id, pa
 from graphagent.graph._constants import INTERRUPT
 from graphagent.graph._debug import task_result
 from graphagent.graph._effects import Emit, Program
+from graphagent.graph._keep import DONE_KIND
 from graphagent.graph._plan import Plan
 from graphagent.graph._step import BREAKPOINT, Position, Step, merge
 
-__all__ = ["answers_by_path", "parent_changes", "paused", "pending_writes", "take_pending"]
+ERROR_KIND = "error"
+"""The kind of the pending write naming a step's failed task and its error."""
+
+ERROR_TASK = "__error__"
+"""The task name the error write is stored under (a group of its own)."""
+
+__all__ = [
+    "ERROR_KIND",
+    "ERROR_TASK",
+    "answers_by_path",
+    "parent_changes",
+    "paused",
+    "pending_writes",
+    "take_pending",
+]
 
 
 def paused(
@@ -112,9 +127,12 @@ def take_pending(
     """
     pending: list[Interrupt] = []
     at_breakpoint = False
+    # work kept as each task finished (``_keep``) counts on the head only, after a
+    # crash: a replay of an older checkpoint reruns its step
+    on_head = saved.id == position.head
     for w in saved.pending_writes:
         kind = w.kind
-        if kind == "update":
+        if kind == "update" or (kind == DONE_KIND and on_head):
             position.done[w.task] = w.value
         elif kind == "answers":
             ctx.set_answers(w.value[0], list(w.value[1]))
@@ -129,9 +147,13 @@ def take_pending(
     return pending, at_breakpoint
 
 
-def pending_writes(step: Step, ctx: RunContext) -> tuple[PendingWrite, ...]:
+def pending_writes(
+    step: Step, ctx: RunContext, clear_error: bool = False
+) -> tuple[PendingWrite, ...]:
     """An unfinished step as pending writes, grouped by top-level task: finished work,
-    the answers and nested positions under each paused task, its questions."""
+    the answers and nested positions under each paused task, its questions, and the
+    failed task with its error (``repr`` of it), or, ``clear_error``, none (the step's
+    checkpoint holds the error of an earlier attempt at the step)."""
     writes = [PendingWrite(node, "update", done) for node, done in step.dump_results().items()]
     for node, signal in step.paused.items():
         for key, answers in ctx.under(ctx.answers, node):
@@ -143,6 +165,15 @@ def pending_writes(step: Step, ctx: RunContext) -> tuple[PendingWrite, ...]:
                 writes.append(PendingWrite(node, "interrupt", intr.dump()))
         if not signal.values:  # a nested graph stopped at one of its breakpoints
             writes.append(PendingWrite(BREAKPOINT, "breakpoint", [node]))
+    if step.failure is not None and isinstance(step.failure[1], Exception):
+        # what get_state shows as the task's error (a stop, Ctrl-C or cancellation, is not
+        # the task's); the task runs again when the thread continues. Kept apart from the
+        # task's own writes, which it must not replace: a resume refused by the node
+        # leaves the task's question pending
+        node, exc = step.failure
+        writes.append(PendingWrite(ERROR_TASK, ERROR_KIND, [node, repr(exc)]))
+    elif clear_error:  # the step failed before, on this checkpoint: no longer
+        writes.append(PendingWrite(ERROR_TASK, ERROR_KIND, None))
     return tuple(writes)
 
 

@@ -25,8 +25,11 @@ Executed = tuple[dict[str, Outcome], "BaseException | None"]
 
 
 def race_groups(tasks: Sequence[Task]) -> dict[str, str] | None:
-    """Node -> the ``any_of`` join it races for, for the racers of groups that have two
-    or more tasks in this step; ``None`` when nothing races (the common case)."""
+    """Task key -> the ``any_of`` join its node races for, for the racers of groups that
+    have two or more tasks in this step; ``None`` when nothing races (the common case).
+
+    Keyed by task, not node: each ``Send`` task of a racing node (``node[i]``) races on
+    its own, so a fan-out into a racer ends with its first task to finish."""
     counts: dict[str, int] = {}
     for task in tasks:
         group = task.spec.race
@@ -35,9 +38,7 @@ def race_groups(tasks: Sequence[Task]) -> dict[str, str] | None:
     if not counts or max(counts.values()) < 2:
         return None
     return {
-        t.spec.name: t.spec.race
-        for t in tasks
-        if t.spec.race is not None and counts[t.spec.race] >= 2
+        t.key: t.spec.race for t in tasks if t.spec.race is not None and counts[t.spec.race] >= 2
     }
 
 
@@ -93,7 +94,7 @@ def race(
             outcome = call(task)
         except BaseException as exc:  # a stop inside the node: the step ends with it
             outcome = Failed(exc)
-        results.put((task.spec.name, outcome))
+        results.put((task.key, outcome))
 
     for task in tasks:
         run = contextvars.copy_context().run
@@ -102,7 +103,7 @@ def race(
         else:
             threading.Thread(target=run, args=(work, task), daemon=True).start()
     referee = _Referee(tasks, groups)
-    pending = [t.spec.name for t in tasks]
+    pending = [t.key for t in tasks]
     try:
         while pending and not referee.done(pending):
             node, outcome = results.get()
@@ -120,7 +121,7 @@ async def arace(
 ) -> Executed:
     """:func:`race` under the event loop: the losers of a race are cancelled."""
     running: dict[asyncio.Future[Outcome], str] = {
-        asyncio.ensure_future(acall(t)): t.spec.name for t in tasks
+        asyncio.ensure_future(acall(t)): t.key for t in tasks
     }
     pending: set[asyncio.Future[Outcome]] = set(running)
     referee = _Referee(tasks, groups)

@@ -13,13 +13,13 @@ with the paused step, so a resume continues the nested run where it stood.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from checkpoint.base import Change, Checkpoint, CheckpointWrite, PendingWrite
 from graphagent.config import RunnableConfig
 from graphagent.errors import (
     EmptyInputError,
-    GraphInterrupt,
     GraphRecursionError,
     UserError,
 )
@@ -31,33 +31,30 @@ from graphagent.graph._command import (
     current_task,
     path_key,
 )
-from graphagent.graph._constants import INTERRUPT, START, public
+from graphagent.graph._constants import START, public
 from graphagent.graph._debug import announce, checkpoint_event, step_events, written_messages
 from graphagent.graph._effects import (
     Background,
     Done,
     Emit,
     Execute,
+    Keep,
     Outcome,
     Program,
-    PutWrites,
     Task,
 )
 from graphagent.graph._pause import (
+    ERROR_TASK,
     answers_by_path,
     parent_changes,
-    paused,
-    pending_writes,
     take_pending,
 )
 from graphagent.graph._plan import Plan
-from graphagent.graph._saving import Saving, durability_of
+from graphagent.graph._saving import durability_of
 from graphagent.graph._state import OverAllState, as_input
 from graphagent.graph._step import (
-    BREAKPOINT,
     Position,
     Step,
-    attach_node,
     combine,
     merge,
     normalize,
@@ -66,6 +63,7 @@ from graphagent.graph._step import (
     with_goto,
     write,
 )
+from graphagent.graph._stopping import Stopping
 from graphagent.graph._substream import Sink, nested_config, nested_opening, share_streams
 from graphagent.graph._tasks import (
     cache_lookup,
@@ -111,7 +109,10 @@ def run_program(
         sink: a root run streaming with ``subgraphs=True``: where nested runs send
             their events.
     """
-    run = Run(plan, config, modes, net, durability)
+    run = Run(plan, config, modes, net, durability, sink)
+    # a subgraph's plan may carry its parent's cache; its config, writers to the stream
+    # under its namespace (stream(..., subgraphs=True))
+    plan, config = run.plan, run.config
     if net is None and modes:
         share_streams(run.ctx, sink, modes, config)
     yield from run.start(input)
@@ -126,9 +127,12 @@ def run_program(
             return run.finish()
         if "debug" in modes:
             yield from announce(run.pos, tasks, run.ctx.anchor, run.base)
+        keep: Keep | None = None
+        if len(tasks) > 1 and run.several:  # each task's work kept, or reported, as it ends
+            keep = yield from run.several_tasks()
         if run.plain_state:  # no managed keys, no cache: the short way, every step
             state = OverAllState(run.pos.values, plan.schema.empties)
-            step = run.collect((yield Execute(tasks, state, config)))
+            step = run.collect((yield Execute(tasks, state, config, keep, run.reporting)))
         else:
             values = run.pos.values
             if plan.managed:
@@ -137,7 +141,8 @@ def run_program(
             hits: dict[str, Any] = {}
             if plan.cache is not None:
                 tasks, hits, wanted = yield from cache_lookup(plan, tasks, state)
-            step = run.collect((yield Execute(tasks, state, config)) if tasks else {}, hits)
+            executed = (yield Execute(tasks, state, config, keep, run.reporting)) if tasks else {}
+            step = run.collect(executed, hits)
         if "debug" in modes:
             yield from retried(run.pos, tasks)
         if step.paused or step.failure is not None:
@@ -149,7 +154,12 @@ def run_program(
             return (yield from run.stop_after())
 
 
-class Run(Saving):
+def _caches(plan: Plan) -> bool:
+    """Whether a node of ``plan`` has a cache policy."""
+    return any(spec.cache is not None for spec in plan.topology.nodes.values())
+
+
+class Run(Stopping):
     """One run: its identity (plan, config, thread, nested or not), its position, and the
     transitions between positions."""
 
@@ -160,6 +170,8 @@ class Run(Saving):
         "cached",
         "config",
         "ctx",
+        "failed_before",
+        "keeps",
         "key",
         "modes",
         "nested",
@@ -169,8 +181,12 @@ class Run(Saving):
         "plain_state",
         "plan",
         "pos",
+        "reported",
+        "reporting",
+        "reports",
         "saves",
         "sent",
+        "several",
         "start_input",
         "steps_run",
         "waiting",
@@ -183,6 +199,7 @@ class Run(Saving):
         modes: frozenset[str],
         net: dict[str, Change] | None,
         durability: str | None = None,
+        sink: Sink | None = None,
     ) -> None:
         self.plan = plan
         self.config = config
@@ -192,6 +209,7 @@ class Run(Saving):
         self.nested = net is not None
         self.pending: list[Interrupt] = []
         self.at_breakpoint = False
+        self.failed_before = False
         self.breakpoint: list[str] = []
         self.steps_run = 0
         self.waiting: tuple[str, ...] = ()  # deferred nodes due, held for a later step
@@ -206,6 +224,12 @@ class Run(Saving):
         self.background = mode == "async"  # a step's write runs beside the next step
         self.plain = mode == "sync"
         self.plain_state = not plan.managed and plan.cache is None
+        # a step of several tasks stores each one's work as it finishes (not under exit)
+        self.keeps = False
+        # stream(..., subgraphs=True): a step of several tasks hands out each one's update
+        # as it finishes (beside the subgraphs' events), not when the step commits
+        self.reports = self.reporting = False
+        self.reported: frozenset[str] = frozenset()
         ctx: RunContext | None = None
         if self.nested:
             # a nested run shares its root's context (its thread among it) and saves nothing
@@ -216,7 +240,18 @@ class Run(Saving):
         else:
             self.base = ()
             self.saves = plan.saver is not None and config.thread_id is not None
+            self.keeps = (
+                self.saves and self.held is None and plan.saver.outlives_process  # type: ignore[union-attr]
+            )
+            self.reports = "updates" in modes and sink is not None
+        self.several = self.keeps or self.reports
         self.ctx = ctx or RunContext(config.thread_id, self.saves, plan.saver, config)
+        if not self.nested:
+            self.ctx.cache = plan.cache
+        elif plan.cache is None and self.ctx.cache is not None and _caches(plan):
+            # a subgraph with cached nodes and no cache of its own uses its parent's
+            self.plan = replace(plan, cache=self.ctx.cache)
+            self.plain_state = False
         self.key = path_key(self.base)
         if self.nested and self.ctx.stream is not None:
             self.config = nested_config(self.ctx, self.base, config)
@@ -330,6 +365,7 @@ class Run(Saving):
 
     def _load_pending(self, saved: Checkpoint) -> None:
         self.pending, self.at_breakpoint = take_pending(saved, self.pos, self.ctx)
+        self.failed_before = any(w.task == ERROR_TASK for w in saved.pending_writes)
         self.pos.next = self.pos.deferred_route(self.plan, self.config)
 
     def _answer(self, answer: Any) -> None:
@@ -350,9 +386,6 @@ class Run(Saving):
         pos.values = parent_changes(self.plan, pos.values, position["input"], input, net)
         pos.load(position)
         pos.next = pos.deferred_route(self.plan, self.config)
-
-    def _net_dump(self) -> dict[str, list[Any]]:
-        return {k: [kind, payload] for k, (kind, payload) in (self.net or {}).items()}
 
     def finish(self) -> dict[str, Any]:
         """The run reached its end. A nested run leaves its result in the shared context
@@ -416,11 +449,29 @@ class Run(Saving):
             found.append(Task(nodes[n], TaskScope(path, resume, ctx), n))
         return tuple(found)
 
+    def several_tasks(self) -> Program[Keep | None]:
+        """For a step of several tasks: whether each one's update is reported as it
+        finishes (:attr:`reporting`), and where each one's work is kept as it finishes
+        (``_keep``), if it is. A held-back input is stored first, so that work has a
+        stored checkpoint to be kept on (a crash mid-step then resumes it)."""
+        self.reporting = self.reports
+        if not self.keeps:
+            return None
+        if self.unsaved is not None:
+            yield from self.flush()
+            self.ctx.kept_on = self.pos.checkpoint_id
+        thread, checkpoint = self.ctx.thread, self.pos.checkpoint_id
+        assert thread is not None and checkpoint is not None
+        return Keep(thread, checkpoint)
+
     def collect(
         self, outcomes: Mapping[str, Outcome], hits: Mapping[str, Any] | None = None
     ) -> Step:
         """Sort the tasks' outcomes (in merge order) and add the work finished earlier
         (and, ``hits``, the results found in the cache)."""
+        if self.reporting:  # what was reported as it finished is not reported again
+            self.reported = frozenset(k for k, o in outcomes.items() if type(o) is Done)
+            self.reporting = False
         if self.sent is not None or hits is not None:
             return self._collect_all(outcomes, hits or {})
         step = Step()
@@ -489,8 +540,11 @@ class Run(Saving):
             else:
                 yield from self._save(step, changes, ran, task_counts(sent, keys))
         if "updates" in modes:
+            reported, self.reported = self.reported, frozenset()
             # work kept from before a pause was done first, so it is reported first
             for key in sorted(keys, key=lambda n: n not in kept) if kept else keys:
+                if key in reported:
+                    continue
                 event = {sent.get(key, key) if sent else key: shown(results[key][0])}
                 if key in self.cached:  # the result came from the cache (LangGraph's mark)
                     event["__metadata__"] = {"cached": True}
@@ -523,77 +577,3 @@ class Run(Saving):
             return False
         sent = self.sent or {}
         return any(sent.get(k, k) in after for k in step.results)
-
-    # -- pausing -----------------------------------------------------------------------
-
-    def suspend(self, step: Step) -> Program[dict[str, Any]]:
-        """Stop at an unfinished step: keep its finished work and questions, or fail."""
-        pos = self.pos
-        if self.nested:
-            if step.failure is not None:
-                node, exc = step.failure
-                raise attach_node(exc, node)
-            self._leave_position(step, skip=False)
-            raise GraphInterrupt(step.interrupts)
-        if step.failure is None and not self.saves:
-            node = next(iter(step.paused))
-            raise UserError(
-                f"node {node!r} called interrupt(), which needs a saver and "
-                "a thread_id: compile(saver=MemorySaver()) and pass "
-                "config={'thread_id': ...}"
-            )
-        if self.saves and pos.checkpoint_id is not None:
-            if step.failure is None:
-                yield from self._anchor()
-            else:
-                yield from self.flush()  # the input stays, for invoke(None) to retry from
-            yield from self._store_step(step)
-        if step.failure is not None:
-            node, exc = step.failure
-            raise attach_node(exc, node)
-        return (
-            yield from paused(
-                self.plan, pos.values, step, self.modes, (self.ctx.anchor, self.base, pos.step + 1)
-            )
-        )
-
-    def _store_step(self, step: Step) -> Program[None]:
-        """The unfinished step as pending writes, grouped by top-level task."""
-        pos, thread = self.pos, self.thread
-        assert thread is not None and pos.checkpoint_id is not None
-        writes = pending_writes(step, self.ctx)
-        if writes:
-            yield PutWrites(thread, pos.checkpoint_id, writes)
-
-    def stop_before(self) -> Program[None]:
-        """Pause before the ``interrupt_before`` nodes :meth:`next_tasks` reached."""
-        if self.nested:
-            self._leave_position(None, skip=True)
-            raise GraphInterrupt(())
-        thread = self.thread
-        assert thread is not None
-        yield from self._anchor()
-        assert self.pos.checkpoint_id is not None
-        yield PutWrites(
-            thread,
-            self.pos.checkpoint_id,
-            (PendingWrite(BREAKPOINT, "breakpoint", self.breakpoint),),
-        )
-        if "updates" in self.modes:
-            yield Emit("updates", {INTERRUPT: ()})
-
-    def stop_after(self) -> Program[dict[str, Any]]:
-        """Pause after an ``interrupt_after`` node: the checkpoint already says what is next."""
-        if self.nested:
-            self._leave_position(None, skip=False)
-            raise GraphInterrupt(())
-        if "updates" in self.modes:
-            yield Emit("updates", {INTERRUPT: ()})
-        return self.plan.schema.output(self.pos.values)
-
-    def _leave_position(self, step: Step | None, *, skip: bool) -> None:
-        """A nested run's position, left in the shared context for the root to store."""
-        done = step.dump_results() if step is not None else {}
-        position = self.pos.dump(done, skip)
-        position["net"], position["input"] = self._net_dump(), self.start_input
-        self.ctx.suspend(self.key, position)

@@ -31,15 +31,18 @@ class StateTask:
         id: the task's id (the same the run gives it; part of a subgraph's namespace).
         name: the node.
         path: the task path: the parent graph's node names down to ``name``.
-        error: ``None``: a step that fails is not kept (the thread stays at its last
-            good checkpoint and the error is raised to the caller), so there is no stored
-            error to show; the field is here for code written against LangGraph.
+        error: the error the task raised (its ``repr``), when its step failed: the
+            thread stays at the checkpoint before that step, the error is raised to the
+            caller and kept here; ``invoke(None, config)`` runs the task again (the
+            tasks of the step that had finished are not rerun). ``None`` otherwise.
         interrupts: the questions this task (or a subgraph inside it) asked.
         state: for a node running a subgraph: with ``get_state(config, subgraphs=True)``
             the subgraph's own :class:`StateSnapshot` while it is paused; otherwise a
             config naming it (``checkpoint_ns``) to pass to ``get_state`` or
             ``update_state``. ``None`` for other nodes.
-        result: the update the node returned, when it finished in a step that paused.
+        result: the update the node returned, when it finished in a step that paused or
+            failed, or in one that is still running or was cut short by a crash (kept as
+            the task finished, on a saver that outlives the process).
     """
 
     id: str
@@ -155,13 +158,21 @@ def _fields_of(cp: Checkpoint) -> dict[str, Any]:
 
 def _tasks_of(cp: Checkpoint, interrupts: tuple[Interrupt, ...]) -> tuple[StateTask, ...]:
     """The next step's tasks as far as the checkpoint alone tells (no subgraph states)."""
-    results = {w.task: w.value[0] for w in cp.pending_writes if w.kind == "update"}
+    # a task's result: kept with a paused or failed step, or as it finished ("done":
+    # a step still running, or cut short by a crash)
+    results = {w.task: w.value[0] for w in cp.pending_writes if w.kind in ("update", "done")}
+    # a failed Send task is keyed "node[i]": its error shows on its node's task
+    errors = {
+        w.value[0].partition("[")[0]: w.value[1]
+        for w in cp.pending_writes
+        if w.kind == "error" and w.value
+    }
     return tuple(
         StateTask(
             task_id(cp.id, (n,)),
             n,
             (n,),
-            None,
+            errors.get(n),
             tuple(i for i in interrupts if i.path[:1] == (n,)),
             None,
             results.get(n),

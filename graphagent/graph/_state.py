@@ -175,6 +175,31 @@ class Schema:
             data = {k: (checks[k](v) if k in checks else v) for k, v in data.items()}
         return data
 
+    def read_update(self, values: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+        """``update_state`` values with checked keys validated as input is (a pydantic
+        schema's nested dicts become its models), before anything is written.
+
+        Raises:
+            InvalidUpdateError: a value the schema refuses, naming the key (nothing is
+                written).
+        """
+        data = dict(values or {})
+        checks = self.checks
+        if not checks:
+            return data
+        for key, value in data.items():
+            check = checks.get(key)
+            if check is None:
+                continue
+            try:
+                data[key] = check(value)
+            except ValueError as exc:  # pydantic's ValidationError is one
+                raise InvalidUpdateError(
+                    f"{where}: {key}={value!r} does not fit the state schema, so nothing "
+                    f"was written; pass a value of the field's type. {_first_line(exc)}"
+                ) from exc
+        return data
+
     def output(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """What a run returns of ``values``: the public keys, or :attr:`output_keys`."""
         keys = self.output_keys
@@ -184,6 +209,16 @@ class Schema:
 
 
 _REPLACE = ReplaceStrategy()
+
+
+def _first_line(exc: ValueError) -> str:
+    """What a validation error says, shortly: pydantic's first error, or the message."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        found = errors()
+        if found:
+            return f"The schema says: {found[0].get('msg', '')}."
+    return f"The schema says: {exc}."
 
 
 def _messages_key(key: str, strategy: KeyStrategy) -> KeyStrategy:

@@ -66,6 +66,7 @@ def update_program(
     if config.checkpoint_ns:
         return (yield from _update_subgraph(plan, config, thread, values, as_node))
     _check_node(plan, as_node, "")
+    values = plan.schema.read_update(values, "update_state")
     pos, saved = yield from load(plan, thread, config.checkpoint_id)
     passed = saved is not None and _at_breakpoint(plan, saved)
     if as_node is None and passed:
@@ -115,13 +116,15 @@ def bulk_update_program(
                     f"as_node={as_node!r} is not a node of this graph; known nodes: "
                     f"{', '.join(sorted(nodes))}"
                 )
+    checked = [
+        [(plan.schema.read_update(v, "bulk_update_state"), a) for v, a in updates]
+        for updates in supersteps
+    ]
     pos, saved = yield from load(plan, thread, config.checkpoint_id)
     checkpoint_id = ""
-    for updates in supersteps:
+    for updates in checked:
         # one super-step's writes merge as one step's: two replacing one key are refused
-        writes: list[tuple[str, Mapping[str, Any]]] = [
-            (a or "__update__", dict(v or {})) for v, a in updates
-        ]
+        writes: list[tuple[str, Mapping[str, Any]]] = [(a or "__update__", v) for v, a in updates]
         pos.values, changes = merge(plan, pos.values, writes)
         pos.step += 1
         writers = [a for _, a in updates if a is not None]
@@ -243,7 +246,8 @@ def _moved(
     """A kept subgraph position with ``values`` merged (and, with ``as_node``, rerouted)."""
     pos = Position()
     pos.load(position)
-    update: list[tuple[str, Mapping[str, Any]]] = [(as_node or "__update__", dict(values or {}))]
+    checked = sub.schema.read_update(values, "update_state")
+    update: list[tuple[str, Mapping[str, Any]]] = [(as_node or "__update__", checked)]
     merged, changes = merge(sub, position["values"], update)
     pos.values = merged
     net = {k: list(v) for k, v in position.get("net", {}).items()}

@@ -538,3 +538,37 @@ def test_cache_refuses_bad_settings() -> None:
     bad = StateGraph().add_node("n", lambda s: None, cache=60)  # type: ignore[arg-type]
     with pytest.raises(GraphValidationError, match="cache= takes a CachePolicy"):
         bad.add_edge(START, "n").add_edge("n", END).compile()
+
+
+# origin: LangGraph's behaviour (its runtime hands the parent's cache to subgraphs through
+# the config); written for graphagent, no single LangGraph test
+def test_a_subgraph_uses_its_parents_cache(cache: BaseCache, run: Run) -> None:
+    """A subgraph compiled without a cache keeps its cached nodes' results in the
+    parent's; clear_cache() on the parent clears them too; a subgraph with a cache of
+    its own keeps using that one."""
+    calls: list[str] = []
+
+    def double(s: Any) -> dict[str, Any]:
+        calls.append("double")
+        return {"y": s["x"] * 2}
+
+    sub = StateGraph().add_node("double", double, cache=CachePolicy()).add_edge(START, "double")
+    child = sub.add_edge("double", END).compile()
+    parent = StateGraph().add_node("child", child).add_edge(START, "child")
+    app = parent.add_edge("child", END).compile(cache=cache)
+    assert run(app, {"x": 2}) == {"x": 2, "y": 4}
+    assert run(app, {"x": 2}) == {"x": 2, "y": 4}
+    assert calls == ["double"]  # the second run's subgraph node was a cache hit
+    app.clear_cache()
+    run(app, {"x": 2})
+    assert calls == ["double", "double"]
+    own = MemoryCache()
+    child_own = sub.compile(cache=own)
+    parent2 = StateGraph().add_node("child", child_own).add_edge(START, "child")
+    app2 = parent2.add_edge("child", END).compile(cache=cache)
+    run(app2, {"x": 5})
+    run(app2, {"x": 5})
+    assert calls == ["double", "double", "double"]
+    child_own.clear_cache()
+    run(app2, {"x": 5})
+    assert calls == ["double"] * 4  # it was in the subgraph's own cache

@@ -273,6 +273,39 @@ def test_pydantic_state_checkpoints_models(saver: CheckpointSaver) -> None:
     assert app.get_state(thread_id=thread).values["point"] == Point(x=1, y=2)
 
 
+def test_update_state_is_validated_against_a_pydantic_state(saver: CheckpointSaver) -> None:
+    """update_state values are validated and coerced as input is (nested dicts become
+    models, "7" becomes 7); a bad value is refused naming its key, and nothing is
+    written; strategy keys take their update as is; bulk_update_state checks every write
+    before it writes any."""
+    from checkpoint import serde
+
+    class Spot(BaseModel):
+        x: int
+
+    serde.register(Spot, name=f"test.Spot.{uuid.uuid4().hex}")
+
+    class S(BaseModel):
+        spot: Spot | None = None
+        count: int = 0
+        tags: Annotated[list[str], operator.add] = []
+
+    app = _line(StateGraph(S).add_node("n", lambda s: None), "n").compile(saver=saver)
+    thread = uuid.uuid4().hex
+    app.invoke({"count": 1}, thread_id=thread)
+    config = {"thread_id": thread}
+    app.update_state(config, {"spot": {"x": "3"}, "count": "7", "tags": ["a"]})
+    values = app.get_state(config).values
+    assert values["spot"] == Spot(x=3) and values["count"] == 7 and values["tags"] == ["a"]
+    before = len(app.get_state_history(config))
+    with pytest.raises(InvalidUpdateError, match=r"update_state: count='many'.*nothing was"):
+        app.update_state(config, {"count": "many", "tags": ["lost?"]})
+    with pytest.raises(InvalidUpdateError, match=r"bulk_update_state: spot=\{'x': 'no'\}"):
+        app.bulk_update_state(config, [[({"count": 8}, None)], [({"spot": {"x": "no"}}, None)]])
+    assert len(app.get_state_history(config)) == before
+    assert app.get_state(config).values == values
+
+
 # origin: langgraph tests/test_pregel.py::test_command_pydantic_dataclass (dataclass state)
 def test_dataclass_state() -> None:
     """A dataclass schema: defaults start the state, ``Annotated`` strategies merge, a

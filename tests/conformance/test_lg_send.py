@@ -561,6 +561,13 @@ def test_fan_out_is_drawn_in_every_format_and_counted_in_the_overlay(
     app = g.add_conditional_edges(START, fan_out, ["sq"]).add_edge("sq", END).compile(saver=saver)
     assert '==>|"Send"|' in app.draw("mermaid")
     assert "arrowhead=crow" in app.draw("dot") and 'label="Send"' in app.draw("dot")
+    uml = app.draw("plantuml").splitlines()
+    [fan] = [line for line in uml if "-[bold]->" in line]
+    assert fan.endswith(" : Send")
+    assert "  Send (thick arrow): fan-out: one task per Send" in uml
+    plain = StateGraph(S).add_node("sq", lambda s: {}).add_edge(START, "sq").add_edge("sq", END)
+    assert "-[bold]->" not in plain.compile().draw("plantuml")
+    assert "legend" not in plain.compile().draw("plantuml")
     assert "START =>> sq  (Send)" in app.draw("ascii")
     assert "fan-out: one task per Send" in app.draw("svg")
     cfg = thread()

@@ -12,9 +12,12 @@ metadata is ``{"node", "path"}`` (an agent's: ``{"agent", "node"}``).
 
 from __future__ import annotations
 
+import asyncio
 import operator
+import threading
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from _support import thread
 
 from checkpoint.base import CheckpointSaver
@@ -183,6 +186,87 @@ def test_custom_from_any_node_and_tool(saver: CheckpointSaver) -> None:
     ]
     # outside a "custom" stream the writer drops what it is given
     assert app.invoke({"weather": ""}, thread()) == {"weather": "sunny"}
+
+
+# origin: langgraph tests/test_pregel.py::test_get_stream_writer (inside a subgraph, streamed
+# with subgraphs=True: the event carries the subgraph's namespace)
+def test_custom_from_a_subgraph_node_carries_its_namespace(saver: CheckpointSaver) -> None:
+    """get_stream_writer() and config.writer in a subgraph's node write under the
+    subgraph's namespace; the parent's own node writes under the root's."""
+
+    def inner(state: Any, config: Any) -> dict[str, Any]:
+        get_stream_writer()({"by": "get_stream_writer"})
+        config.writer({"by": "config.writer"})
+        return {"n": 1}
+
+    sub = StateGraph().add_node("inner", inner).add_edge(START, "inner").add_edge("inner", END)
+    g = StateGraph().add_node("child", sub.compile()).add_node("top", _write_top)
+    app = g.add_edge(START, "child").add_edge("child", "top").add_edge("top", END).compile(saver)
+    events = list(app.stream({"n": 0}, thread(), subgraphs=True, mode="custom"))
+    assert _names(events) == [
+        (("child",), {"by": "get_stream_writer"}),
+        (("child",), {"by": "config.writer"}),
+        ((), {"by": "top"}),
+    ]
+    assert events[0][0] == events[1][0]  # the same task id too
+    # without subgraphs=True every custom event comes, without namespaces
+    assert list(app.stream({"n": 0}, thread(), mode="custom")) == [
+        {"by": "get_stream_writer"},
+        {"by": "config.writer"},
+        {"by": "top"},
+    ]
+
+
+def _write_top(state: Any) -> dict[str, Any]:
+    get_stream_writer()({"by": "top"})
+    return {}
+
+
+def _fast_and_child(seen_fast: Any) -> Any:
+    """A step of two tasks: ``fast`` returns at once; ``child`` runs a subgraph whose node
+    waits (up to 5 s) until the caller has seen ``fast``'s update."""
+
+    def inner(state: Any) -> dict[str, Any]:
+        seen_fast.wait(5)
+        return {"log": ["inner"]}
+
+    sub = StateGraph({"log": operator.add}).add_node("inner", inner)
+    child = sub.add_edge(START, "inner").add_edge("inner", END).compile()
+    g = StateGraph({"log": operator.add}).add_node("fast", lambda s: {"log": ["fast"]})
+    g.add_node("child", child).add_edge(START, "fast").add_edge(START, "child")
+    return g.add_edge("fast", END).add_edge("child", END)
+
+
+# origin: langgraph tests/test_pregel.py::test_stream_subgraphs_during_execution (a task's
+# update is streamed when the task finishes, not when its whole step does)
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_a_tasks_update_streams_when_it_finishes(saver: CheckpointSaver, how: str) -> None:
+    """With subgraphs=True, a finished task's update comes while its sibling's subgraph
+    still runs; each update comes once."""
+    seen_fast = threading.Event()
+    app = _fast_and_child(seen_fast).compile(saver)
+    got: list[Any] = []
+
+    def take(event: Any) -> None:
+        got.append(event)
+        if event == ((), {"fast": {"log": ["fast"]}}):
+            seen_fast.set()
+
+    if how == "sync":
+        for event in app.stream({"log": []}, thread(), subgraphs=True):
+            take(event)
+    else:
+
+        async def consume() -> None:
+            async for event in app.astream({"log": []}, thread(), subgraphs=True):
+                take(event)
+
+        asyncio.run(consume())
+    assert _names(got) == [
+        ((), {"fast": {"log": ["fast"]}}),
+        (("child",), {"inner": {"log": ["inner"]}}),
+        ((), {"child": {"log": ["inner"]}}),
+    ]
 
 
 class Chat(TypedDict):

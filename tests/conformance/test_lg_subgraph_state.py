@@ -198,3 +198,22 @@ def test_update_state_on_a_namespace_with_no_paused_subgraph(saver: CheckpointSa
     with pytest.raises(UserError, match="no subgraph paused"):
         app.update_state({**config, "checkpoint_ns": "inner"}, {"my_key": "x"})
     assert not app.get_state({**config, "checkpoint_ns": "inner"}).exists
+
+
+# graphagent's deliberate difference (docs/coming-from.md, "A subgraph's own state is kept
+# while it is paused"): a subgraph has no checkpoints of its own, so once it has finished
+# neither get_state(subgraphs=True) nor the history shows its state; LangGraph keeps its
+# checkpoints under the namespace (its history lists them)
+def test_a_finished_subgraphs_state_is_not_kept(saver: CheckpointSaver) -> None:
+    app = _nested(saver)
+    config = thread()
+    app.invoke({"my_key": "my value"}, config)
+    paused = app.get_state(config, subgraphs=True)
+    assert isinstance(paused.tasks[0].state, StateSnapshot)  # kept while paused
+    ns_config = paused.tasks[0].state.config
+    app.invoke(None, config)
+    done = app.get_state(config, subgraphs=True)
+    assert done.next == () and done.tasks == ()
+    assert not app.get_state(ns_config).exists
+    for snap in app.get_state_history(config):
+        assert all(t.state is None for t in snap.tasks)

@@ -21,7 +21,7 @@ import pytest
 
 from checkpoint.base import CheckpointSaver
 from graphagent.errors import GraphValidationError, InvalidRouteError
-from graphagent.graph import END, START, AppendStrategy, Command, StateGraph, interrupt
+from graphagent.graph import END, START, AppendStrategy, Command, Send, StateGraph, interrupt
 
 
 def _log(name: str) -> Any:
@@ -197,6 +197,49 @@ def test_any_of_on_every_saver(saver: CheckpointSaver) -> None:
     history = app.get_state_history(thread_id=thread)
     assert [h.metadata.get("nodes") for h in history][:2] == [["merge"], ["fastNode"]]
     assert history[0].values["messages"] == ["fastNode", "merge"]
+
+
+def _sent_race(worker: Any, other: Any) -> Any:
+    """A router sends three tasks of ``worker``, a racer of an any_of join with ``other``."""
+    g = StateGraph({"messages": AppendStrategy(messages=False)})
+    g.add_node("worker", worker).add_node("other", other).add_node("merge", _log("merge"))
+    fan = [Send("worker", {"n": n}) for n in (1, 2, 3)]
+    g.add_conditional_edges(START, lambda s: fan, ["worker"])
+    g.add_edge(["worker", "other"], "merge", aggregation="any_of").add_edge("merge", END)
+    return g.add_edge(START, "other")
+
+
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_any_of_races_each_send_task_of_a_racer(how: str, saver: CheckpointSaver) -> None:
+    """Send tasks of a racing node race one by one (with the join's other racers): the
+    first to finish wins, merge runs once on its update alone, the others are dropped."""
+    release = threading.Event()
+
+    def worker(arg: Any) -> dict[str, Any]:
+        if arg["n"] != 2:
+            release.wait(10)
+        return {"messages": [f"worker{arg['n']}"]}
+
+    async def aworker(arg: Any) -> dict[str, Any]:
+        if arg["n"] != 2:
+            await asyncio.sleep(10)
+        return {"messages": [f"worker{arg['n']}"]}
+
+    def other(state: Any) -> dict[str, Any]:
+        release.wait(10)
+        return {"messages": ["other"]}
+
+    app = _sent_race(worker if how == "sync" else aworker, other).compile(saver=saver)
+    thread = uuid.uuid4().hex
+    try:
+        if how == "sync":
+            out = app.invoke({"messages": []}, thread_id=thread)
+        else:
+            out = asyncio.run(app.ainvoke({"messages": []}, thread_id=thread))
+    finally:
+        release.set()
+    assert out == {"messages": ["worker2", "merge"]}
+    assert app.get_state_history(thread_id=thread)[1].metadata["nodes"] == ["worker"]
 
 
 def test_any_of_with_one_racer_in_the_step_is_a_plain_edge() -> None:

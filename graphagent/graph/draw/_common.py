@@ -77,6 +77,9 @@ STYLE = {
 
 # A NUL can't come from a sensible node name, so the pseudo-node never meets a real one.
 ANY = "\x00any node"
+SEND_NOTE = "fan-out: one task per Send"
+"""What a fan-out edge means, in the drawings that explain it (PlantUML's legend, SVG)."""
+
 ANY_NOTE = "a router with no path map and no -> Literal[...] return type: it may go to any node"
 
 

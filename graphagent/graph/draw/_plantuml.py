@@ -1,8 +1,9 @@
 """Drawing a compiled graph as PlantUML text (Spring AI Alibaba's ``PLANTUML`` drawing).
 
 The same picture as Mermaid and DOT: START and END as circles, nodes as rounded boxes in
-the shared palette, conditional edges dotted with their labels, a subgraph as a box
-holding its own nodes. Nodes are named by generated ids; names appear only as labels.
+the shared palette, conditional edges dotted with their labels, a fan-out edge (one task
+per ``Send``) thick and explained in the legend, a subgraph as a box holding its own
+nodes. Nodes are named by generated ids; names appear only as labels.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from graphagent.graph._constants import END, START
 from graphagent.graph._plan import Plan
 from graphagent.graph.draw._common import (
     ANY_NOTE,
+    SEND_NOTE,
     STYLE,
     drawn,
     edge_key,
@@ -49,6 +51,8 @@ def plantuml(plan: Plan, ids: Ids) -> str:
     ]
     _body(plan, (), ids, lines, "")
     key = edge_key(plan)
+    if any(data.get("send") for *_, data in drawn(plan).edges(data=True)):
+        key.append(f"Send (thick arrow): {SEND_NOTE}")
     if key:
         lines.append("legend right")
         lines.extend(f"  {_text(line)}" for line in key)
@@ -87,6 +91,7 @@ def _body(plan: Plan, path: tuple[str, ...], ids: Ids, lines: list[str], indent:
         # layout draws those; an edge to the box itself is lost by some)
         a = ids((*path, src, END)) if src in inner else ids((*path, src))
         b = ids((*path, dst, START)) if dst in inner else ids((*path, dst))
-        arrow = "..>" if data.get("conditional") else "-->"
+        # a fan-out (one task per Send) is a thick arrow, as in Mermaid and DOT
+        arrow = "-[bold]->" if data.get("send") else "..>" if data.get("conditional") else "-->"
         tag = f" : {_text(str(data['label']))}" if data.get("label") else ""
         lines.append(f"{indent}{a} {arrow} {b}{tag}")
