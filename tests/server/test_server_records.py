@@ -166,3 +166,40 @@ async def test_redis_events_end_in_one_round_trip_and_replay(redis_url: str) -> 
         if keys:
             await client.delete(*keys)
         await client.aclose()
+
+
+async def test_postgres_event_is_one_statement_and_wakes_readers(postgres_url: str) -> None:
+    """On PostgreSQL an event and its NOTIFY go in one statement, and a reader waiting for
+    what is to come wakes on it (no poll: well before the 1 s fallback)."""
+    import asyncio
+    import time
+
+    from graphagent.server._postgres import PostgresCluster, PostgresEvents
+
+    schema = f"srvrec_{uuid.uuid4().hex[:8]}"
+    db = PostgresCluster(postgres_url, schema)
+    events = PostgresEvents(db)
+    statements: list[str] = []
+    plain = db.sql
+
+    async def counted(query: str, *args: Any) -> list[tuple[Any, ...]]:
+        statements.append(query)
+        return await plain(query, *args)
+
+    db.sql = counted  # type: ignore[method-assign]
+    try:
+        await events.publish("run1", "metadata", {"run_id": "run1"})
+        reader = events.read("run1", None)
+        first = asyncio.ensure_future(reader.__anext__())
+        await asyncio.sleep(0.3)  # the reader is listening
+        statements.clear()
+        began = time.monotonic()
+        await events.publish("run1", "values", {"n": 1})
+        assert len(statements) == 1
+        _, event, data = await asyncio.wait_for(first, 5)
+        assert (event, data) == ("values", {"n": 1})
+        assert time.monotonic() - began < 0.9
+        await reader.aclose()
+    finally:
+        await plain(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await db.close()
