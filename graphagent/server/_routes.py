@@ -109,6 +109,37 @@ async def get_graph(request: Request) -> Response:
     return json_response({"nodes": nodes, "edges": edges})
 
 
+_FIXED = (
+    "this server's assistants are the agents and graphs it serves, one per graph, fixed "
+    "when it starts (graphagent serve module:obj ...); configured assistants and their "
+    "versions are not served: pass config= or context= to each run instead"
+)
+
+
+async def create_assistant(request: Request) -> Response:
+    """``assistants.create``: a served graph's own assistant with ``if_exists="do_nothing"``
+    (a client making sure it exists); any other assistant is a 422 saying why."""
+    service = service_of(request)
+    await user_of(request)
+    body = await body_of(request)
+    wanted = str(body.get("assistant_id") or body.get("graph_id") or "")
+    found = service.assistants.find(wanted)
+    same_graph = found is not None and body.get("graph_id") in (None, found.name)
+    if found is not None and same_graph and body.get("if_exists") == "do_nothing":
+        return json_response(found.to_wire())
+    graph = body.get("graph_id")
+    raise ApiError(422, f"cannot create an assistant of graph {graph!r}: {_FIXED}")
+
+
+async def change_assistant(request: Request) -> Response:
+    """``assistants.update/delete/set_latest/get_versions``: a 404 for an unknown
+    assistant, else a 422 saying why assistants are fixed here."""
+    service = service_of(request)
+    await user_of(request)
+    found = service.assistants.get(request.path_params["assistant_id"])
+    raise ApiError(422, f"cannot change assistant {found.name!r}: {_FIXED}")
+
+
 async def get_schemas(request: Request) -> Response:
     await user_of(request)
     assistant = service_of(request).assistants.get(request.path_params["assistant_id"])
@@ -159,6 +190,11 @@ async def patch_thread(request: Request) -> Response:
     service, user = service_of(request), await user_of(request)
     tid = request.path_params["thread_id"]
     return json_response(await service.threads.patch(user, tid, await body_of(request)))
+
+
+async def copy_thread(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    return json_response(await service.threads.copy(user, request.path_params["thread_id"]))
 
 
 async def delete_thread(request: Request) -> Response:
@@ -236,9 +272,13 @@ def routes() -> list[Route]:
     return [
         Route("/ok", ok),
         Route("/info", info),
+        Route("/assistants", create_assistant, methods=["POST"]),
         Route("/assistants/search", search_assistants, methods=["POST"]),
         Route("/assistants/count", count_assistants, methods=["POST"]),
-        Route(a, get_assistant),
+        Route(a, get_assistant, methods=["GET"]),
+        Route(a, change_assistant, methods=["PATCH", "DELETE"]),
+        Route(f"{a}/versions", change_assistant, methods=["POST"]),
+        Route(f"{a}/latest", change_assistant, methods=["POST"]),
         Route(f"{a}/graph", get_graph),
         Route(f"{a}/schemas", get_schemas),
         Route(f"{a}/subgraphs", get_subgraphs),
@@ -248,6 +288,7 @@ def routes() -> list[Route]:
         Route(t, get_thread, methods=["GET"]),
         Route(t, patch_thread, methods=["PATCH"]),
         Route(t, delete_thread, methods=["DELETE"]),
+        Route(f"{t}/copy", copy_thread, methods=["POST"]),
         Route(f"{t}/state", get_state, methods=["GET"]),
         Route(f"{t}/state", update_state, methods=["POST"]),
         Route(f"{t}/state/checkpoint", post_state_checkpoint, methods=["POST"]),
