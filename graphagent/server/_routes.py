@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from graphagent.server._copy import drawn_over
 from graphagent.server._errors import ApiError
 from graphagent.server._openapi import version
 from graphagent.server._service import Service
@@ -87,11 +88,7 @@ async def get_graph(request: Request) -> Response:
             return Response(str(assistant.graph.draw(fmt)), media_type=media)
         # the thread's run drawn over the graph: the path taken, where it waits
         thread = await service.threads.load(user, tid)
-        try:
-            drawing = assistant.graph.draw(fmt, config={"thread_id": thread["_key"]})
-        except Exception:  # a saver with no sync reads (async Redis): the plain graph
-            drawing = assistant.graph.draw(fmt)
-        return Response(str(drawing), media_type=media)
+        return Response(await drawn_over(assistant.graph, fmt, thread), media_type=media)
     digraph = assistant.graph.graph
     nodes = [
         {"id": n, "type": "runnable", "data": {"id": ["graphagent", n], "name": n}}

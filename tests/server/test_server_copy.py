@@ -83,3 +83,25 @@ async def test_assistants_are_fixed_and_say_why(client: LangGraphClient) -> None
     )
     assert same["graph_id"] == "assistant"
     assert same["assistant_id"] == (await client.assistants.get("assistant"))["assistant_id"]
+
+
+@pytest.mark.ours
+async def test_graph_drawing_shows_a_threads_run_on_every_store(
+    client: LangGraphClient, server_url: str
+) -> None:
+    """The studio's drawing of a thread's run (format=svg&thread_id=) marks the node it
+    waits at, on SQLite and on a cluster's async savers (Redis, PostgreSQL) alike, and
+    names the thread as the client knows it."""
+    import httpx
+
+    tid = (await client.threads.create())["thread_id"]
+    await client.runs.wait(tid, "asker", input={"log": []})
+    async with httpx.AsyncClient(base_url=server_url) as http:
+        reply = await http.get(
+            "/assistants/asker/graph", params={"format": "svg", "thread_id": tid}
+        )
+        plain = await http.get("/assistants/asker/graph", params={"format": "svg"})
+    assert reply.status_code == 200
+    svg = reply.text
+    assert "waiting at ask" in svg and tid in svg
+    assert "waiting" not in plain.text
