@@ -15,7 +15,7 @@ from typing import Any
 from redis import asyncio as aredis
 
 from graphagent.server._docs import dumps
-from graphagent.server._events import END, Event
+from graphagent.server._events import END, RESULT, Event
 
 __all__ = ["RedisDocs", "RedisEvents"]
 
@@ -51,6 +51,18 @@ redis.call('DEL', KEYS[1])
 redis.call('ZREM', ARGV[1] .. 'kids:' .. ARGV[2] .. ':' .. text(doc['_parent']), ARGV[3])
 redis.call('ZREM', ARGV[1] .. 'own:' .. ARGV[2] .. ':' .. text(doc['_owner']), ARGV[3])
 return 1
+"""
+# a run's result and end, appended in one step by the first executor to end the run; the
+# marker key says it ended even when events were appended after the end (a superseded
+# executor still running), which a look at the stream's last entry would miss
+_END = """
+if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[4]) then
+  redis.call('XADD', KEYS[1], '*', 'e', ARGV[1], 'd', ARGV[2])
+  redis.call('XADD', KEYS[1], '*', 'e', ARGV[3], 'd', 'null')
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  return 1
+end
+return 0
 """
 
 
@@ -128,32 +140,36 @@ class RedisEvents:
         self.client: Any = client  # redis-py's reply types are too loose to check
         self.base = f"{prefix}:srv:ev"
         self.block_ms = block_ms
+        self._end = self.client.register_script(_END)
 
     async def publish(self, run_id: str, event: str, data: Any) -> str:
         key = f"{self.base}:{run_id}"
-        fields = {"e": event, "d": dumps(data)}
-        if event != END:
-            return _text(await self.client.xadd(key, fields))
-        # the end and the stream's expiry in one round trip
-        async with self.client.pipeline(transaction=False) as pipe:
-            pipe.xadd(key, fields)
-            pipe.expire(key, _KEEP_EVENTS)
-            ident, _ = await pipe.execute()
+        ident = await self.client.xadd(key, {"e": event, "d": dumps(data)})
+        if event == END:
+            await self.client.expire(key, _KEEP_EVENTS)
         return _text(ident)
+
+    async def end(self, run_id: str, result: Any) -> bool:
+        key = f"{self.base}:{run_id}"
+        args: list[str | int] = [RESULT, dumps(result), END, _KEEP_EVENTS]
+        return bool(await self._end(keys=[key, f"{key}:ended"], args=args))
 
     async def has(self, run_id: str) -> bool:
         return bool(await self.client.exists(f"{self.base}:{run_id}"))
 
     async def ended(self, run_id: str) -> bool:
-        last = await self.client.xrevrange(f"{self.base}:{run_id}", count=1)
+        key = f"{self.base}:{run_id}"
+        if await self.client.exists(f"{key}:ended"):
+            return True
+        last = await self.client.xrevrange(key, count=1)  # ended before markers existed
         return bool(last) and _text(last[0][1].get(b"e", b"")) == END
 
     async def read(self, run_id: str, after: str | None) -> AsyncIterator[Event]:
         key = f"{self.base}:{run_id}"
         if after is None:  # only what is to come: after the stream's last event
-            last = await self.client.xrevrange(key, count=1)
-            if last and _text(last[0][1].get(b"e", b"")) == END:
+            if await self.ended(run_id):
                 return  # the run is over
+            last = await self.client.xrevrange(key, count=1)
             cursor = _text(last[0][0]) if last else "0-0"
         else:
             cursor = "0-0" if after in ("-1", "0", "") else after

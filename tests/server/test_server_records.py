@@ -143,19 +143,19 @@ async def test_redis_records_cost_one_round_trip_each(redis_url: str) -> None:
 
 
 async def test_redis_events_end_in_one_round_trip_and_replay(redis_url: str) -> None:
-    """Publishing a run's end is one round trip (the stream's expiry rides along); a reader
-    replays the whole run from "-1" and one asking only for what is to come after the end
-    reads nothing."""
+    """Ending a run (its result, its end, the stream's expiry) is one round trip and is
+    done once; a reader replays the whole run from "-1" and one asking only for what is
+    to come after the end reads nothing."""
     client = aredis.Redis.from_url(redis_url)
     counting = _Counting(client)
     prefix = f"srvrec_{uuid.uuid4().hex[:8]}"
     events = RedisEvents(counting, prefix)  # type: ignore[arg-type]
     try:
         await events.publish("run1", "metadata", {"run_id": "run1"})
-        await events.publish("run1", RESULT, {"ok": 1})
         counting.trips = 0
-        await events.publish("run1", END, None)
+        assert await events.end("run1", {"ok": 1})
         assert counting.trips == 1
+        assert not await events.end("run1", {"ok": 2})
         assert 0 < await client.ttl(f"{prefix}:srv:ev:run1") <= 24 * 3600
         seen = [(e, d) async for _, e, d in events.read("run1", "-1")]
         assert seen == [("metadata", {"run_id": "run1"}), (RESULT, {"ok": 1}), (END, None)]
