@@ -255,6 +255,24 @@ async def list_namespaces(request: Request) -> Response:
     return json_response(await service.store_api.namespaces(user, await body_of(request)))
 
 
+async def crons(request: Request) -> Response:
+    """``crons.*``: a 422 saying runs are not scheduled here."""
+    await user_of(request)
+    raise ApiError(
+        422,
+        "crons are not served: this server runs what clients ask when they ask; schedule "
+        "runs.create calls from your scheduler (cron, Kubernetes CronJob, Celery beat)",
+    )
+
+
+async def prune_threads(request: Request) -> Response:
+    """``threads.prune``: a 422 naming the call that removes threads."""
+    await user_of(request)
+    raise ApiError(
+        422, "threads.prune is not served: delete each thread with threads.delete(thread_id)"
+    )
+
+
 async def ok(request: Request) -> Response:
     return JSONResponse({"ok": True})
 
@@ -279,9 +297,11 @@ def routes() -> list[Route]:
         Route(f"{a}/graph", get_graph),
         Route(f"{a}/schemas", get_schemas),
         Route(f"{a}/subgraphs", get_subgraphs),
+        Route(a + "/subgraphs/{namespace}", get_subgraphs),
         Route("/threads", create_thread, methods=["POST"]),
         Route("/threads/search", search_threads, methods=["POST"]),
         Route("/threads/count", count_threads, methods=["POST"]),
+        Route("/threads/prune", prune_threads, methods=["POST"], include_in_schema=False),
         Route(t, get_thread, methods=["GET"]),
         Route(t, patch_thread, methods=["PATCH"]),
         Route(t, delete_thread, methods=["DELETE"]),
@@ -294,4 +314,13 @@ def routes() -> list[Route]:
         Route("/store/items", store_items, methods=["GET", "PUT", "DELETE"]),
         Route("/store/items/search", search_items, methods=["POST"]),
         Route("/store/namespaces", list_namespaces, methods=["POST"]),
+        # refusals that name the reason: not part of the served API's document
+        Route("/runs/crons", crons, methods=["POST"], include_in_schema=False),
+        Route(
+            "/runs/crons/{rest:path}",
+            crons,
+            methods=["GET", "POST", "PATCH", "DELETE"],
+            include_in_schema=False,
+        ),
+        Route(t + "/runs/crons", crons, methods=["POST"], include_in_schema=False),
     ]

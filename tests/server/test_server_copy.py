@@ -105,3 +105,21 @@ async def test_graph_drawing_shows_a_threads_run_on_every_store(
     svg = reply.text
     assert "waiting at ask" in svg and tid in svg
     assert "waiting" not in plain.text
+
+
+@pytest.mark.ours
+async def test_calls_not_served_say_why(client: LangGraphClient) -> None:
+    """threads.prune and crons answer a 422 naming what to do instead (not a bare 404 or
+    405); subgraphs of a namespace answer like subgraphs (none here)."""
+    with pytest.raises(UnprocessableEntityError) as pruned:
+        await client.threads.prune(["00000000-0000-0000-0000-000000000000"])
+    assert "threads.delete" in str(pruned.value.response.json()["detail"])
+    tid = (await client.threads.create())["thread_id"]
+    with pytest.raises(UnprocessableEntityError) as cron:
+        await client.crons.create_for_thread(tid, "assistant", schedule="* * * * *")
+    assert "crons are not served" in str(cron.value.response.json()["detail"])
+    with pytest.raises(UnprocessableEntityError):
+        await client.crons.search()
+    with pytest.raises(UnprocessableEntityError):
+        await client.crons.delete("00000000-0000-0000-0000-000000000000")
+    assert await client.assistants.get_subgraphs("assistant", namespace="tools") == {}
