@@ -4,6 +4,7 @@ to the point where it would start serving (with the same agents the image serves
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import shlex
@@ -47,6 +48,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     image's agents importable as ``agents`` (its ``PYTHONPATH=/app``)."""
     calls: list[tuple[str, Any]] = []
     monkeypatch.syspath_prepend(str(DEPLOY))
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append(("freeze", None)))
     monkeypatch.delitem(sys.modules, "agents", raising=False)
     monkeypatch.setattr(cli_serve, "_check_free", lambda host, port: None)
     import uvicorn
@@ -87,8 +89,8 @@ def test_dockerfile_command_serves_the_image_agents(
     assert any(db.startswith(v.rstrip("/") + "/") for vs in volumes for v in vs), db
     cmd[cmd.index("--db") + 1] = str(tmp_path / "server.sqlite")  # the volume, here
     assert main(cmd[1:], out=io.StringIO()) == 0
-    (kind, (app, options)), *_ = started
-    assert kind == "serve"
+    assert [kind for kind, _ in started] == ["freeze", "serve"]
+    _, (app, options) = started[1]
     assert [a.name for a in app.state.service.assistants] == ["weather_assistant"]
     assert options["host"] == "0.0.0.0" and options["port"] == 2024
     exposed = [rest for word, rest in _instructions() if word == "EXPOSE"]
@@ -114,8 +116,9 @@ def test_compose_services_run_commands_graphagent_accepts(started: list[tuple[st
         assert host in services, f"{url}: no service named {host}"
         assert main(argv[1:], out=io.StringIO()) == 0
     kinds = [kind for kind, _ in started]
-    assert kinds == ["serve", "worker"]
-    (_, (app, options)) = started[0]
+    # each process leaves its imports out of the collector's full passes before it serves
+    assert kinds == ["freeze", "serve", "freeze", "worker"]
+    (_, (app, options)) = started[1]
     assert not app.state.service.queue.run  # API only: the workers run the runs
     published = built["server"]["ports"][0].split(":")[-1]
     assert int(published) == options["port"]
