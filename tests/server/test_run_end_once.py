@@ -78,11 +78,12 @@ async def test_racing_ends_of_a_run_store_one_result(events: Events) -> None:
 
 
 async def test_a_reader_waiting_on_a_run_sees_its_result_then_its_end(events: Events) -> None:
-    async def follow() -> list[str]:
-        return [event async for _, event, _ in events.read("r3", None)]
+    first = await events.publish("r3", "values", {})
 
-    reader = asyncio.ensure_future(follow())
-    await asyncio.sleep(0.05)  # the reader waits for what is to come
-    await events.publish("r3", "values", {})
+    async def follow() -> list[str]:
+        return [event async for _, event, _ in events.read("r3", first)]
+
+    reader = asyncio.ensure_future(follow())  # it waits, or reads late: the same events
+    await asyncio.sleep(0.05)
     await events.end("r3", {"done": True})
-    assert await asyncio.wait_for(reader, 10) == ["values", RESULT, END]
+    assert await asyncio.wait_for(reader, 10) == [RESULT, END]
