@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _serving import ThreadFollower
 from langgraph_sdk.client import LangGraphClient
 
 HI = {"messages": [{"role": "user", "content": "weather in Oslo"}]}
@@ -38,11 +39,14 @@ async def test_thread_stream_follows_each_run_then_says_it_is_done(
     """threads.join_stream yields each run's start, its values, then run_done, run after
     run, for runs started after the client joined."""
     tid = (await client.threads.create())["thread_id"]
-    follower = asyncio.ensure_future(_follow(client, tid, 2))
-    await asyncio.sleep(0.5)  # joined before the runs start
-    first = await client.runs.create(tid, "assistant", input=HI)
-    second = await client.runs.create(tid, "assistant", input=ROME)
-    seen = await asyncio.wait_for(follower, 20)
+    follower = ThreadFollower(client, tid)
+    try:
+        await follower.joined(client, tid, "assistant", HI)
+        first = await client.runs.create(tid, "assistant", input=HI)
+        second = await client.runs.create(tid, "assistant", input=ROME)
+        seen = await follower.until_done(second["run_id"])
+    finally:
+        await follower.close()
     ends = [d["run_id"] for e, d, _ in seen if e == "metadata" and _done(d)]
     assert ends == [first["run_id"], second["run_id"]]
     starts = [d["run_id"] for e, d, _ in seen if e == "metadata" and "attempt" in d]
@@ -60,10 +64,13 @@ async def test_thread_stream_lifecycle_shows_only_starts_and_ends(
 ) -> None:
     """stream_mode="lifecycle" keeps each run's start and run_done only."""
     tid = (await client.threads.create())["thread_id"]
-    follower = asyncio.ensure_future(_follow(client, tid, 1, stream_mode="lifecycle"))
-    await asyncio.sleep(0.5)
-    run = await client.runs.create(tid, "assistant", input=HI)
-    seen = await asyncio.wait_for(follower, 20)
+    follower = ThreadFollower(client, tid, stream_mode="lifecycle")
+    try:
+        await follower.joined(client, tid, "assistant", HI)
+        run = await client.runs.create(tid, "assistant", input=HI)
+        seen = await follower.until_done(run["run_id"])
+    finally:
+        await follower.close()
     assert [(e, d.get("run_id")) for e, d, _ in seen] == [
         ("metadata", run["run_id"]),
         ("metadata", run["run_id"]),

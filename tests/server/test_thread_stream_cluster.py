@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from _serving import TARGETS, drop_prefix, drop_schema, free_port, start_server, stop, wait_ready
+from _serving import (
+    TARGETS,
+    ThreadFollower,
+    drop_prefix,
+    drop_schema,
+    free_port,
+    start_server,
+    stop,
+    wait_ready,
+)
 from langgraph_sdk import get_client
 
 pytestmark = pytest.mark.ours
@@ -49,19 +56,14 @@ async def test_thread_stream_sees_a_run_created_through_another_server(
     a_url, b_url = two_servers
     async with get_client(url=a_url) as a, get_client(url=b_url) as b:
         tid = (await a.threads.create())["thread_id"]
-        seen: list[tuple[str, Any]] = []
-
-        async def follow() -> None:
-            async for part in await a.threads.join_stream(tid):
-                seen.append((part.event, part.data))
-                if part.event == "metadata" and part.data.get("status") == "run_done":
-                    return
-
-        follower = asyncio.ensure_future(follow())
-        await asyncio.sleep(0.5)
-        run = await b.runs.create(tid, "assistant", input=HI)
-        await asyncio.wait_for(follower, 20)
-    assert seen[0] == ("metadata", {"run_id": run["run_id"], "attempt": 1})
-    values = [d for e, d in seen if e == "values"]
+        follower = ThreadFollower(a, tid)
+        try:
+            await follower.joined(b, tid, "assistant", HI)
+            run = await b.runs.create(tid, "assistant", input=HI)
+            seen = await follower.until_done(run["run_id"])
+        finally:
+            await follower.close()
+    assert seen[0][:2] == ("metadata", {"run_id": run["run_id"], "attempt": 1})
+    values = [d for e, d, _ in seen if e == "values"]
     assert values[-1]["messages"][-1]["content"] == "It is sunny in Oslo."
-    assert seen[-1] == ("metadata", {"status": "run_done", "run_id": run["run_id"]})
+    assert seen[-1][:2] == ("metadata", {"status": "run_done", "run_id": run["run_id"]})
