@@ -216,14 +216,17 @@ class PostgresEvents:
         self.db = db
 
     async def publish(self, run_id: str, event: str, data: Any) -> str:
+        # the event and the readers' wake-up in one statement (one round trip)
         rows = await self.db.sql(
-            "INSERT INTO {s}.graphagent_server_events (run_id, event, data) "
-            "VALUES (%s, %s, %s) RETURNING seq",
+            "WITH added AS (INSERT INTO {s}.graphagent_server_events (run_id, event, data) "
+            "VALUES (%s, %s, %s) RETURNING seq) "
+            "SELECT seq, pg_notify(%s, %s) FROM added",
             run_id,
             event,
             dumps(data),
+            self.db.channel,
+            f"ev:{run_id}",
         )
-        await self.db.notify("ev", run_id)
         return str(rows[0][0])
 
     async def end(self, run_id: str, result: Any) -> bool:

@@ -22,6 +22,36 @@ __all__ = ["RedisDocs", "RedisEvents"]
 _KEEP_EVENTS = 24 * 3600
 """Seconds a finished run's events stay readable (for join_stream and late readers)."""
 
+# Each record call is one script: a run writes and reads about ten records on the servers
+# and workers of a cluster, and every round trip costs a write and a read syscall on both
+# ends (bench/server.py: socket writes were the largest cost of a worker). The scripts
+# name the keys they derive from their arguments, which plain Redis allows (the records'
+# keys are not hash-tagged: the server's records never ran on Redis Cluster).
+_PUT = """
+local seq = redis.call('INCR', KEYS[4])
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], 'NX', seq, ARGV[2])
+redis.call('ZADD', KEYS[3], 'NX', seq, ARGV[2])
+return seq
+"""
+_LISTED = """
+local out = {}
+for _, ident in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local doc = redis.call('GET', ARGV[1] .. ident)
+  if doc then out[#out + 1] = doc end
+end
+return out
+"""
+_DELETE = """
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local doc = cjson.decode(raw)
+local function text(v) if type(v) == 'string' then return v end return '' end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', ARGV[1] .. 'kids:' .. ARGV[2] .. ':' .. text(doc['_parent']), ARGV[3])
+redis.call('ZREM', ARGV[1] .. 'own:' .. ARGV[2] .. ':' .. text(doc['_owner']), ARGV[3])
+return 1
+"""
 # a run's result and end, appended in one step by the first executor to end the run; the
 # marker key says it ended even when events were appended after the end (a superseded
 # executor still running), which a look at the stream's last entry would miss
@@ -47,6 +77,9 @@ class RedisDocs:
     def __init__(self, client: aredis.Redis, prefix: str) -> None:
         self.client: Any = client  # redis-py's reply types are too loose to check
         self.base = f"{prefix}:srv"
+        self._put = client.register_script(_PUT)
+        self._listed_script = client.register_script(_LISTED)
+        self._delete = client.register_script(_DELETE)
 
     def _doc(self, kind: str, ident: str) -> str:
         return f"{self.base}:doc:{kind}:{ident}"
@@ -63,30 +96,22 @@ class RedisDocs:
 
     async def put(self, kind: str, ident: str, doc: dict[str, Any]) -> None:
         owner, parent = str(doc.get("_owner") or ""), str(doc.get("_parent") or "")
-        seq = await self.client.incr(f"{self.base}:seq")
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.set(self._doc(kind, ident), dumps(doc))
-            # NX: an update keeps the record's place in the order
-            pipe.zadd(f"{self.base}:kids:{kind}:{parent}", {ident: seq}, nx=True)
-            pipe.zadd(f"{self.base}:own:{kind}:{owner}", {ident: seq}, nx=True)
-            await pipe.execute()
+        keys = [
+            self._doc(kind, ident),
+            f"{self.base}:kids:{kind}:{parent}",
+            f"{self.base}:own:{kind}:{owner}",
+            f"{self.base}:seq",
+        ]
+        # ZADD NX: an update keeps the record's place in the order
+        await self._put(keys=keys, args=[dumps(doc), ident])
 
     async def delete(self, kind: str, ident: str) -> None:
-        doc = await self.get(kind, ident)
-        if doc is None:
-            return
-        owner, parent = str(doc.get("_owner") or ""), str(doc.get("_parent") or "")
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.delete(self._doc(kind, ident))
-            pipe.zrem(f"{self.base}:kids:{kind}:{parent}", ident)
-            pipe.zrem(f"{self.base}:own:{kind}:{owner}", ident)
-            await pipe.execute()
+        # the record names its owner and parent, whose listings it leaves
+        await self._delete(keys=[self._doc(kind, ident)], args=[f"{self.base}:", kind, ident])
 
     async def _listed(self, kind: str, key: str) -> list[dict[str, Any]]:
-        idents = [
-            i.decode() if isinstance(i, bytes) else i for i in await self.client.zrange(key, 0, -1)
-        ]
-        return await self.get_many(kind, idents)
+        raws = await self._listed_script(keys=[key], args=[f"{self.base}:doc:{kind}:"])
+        return [json.loads(r) for r in raws]
 
     async def children(self, kind: str, parent: str) -> list[dict[str, Any]]:
         return await self._listed(kind, f"{self.base}:kids:{kind}:{parent}")
@@ -139,19 +164,15 @@ class RedisEvents:
         last = await self.client.xrevrange(key, count=1)  # ended before markers existed
         return bool(last) and _text(last[0][1].get(b"e", b"")) == END
 
-    async def _start(self, key: str, after: str | None) -> str:
-        if after is None:
-            last = await self.client.xrevrange(key, count=1)
-            return _text(last[0][0]) if last else "0-0"
-        if after in ("-1", "0", ""):
-            return "0-0"
-        return after
-
     async def read(self, run_id: str, after: str | None) -> AsyncIterator[Event]:
         key = f"{self.base}:{run_id}"
-        cursor = await self._start(key, after)
-        if after is None and await self.ended(run_id):
-            return  # the run is over and the reader asked only for what is to come
+        if after is None:  # only what is to come: after the stream's last event
+            if await self.ended(run_id):
+                return  # the run is over
+            last = await self.client.xrevrange(key, count=1)
+            cursor = _text(last[0][0]) if last else "0-0"
+        else:
+            cursor = "0-0" if after in ("-1", "0", "") else after
         while True:
             found = await self.client.xread({key: cursor}, count=100, block=self.block_ms)
             for _, entries in found or ():

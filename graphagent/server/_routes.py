@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from graphagent.server._copy import drawn_over
 from graphagent.server._errors import ApiError
 from graphagent.server._openapi import version
 from graphagent.server._service import Service
@@ -87,11 +88,7 @@ async def get_graph(request: Request) -> Response:
             return Response(str(assistant.graph.draw(fmt)), media_type=media)
         # the thread's run drawn over the graph: the path taken, where it waits
         thread = await service.threads.load(user, tid)
-        try:
-            drawing = assistant.graph.draw(fmt, config={"thread_id": thread["_key"]})
-        except Exception:  # a saver with no sync reads (async Redis): the plain graph
-            drawing = assistant.graph.draw(fmt)
-        return Response(str(drawing), media_type=media)
+        return Response(await drawn_over(assistant.graph, fmt, thread), media_type=media)
     digraph = assistant.graph.graph
     nodes = [
         {"id": n, "type": "runnable", "data": {"id": ["graphagent", n], "name": n}}
@@ -107,6 +104,37 @@ async def get_graph(request: Request) -> Response:
         for s, t, a in digraph.edges(data=True)
     ]
     return json_response({"nodes": nodes, "edges": edges})
+
+
+_FIXED = (
+    "this server's assistants are the agents and graphs it serves, one per graph, fixed "
+    "when it starts (graphagent serve module:obj ...); configured assistants and their "
+    "versions are not served: pass config= or context= to each run instead"
+)
+
+
+async def create_assistant(request: Request) -> Response:
+    """``assistants.create``: a served graph's own assistant with ``if_exists="do_nothing"``
+    (a client making sure it exists); any other assistant is a 422 saying why."""
+    service = service_of(request)
+    await user_of(request)
+    body = await body_of(request)
+    wanted = str(body.get("assistant_id") or body.get("graph_id") or "")
+    found = service.assistants.find(wanted)
+    same_graph = found is not None and body.get("graph_id") in (None, found.name)
+    if found is not None and same_graph and body.get("if_exists") == "do_nothing":
+        return json_response(found.to_wire())
+    graph = body.get("graph_id")
+    raise ApiError(422, f"cannot create an assistant of graph {graph!r}: {_FIXED}")
+
+
+async def change_assistant(request: Request) -> Response:
+    """``assistants.update/delete/set_latest/get_versions``: a 404 for an unknown
+    assistant, else a 422 saying why assistants are fixed here."""
+    service = service_of(request)
+    await user_of(request)
+    found = service.assistants.get(request.path_params["assistant_id"])
+    raise ApiError(422, f"cannot change assistant {found.name!r}: {_FIXED}")
 
 
 async def get_schemas(request: Request) -> Response:
@@ -159,6 +187,11 @@ async def patch_thread(request: Request) -> Response:
     service, user = service_of(request), await user_of(request)
     tid = request.path_params["thread_id"]
     return json_response(await service.threads.patch(user, tid, await body_of(request)))
+
+
+async def copy_thread(request: Request) -> Response:
+    service, user = service_of(request), await user_of(request)
+    return json_response(await service.threads.copy(user, request.path_params["thread_id"]))
 
 
 async def delete_thread(request: Request) -> Response:
@@ -222,6 +255,24 @@ async def list_namespaces(request: Request) -> Response:
     return json_response(await service.store_api.namespaces(user, await body_of(request)))
 
 
+async def crons(request: Request) -> Response:
+    """``crons.*``: a 422 saying runs are not scheduled here."""
+    await user_of(request)
+    raise ApiError(
+        422,
+        "crons are not served: this server runs what clients ask when they ask; schedule "
+        "runs.create calls from your scheduler (cron, Kubernetes CronJob, Celery beat)",
+    )
+
+
+async def prune_threads(request: Request) -> Response:
+    """``threads.prune``: a 422 naming the call that removes threads."""
+    await user_of(request)
+    raise ApiError(
+        422, "threads.prune is not served: delete each thread with threads.delete(thread_id)"
+    )
+
+
 async def ok(request: Request) -> Response:
     return JSONResponse({"ok": True})
 
@@ -236,18 +287,25 @@ def routes() -> list[Route]:
     return [
         Route("/ok", ok),
         Route("/info", info),
+        Route("/assistants", create_assistant, methods=["POST"]),
         Route("/assistants/search", search_assistants, methods=["POST"]),
         Route("/assistants/count", count_assistants, methods=["POST"]),
-        Route(a, get_assistant),
+        Route(a, get_assistant, methods=["GET"]),
+        Route(a, change_assistant, methods=["PATCH", "DELETE"]),
+        Route(f"{a}/versions", change_assistant, methods=["POST"]),
+        Route(f"{a}/latest", change_assistant, methods=["POST"]),
         Route(f"{a}/graph", get_graph),
         Route(f"{a}/schemas", get_schemas),
         Route(f"{a}/subgraphs", get_subgraphs),
+        Route(a + "/subgraphs/{namespace}", get_subgraphs),
         Route("/threads", create_thread, methods=["POST"]),
         Route("/threads/search", search_threads, methods=["POST"]),
         Route("/threads/count", count_threads, methods=["POST"]),
+        Route("/threads/prune", prune_threads, methods=["POST"], include_in_schema=False),
         Route(t, get_thread, methods=["GET"]),
         Route(t, patch_thread, methods=["PATCH"]),
         Route(t, delete_thread, methods=["DELETE"]),
+        Route(f"{t}/copy", copy_thread, methods=["POST"]),
         Route(f"{t}/state", get_state, methods=["GET"]),
         Route(f"{t}/state", update_state, methods=["POST"]),
         Route(f"{t}/state/checkpoint", post_state_checkpoint, methods=["POST"]),
@@ -256,4 +314,13 @@ def routes() -> list[Route]:
         Route("/store/items", store_items, methods=["GET", "PUT", "DELETE"]),
         Route("/store/items/search", search_items, methods=["POST"]),
         Route("/store/namespaces", list_namespaces, methods=["POST"]),
+        # refusals that name the reason: not part of the served API's document
+        Route("/runs/crons", crons, methods=["POST"], include_in_schema=False),
+        Route(
+            "/runs/crons/{rest:path}",
+            crons,
+            methods=["GET", "POST", "PATCH", "DELETE"],
+            include_in_schema=False,
+        ),
+        Route(t + "/runs/crons", crons, methods=["POST"], include_in_schema=False),
     ]

@@ -14,7 +14,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from graphagent.server._errors import ApiError
+from graphagent.server._modes import thread_modes
 from graphagent.server._routes import body_of, json_response, service_of, user_of
+from graphagent.server._thread_stream import follow_thread
 
 __all__ = ["run_routes"]
 
@@ -135,6 +137,20 @@ async def join_stream(request: Request) -> Response:
     return _stream(request, run, after, cancel, _where(run, "thread_id" not in p))
 
 
+async def thread_stream(request: Request) -> Response:
+    """``threads.join_stream``: the thread's runs' events as they happen (``stream_mode``
+    ``run_modes`` or ``lifecycle``; ``Last-Event-ID`` resumes)."""
+    service, user = service_of(request), await user_of(request)
+    tid = request.path_params["thread_id"]
+    thread = await service.threads.load(user, tid)
+    query = request.query_params
+    modes = thread_modes([*query.getlist("stream_mode"), *query.getlist("stream_modes")])
+    after = request.headers.get("last-event-id") or None
+    events = follow_thread(service.runs, thread, after, modes)
+    headers = {"Location": f"/threads/{tid}/stream"}
+    return EventSourceResponse(_sse(events), headers=headers, ping=10)
+
+
 async def cancel_run(request: Request) -> Response:
     service, user = service_of(request), await user_of(request)
     p = request.path_params
@@ -190,6 +206,7 @@ def run_routes() -> list[Route]:
         Route(f"{r}/join", join_run, methods=["GET"]),
         Route(f"{r}/stream", join_stream, methods=["GET"]),
         Route(f"{r}/cancel", cancel_run, methods=["POST"]),
+        Route("/threads/{thread_id}/stream", thread_stream, methods=["GET"]),
         Route("/runs", create_run, methods=["POST"]),
         Route("/runs/wait", wait_run, methods=["POST"]),
         Route("/runs/stream", stream_run, methods=["POST"]),

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from graphagent.server._errors import ApiError, not_found
 from graphagent.server._events import RESULT, Event, Events
-from graphagent.server._execute import stream_modes
+from graphagent.server._modes import client_events, executor_modes, requested_modes
 from graphagent.server._queue import Queue
 from graphagent.server._records import ACTIVE, new_run, new_thread, now, public
 from graphagent.server._threads import Threads
@@ -27,6 +28,8 @@ class Runs:
         self.docs = threads.docs
         self.queue = queue
         self.events = events
+        # thread streams of this process waiting for a thread's next run (by stored id)
+        self._watchers: dict[str, set[asyncio.Event]] = {}
 
     def _check(self, body: Mapping[str, Any]) -> None:
         strategy = body.get("multitask_strategy") or "enqueue"
@@ -39,7 +42,7 @@ class Runs:
                 )
         if body.get("input") is not None and body.get("command"):
             raise ApiError(422, "pass input or command, not both")
-        stream_modes(body.get("stream_mode"))
+        requested_modes(body.get("stream_mode"))
 
     async def _thread_for(
         self, owner: str, thread_id: str, body: Mapping[str, Any]
@@ -89,9 +92,27 @@ class Runs:
         thread["metadata"].update(graph_id=assistant.name, assistant_id=assistant.assistant_id)
         thread["status"], thread["updated_at"] = "busy", now()
         await self.docs.put("thread", thread["_key"], thread)
-        run = new_run(thread, assistant.assistant_id, dict(body), temporary=temporary)
+        requested = requested_modes(body.get("stream_mode"))
+        request = {**body, "stream_mode": executor_modes(requested)}
+        run = new_run(thread, assistant.assistant_id, request, temporary=temporary)
+        run["_modes"] = requested
         await self.docs.put("run", run["run_id"], run)
+        for wake in self._watchers.get(thread["_key"], ()):
+            wake.set()
         return run
+
+    def watch(self, key: str) -> asyncio.Event:
+        """An event set when a run is created here on the thread stored as ``key``."""
+        wake = asyncio.Event()
+        self._watchers.setdefault(key, set()).add(wake)
+        return wake
+
+    def unwatch(self, key: str, wake: asyncio.Event) -> None:
+        """Stop setting ``wake``."""
+        watchers = self._watchers.get(key, set())
+        watchers.discard(wake)
+        if not watchers:
+            self._watchers.pop(key, None)
 
     async def submit(self, run: dict[str, Any]) -> None:
         """Hand a created run to the queue."""
@@ -164,6 +185,8 @@ class Runs:
         """The run's events for an SSE client (the server's own ones left out)."""
         if not await self.is_live(run["run_id"]) and not await self.events.has(run["run_id"]):
             return
-        async for event in self.events.read(run["run_id"], after):
-            if not event[1].startswith("__"):
-                yield event
+        modes, tid = run.get("_modes"), run["thread_id"]
+        async for ident, name, data in self.events.read(run["run_id"], after):
+            if not name.startswith("__"):
+                for event, shown in client_events(name, data, modes, tid):
+                    yield ident, event, shown

@@ -8,6 +8,7 @@ from typing import Any
 
 from graphagent.graph import StateSnapshot
 from graphagent.server._assistants import Assistant, Assistants
+from graphagent.server._copy import copy_checkpoints
 from graphagent.server._docs import Docs
 from graphagent.server._errors import ApiError, not_found
 from graphagent.server._execute import interrupts_of, settle_thread
@@ -109,6 +110,19 @@ class Threads:
             doc["metadata"]["graph_id"] = assistant.name
         await self.docs.put("thread", key, doc)
         return public(doc)
+
+    async def copy(self, owner: str, thread_id: str) -> dict[str, Any]:
+        """``threads.copy``: a new thread of the caller's with the same metadata and the
+        same checkpoints (history, forks, pending interrupts); its runs are not copied."""
+        source = await self.load(owner, thread_id)
+        new_id = str(uuid.uuid4())
+        doc = new_thread(new_id, self.tenancy.key(owner, new_id), owner, source["metadata"])
+        assistant = self.assistant_of(source)
+        if assistant is not None:
+            saver = assistant.graph.saver
+            assert saver is not None  # the server gave every assistant its saver
+            await copy_checkpoints(saver, source["_key"], doc["_key"])
+        return public(await settle_thread(self.docs, doc, assistant))
 
     async def get(self, owner: str, thread_id: str) -> dict[str, Any]:
         """``threads.get``."""

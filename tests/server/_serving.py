@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -88,3 +90,46 @@ def drop_schema(postgres_url: str, schema: str) -> None:
 
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+class ThreadFollower:
+    """A client following a thread's stream in the background (``threads.join_stream``),
+    its parts queued for the test to read; :meth:`joined` makes sure it is connected."""
+
+    def __init__(self, client: Any, thread_id: str, **options: Any) -> None:
+        self.parts: asyncio.Queue[tuple[str, Any, str | None]] = asyncio.Queue()
+        self.task = asyncio.ensure_future(self._read(client, thread_id, options))
+
+    async def _read(self, client: Any, thread_id: str, options: dict[str, Any]) -> None:
+        async for part in await client.threads.join_stream(thread_id, **options):
+            await self.parts.put((part.event, part.data, getattr(part, "id", None)))
+
+    async def until_done(self, run_id: str, timeout: float = 20) -> list[tuple[str, Any, Any]]:
+        """The parts read until ``run_id``'s ``run_done``."""
+        seen = []
+        while True:
+            event, data, ident = await asyncio.wait_for(self.parts.get(), timeout)
+            seen.append((event, data, ident))
+            done = event == "metadata" and data.get("status") == "run_done"
+            if done and data.get("run_id") == run_id:
+                return seen
+
+    async def joined(self, creator: Any, thread_id: str, assistant: str, input: Any) -> None:
+        """Start runs through ``creator`` until one shows whole in the stream (start to
+        end): from then on the stream is connected and sees every new run whole."""
+        for _ in range(10):
+            warm = await creator.runs.create(thread_id, assistant, input=input)
+            await creator.runs.join(thread_id, warm["run_id"])
+            try:
+                seen = await self.until_done(warm["run_id"], 3)
+            except asyncio.TimeoutError:
+                continue  # joined after that run ended: try another
+            if any(e == "metadata" and d.get("run_id") == warm["run_id"] for e, d, _ in seen[:1]):
+                return
+        raise AssertionError("the thread stream never showed a whole run")
+
+    async def close(self) -> None:
+        """Leave the stream."""
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self.task

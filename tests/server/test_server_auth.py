@@ -65,6 +65,9 @@ async def test_another_users_thread_is_404_on_every_endpoint(guarded_url: str) -
         ("POST", f"{r}/cancel", None),
         ("DELETE", r, None),
         ("GET", f"/runs/{rid}", None),
+        ("POST", f"{t}/copy", None),
+        ("GET", f"{t}/stream", None),
+        ("GET", f"/assistants/assistant/graph?format=svg&thread_id={tid}", None),
     ]
     with _as(guarded_url, "bob") as bob:
         for method, path, body in calls:
