@@ -8,13 +8,21 @@ from typing import Any
 
 import httpx
 import pytest
-from _ltstores import MakeStore
+from _ltstores import VECTOR_BACKENDS, MakeStore, _factory, pgv_schema, pgvector_url
 
 from checkpoint.store import MemoryStore, StoreError
 from graphagent.errors import ModelResponseError, UserError
 from graphagent.models import FakeEmbeddings, OpenAIEmbeddings, init_embeddings
 
 DIMS = 64
+
+__all__ = ["pgv_schema", "pgvector_url"]  # fixtures, imported for pytest
+
+
+@pytest.fixture(params=VECTOR_BACKENDS)
+def make_store(request: pytest.FixtureRequest) -> Any:
+    """Every backend, and PostgreSQL ranking with pgvector."""
+    yield from _factory(request, request.param)
 
 
 def index(**kw: Any) -> dict[str, Any]:
