@@ -63,6 +63,27 @@ def test_reads_hand_out_copies(lt_store: BaseStore) -> None:
     assert again is not None and again.value == {"tags": ["a"], "deep": {"x": 1}}
 
 
+def test_get_checks_what_it_does_not_find_and_copies_what_it_does(lt_store: BaseStore) -> None:
+    """The fast get (memory: a lookup before any check) still refuses a namespace holding
+    an unhashable or non-text label, finds an item under a list namespace, and hands out a
+    copy of a flat value too."""
+    lt_store.put(("ns", "a"), "k", {"text": "tea", "n": 1})
+    with pytest.raises(InvalidNamespaceError):
+        lt_store.get(("ns", ["a"]), "k")  # type: ignore[arg-type]
+    with pytest.raises(InvalidNamespaceError):
+        lt_store.get(("ns", 1), "k")  # type: ignore[arg-type]
+    with pytest.raises(StoreError, match="non-empty string"):
+        lt_store.get(("ns", "a"), ["k"])  # type: ignore[arg-type]
+    found = lt_store.get(["ns", "a"], "k")  # type: ignore[arg-type]
+    assert found is not None and found.namespace == ("ns", "a")
+    assert found.value == {"text": "tea", "n": 1}
+    found.value["text"] = "changed"
+    found.value["extra"] = True
+    again = lt_store.get(("ns", "a"), "k")
+    assert again is not None and again.value == {"text": "tea", "n": 1}
+    assert again.value is not found.value
+
+
 def test_delete_says_whether_it_existed(lt_store: BaseStore) -> None:
     """delete returns True once, then False; the emptied namespace is no longer listed."""
     lt_store.put(("a", "b"), "k", {"v": 1})

@@ -25,14 +25,18 @@ from checkpoint.store._items import (
     SearchItem,
     _Put,
     _Search,
+    new_item,
 )
 from checkpoint.store.base import BaseStore
 
 __all__ = ["InMemoryStore", "MemoryStore"]
 
 
+_CONTAINERS = (dict, list)
+
+
 class _Rec:
-    __slots__ = ("created", "expires", "ttl", "updated", "value", "vectors")
+    __slots__ = ("created", "expires", "flat", "ttl", "updated", "value", "vectors")
 
     def __init__(
         self,
@@ -43,11 +47,17 @@ class _Rec:
         vectors: list[list[float]],
     ) -> None:
         self.value = value
+        # no nested dict or list: a read's copy is one C-level dict.copy()
+        self.flat = not any(type(v) in _CONTAINERS for v in value.values())
         self.created = created
         self.updated = updated
         self.ttl = ttl
         self.expires = updated + ttl * 60.0 if ttl else None
         self.vectors = vectors
+
+    def copy(self) -> dict[str, Any]:
+        """A copy of the value for a reader."""
+        return self.value.copy() if self.flat else core.copy_value(self.value)
 
 
 class MemoryStore(BaseStore):
@@ -97,6 +107,18 @@ class MemoryStore(BaseStore):
         self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
     ) -> Item | None:
         """The item at ``namespace``/``key`` (a copy), or ``None``."""
+        if type(namespace) is tuple and type(key) is str:
+            # found means valid: only checked namespaces and keys are ever stored. A
+            # lookup needs no lock (the GIL makes it atomic; a put replaces a record
+            # whole, never edits its value); only a TTL restart takes the lock
+            try:
+                items = self._data.get(namespace)
+            except TypeError:  # an unhashable label: refused by the check below
+                items = None
+            rec = items.get(key) if items is not None else None
+            if rec is not None and rec.expires is None:
+                value = rec.value.copy() if rec.flat else core.copy_value(rec.value)
+                return new_item(namespace, key, value, rec.created, rec.updated)
         namespace = core.check_namespace(namespace)
         core.check_key(key)
         with self._lock:
@@ -113,7 +135,7 @@ class MemoryStore(BaseStore):
             return Item(
                 namespace=namespace,
                 key=key,
-                value=core.copy_value(rec.value),
+                value=rec.copy(),
                 created_at=rec.created,
                 updated_at=rec.updated,
             )
@@ -171,7 +193,7 @@ class MemoryStore(BaseStore):
         return Item(
             namespace=namespace,
             key=key,
-            value=core.copy_value(rec.value),
+            value=rec.copy(),
             created_at=rec.created,
             updated_at=rec.updated,
         )
@@ -250,7 +272,7 @@ class MemoryStore(BaseStore):
         found = SearchItem(
             namespace=namespace,
             key=key,
-            value=core.copy_value(rec.value),
+            value=rec.copy(),
             created_at=rec.created,
             updated_at=rec.updated,
         )
