@@ -554,3 +554,20 @@ def test_two_processes_share_a_store_and_never_tear_a_value(
     assert got.value["pad"] == [got.value["who"]] * 40
     assert {i.key for i in store.search(("shared",))} == {"key", "a", "b"}
     store.close()
+
+
+def test_stored_values_read_back_through_the_fast_decoder(lt_store: BaseStore) -> None:
+    """Values with whitespace, escapes, unicode and nesting read back equal, by get and by
+    search (the SQL stores decode stored JSON with the C scanner, json.loads otherwise)."""
+    values = [
+        {"text": " padded  ", "tab": "\t", "quote": '"', "uni": "thé ☕ 𝄞"},
+        {"deep": {"list": [1, 2.5, None, True, {"x": "}"}]}, "empty": {}},
+        {"n": -0.0, "big": 10**18, "e": 1e-300},
+    ]
+    for i, value in enumerate(values):
+        lt_store.put(("dec", "x/y"), f"k{i}", value)
+        got = lt_store.get(("dec", "x/y"), f"k{i}")
+        assert got is not None and got.value == value
+    found = {f.key: f.value for f in lt_store.search(("dec",), limit=10)}
+    assert found == {f"k{i}": v for i, v in enumerate(values)}
+    assert lt_store.list_namespaces(prefix=("dec",)) == [("dec", "x/y")]

@@ -88,6 +88,8 @@ _UNESC = {v: k for k, v in _ESC.items()}
 
 
 def _esc(text: str) -> str:
+    if text.isascii() and "%" not in text and "/" not in text and "\x00" not in text:
+        return text  # the usual label or key: nothing to escape, no regex pass
     return _TO_ESCAPE.sub(lambda m: _ESC.get(m.group()) or f"%u{ord(m.group()):04X}", text)
 
 
@@ -97,7 +99,7 @@ def _unesc(text: str) -> str:
 
 def encode_namespace(namespace: Sequence[str]) -> str:
     """``('a', 'b')`` -> ``'a/b/'``: every namespace under prefix P starts with P's code."""
-    return "".join(_esc(label) + "/" for label in namespace)
+    return "/".join(map(_esc, namespace)) + "/" if namespace else ""
 
 
 def decode_namespace(code: str) -> tuple[str, ...]:
@@ -224,11 +226,26 @@ def copy_value(value: Any) -> Any:
     return value
 
 
+_scan = json.JSONDecoder().scan_once
+
+
 def loads(raw: Any, namespace: Sequence[str], key: str) -> dict[str, Any]:
     """A stored value read back: JSON text (or an already decoded dict) that must be an
     object; anything else is a :class:`StoreError` naming the item, never a crash."""
     try:
-        value = json.loads(raw) if isinstance(raw, (str, bytes, bytearray)) else raw
+        if type(raw) is str:
+            # the C scanner straight away (what json.loads reaches after two Python
+            # frames); anything it does not take whole goes through json.loads
+            try:
+                value, end = _scan(raw, 0)
+            except StopIteration:
+                end = -1
+            if end != len(raw):
+                value = json.loads(raw)
+        elif isinstance(raw, (str, bytes, bytearray)):
+            value = json.loads(raw)
+        else:
+            value = raw
     except (ValueError, RecursionError) as exc:
         raise StoreError(
             f"the stored value of {'/'.join(namespace)} {key!r} is not JSON ({exc}); "

@@ -15,7 +15,7 @@ from operator import mul
 from typing import Any
 
 from checkpoint.store import _core as core
-from checkpoint.store._items import Candidate, Item, SearchItem, _Put, _Search
+from checkpoint.store._items import Candidate, GetOp, Item, SearchItem, _Put, _Search, new_item
 from checkpoint.store.base import BaseStore
 
 __all__ = ["SqlStore", "pack", "unpack"]
@@ -182,24 +182,40 @@ class SqlStore(BaseStore):
                 out.append(found)
         return out
 
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """The item at ``namespace``/``key`` (a copy), or ``None``: one ``SELECT``, without
+        the batch machinery."""
+        namespace = core.check_namespace(namespace)
+        core.check_key(key)
+        refresh = self.refresh_on_read if refresh_ttl is None else bool(refresh_ttl)
+        return self._one_get(namespace, key, refresh)
+
+    def _one_get(self, namespace: tuple[str, ...], key: str, refresh: bool) -> Item | None:
+        """Run one checked get as the dialect runs a lone read."""
+        result: Item | None = self._run([GetOp(namespace, key, refresh)])[0]
+        return result
+
     def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
         ns, k, p = core.encode_namespace(namespace), core.escape_key(key), self.P
         rows = self._rows(
-            f"SELECT ns, key, value, created_at, updated_at, ttl_minutes FROM {self.table} "
+            f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
             f"WHERE ns = {p} AND key = {p} AND (expires_at IS NULL OR expires_at > {p})",
             [ns, k, now],
         )
         if not rows:
             return None
-        if refresh and rows[0][5] is not None:
+        value, created, updated, ttl = rows[0]
+        if refresh and ttl is not None:
             # a second round trip only for items that have a TTL to restart
             self._rows(
                 f"UPDATE {self.table} SET expires_at = {p} + ttl_minutes * 60.0 "
                 f"WHERE ns = {p} AND key = {p} AND ttl_minutes IS NOT NULL",
                 [now, ns, k],
             )
-        item: Item = self._item(Item, rows[0])
-        return item
+        # the namespace and key asked for are the row's: nothing to decode
+        return new_item(namespace, key, core.loads(value, namespace, key), created, updated)
 
     def _refresh(self, items: Sequence[Item], now: float) -> None:
         P = self.P
