@@ -226,7 +226,7 @@ def copy_value(value: Any) -> Any:
     return value
 
 
-_scan = json.JSONDecoder().scan_once
+_scan: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def loads(raw: Any, namespace: Sequence[str], key: str) -> dict[str, Any]:
