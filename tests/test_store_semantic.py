@@ -278,3 +278,34 @@ def test_sqlite_vec_query_ranks_like_the_exact_scan(tmp_path: Any) -> None:
     page = store.search(("docs",), query="zany zebra", limit=2, offset=3)
     assert [f.key for f in page] == [k for k, _ in exact][3:5]
     store.close()
+
+
+def test_numpy_and_pure_python_rank_alike(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without NumPy (pure Python) and with it (one matrix product), the same items rank
+    the same, items with two embedded fields scoring as their best one; items put while
+    NumPy was missing are ranked with it later."""
+    from _ltstores import same_ranking
+
+    from checkpoint.store import _vectors
+
+    assert _vectors.HAVE_NUMPY, "numpy is in the `vector` extra, which `make test` installs"
+    numpy = _vectors._np
+    monkeypatch.setattr(_vectors, "_np", None)
+    monkeypatch.setattr(_vectors, "HAVE_NUMPY", False)
+    store = make_store(index=index(fields=["text", "title"]))
+    for i in range(40):
+        store.put(("r", f"n{i % 3}"), f"k{i}", {"text": f"item {i} on {i % 5}", "title": f"t{i}"})
+    store.put(("r", "n0"), "plain", {"text": "on 2"}, index=False)
+    searches: list[dict[str, Any]] = [
+        {"query": "item 7 on 2", "limit": 10},
+        {"query": "t12", "limit": 5, "offset": 3},
+        {"query": "on 4", "limit": 50},
+    ]
+    pure = [[(f.key, f.score) for f in store.search(("r",), **kw)] for kw in searches]
+    monkeypatch.setattr(_vectors, "_np", numpy)
+    monkeypatch.setattr(_vectors, "HAVE_NUMPY", True)
+    for kw, want in zip(searches, pure, strict=True):
+        same_ranking([(f.key, f.score) for f in store.search(("r",), **kw)], want)
+    assert pure[2][-1] == ("plain", None)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
-from operator import mul
 from typing import Any
 
 from checkpoint.store import _core as core
+from checkpoint.store import _vectors
 from checkpoint.store._items import Candidate, GetOp, Item, SearchItem, _Put, _Search, new_item
 from checkpoint.store.base import BaseStore
 
@@ -146,9 +146,12 @@ class SqlStore(BaseStore):
             f"LEFT JOIN {self.vectors} v ON v.ns = s.ns AND v.key = s.key WHERE {where}",
             params,
         )
+        dots = iter(
+            _vectors.best_dots(query, [bytes(r[3]) for r in rows if r[3] is not None], len(query))
+        )
         best: dict[tuple[str, str], list[Any]] = {}
         for ns, key, updated, blob in rows:
-            score = None if blob is None else sum(map(mul, query, unpack(blob)))
+            score = None if blob is None else next(dots)
             entry = best.get((ns, key))
             if entry is None:
                 best[(ns, key)] = [score, updated]

@@ -16,6 +16,7 @@ from operator import mul
 from typing import Any
 
 from checkpoint.store import _core as core
+from checkpoint.store import _vectors
 from checkpoint.store import base as _base
 from checkpoint.store._items import (
     NOT_PROVIDED,
@@ -36,7 +37,7 @@ _CONTAINERS = (dict, list)
 
 
 class _Rec:
-    __slots__ = ("created", "expires", "flat", "ttl", "updated", "value", "vectors")
+    __slots__ = ("blob", "created", "expires", "flat", "ttl", "updated", "value", "vectors")
 
     def __init__(
         self,
@@ -54,6 +55,13 @@ class _Rec:
         self.ttl = ttl
         self.expires = updated + ttl * 60.0 if ttl else None
         self.vectors = vectors
+        # with NumPy, searches score float32 bytes (see _vectors); without, the lists
+        self.blob = _vectors.pack(vectors) if vectors and _vectors.HAVE_NUMPY else b""
+
+    def packed(self) -> bytes:
+        """The vectors as float32 bytes (made now if the put did not make them)."""
+        self.blob = _vectors.pack(self.vectors)
+        return self.blob
 
     def copy(self) -> dict[str, Any]:
         """A copy of the value for a reader."""
@@ -267,6 +275,39 @@ class MemoryStore(BaseStore):
             if match is None or match(rec.value):
                 yield namespace, ident[1], rec
 
+    def _all_newest(self, search: _Search, now: float) -> list[tuple[tuple[str, ...], str, _Rec]]:
+        """Every live match, newest first, as one list (what a ranking scores): list
+        comprehensions over the dicts, not a generator step per item."""
+        match = core.predicate(search.conditions)
+        spaces = self._spaces(search.prefix)
+        if len(spaces) == 1:
+            namespace = spaces[0]
+            return [
+                (namespace, key, rec)
+                for key, rec in reversed(self._data[namespace].items())
+                if (rec.expires is None or rec.expires > now)
+                and (match is None or match(rec.value))
+            ]
+        if sum(len(self._data[ns]) for ns in spaces) * 4 < len(self._order):
+            # a few namespaces of a big store: theirs only, then one sort
+            hits = [
+                (namespace, key, rec)
+                for namespace in spaces
+                for key, rec in self._data[namespace].items()
+                if (rec.expires is None or rec.expires > now)
+                and (match is None or match(rec.value))
+            ]
+            hits.sort(key=lambda hit: -hit[2].updated)
+            return hits
+        n, prefix = len(search.prefix), search.prefix
+        return [
+            (ident[0], ident[1], rec)
+            for ident, rec in reversed(self._order.items())
+            if (not n or ident[0][:n] == prefix)
+            and (rec.expires is None or rec.expires > now)
+            and (match is None or match(rec.value))
+        ]
+
     @staticmethod
     def _found(namespace: tuple[str, ...], key: str, rec: _Rec) -> SearchItem:
         found = SearchItem(
@@ -299,17 +340,26 @@ class MemoryStore(BaseStore):
         # score in one comprehension, then copy only the page's values
         query = search.query
         assert query is not None
-        hits = list(self._newest(search, now))  # newest first
-        scores = [
-            (
-                sum(map(mul, query, vs[0]))
-                if len(vs) == 1
-                else max(sum(map(mul, query, v)) for v in vs)
-            )
-            if (vs := rec.vectors)
-            else None
-            for _, _, rec in hits
-        ]
+        hits = self._all_newest(search, now)
+        scores: list[float | None]
+        if _vectors.HAVE_NUMPY:
+            held = [i for i, hit in enumerate(hits) if hit[2].vectors]
+            blobs = [hits[i][2].blob or hits[i][2].packed() for i in held]
+            dots = _vectors.best_dots(query, blobs, len(query))
+            scores = [None] * len(hits)
+            for i, score in zip(held, dots, strict=True):
+                scores[i] = score
+        else:
+            scores = [
+                (
+                    sum(map(mul, query, vs[0]))
+                    if len(vs) == 1
+                    else max(sum(map(mul, query, v)) for v in vs)
+                )
+                if (vs := rec.vectors)
+                else None
+                for _, _, rec in hits
+            ]
         scored = [i for i, score in enumerate(scores) if score is not None]
         ranking: list[float] = [score or 0.0 for score in scores]
         need = search.offset + search.limit

@@ -21,9 +21,10 @@ from typing_extensions import Self
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store import _redis_lua as lua
+from checkpoint.store import _vectors
 from checkpoint.store._items import Candidate, Item, SearchItem, _Put, _Search
 from checkpoint.store._sqlstore import pack, unpack
-from checkpoint.store.base import BaseStore
+from checkpoint.store.base import BaseStore, best_page
 
 __all__ = ["RedisStore"]
 
@@ -178,6 +179,31 @@ class RedisStore(BaseStore):
             split = [found[j : j + dims] for j in range(0, len(found), dims)] if dims else []
             out.append((self._found(*flat[i : i + 4]), split))
         return out
+
+    def _ranked(self, search: _Search, now: float) -> list[SearchItem]:
+        """One script returns the candidates with their float32 vectors, scored here in one
+        pass (see ``_vectors``)."""
+        query = search.query
+        assert query is not None
+        flat = self._call(
+            "CANDIDATES",
+            core.encode_namespace(search.prefix),
+            repr(now),
+            self._conditions(search),
+            1,
+        )
+        scored, unscored, blobs = [], [], []
+        for i in range(0, len(flat), 5):
+            item = self._found(*flat[i : i + 4])
+            blob = flat[i + 4]
+            if blob:
+                scored.append(item)
+                blobs.append(bytes(blob))
+            else:
+                unscored.append(item)
+        for item, score in zip(scored, _vectors.best_dots(query, blobs, len(query)), strict=True):
+            item.score = score
+        return best_page(scored, unscored, search.limit, search.offset)
 
     def _refresh(self, items: Sequence[Item], now: float) -> None:
         self._call("TOUCH", repr(now), *(core.encode_field(i.namespace, i.key) for i in items))
