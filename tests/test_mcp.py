@@ -14,6 +14,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _mcp_helpers import (
@@ -32,7 +33,7 @@ from _mcp_helpers import (
 from graphagent.agent import ReactAgent
 from graphagent.errors import ToolExecutionError, UserError
 from graphagent.mcp import McpServerError, McpToolProvider, prefixed_tool_name
-from graphagent.messages import AssistantMessage, ToolCall, ToolResponseMessage
+from graphagent.messages import AssistantMessage, ImagePart, ToolCall, ToolResponseMessage
 from graphagent.models import FakeChatModel, FunctionChatModel
 from graphagent.tools import (
     DefaultToolExecutionExceptionProcessor,
@@ -80,7 +81,7 @@ def tools_of(provider: McpToolProvider) -> dict[str, object]:
     return {t.definition.name: t for t in provider.tool_callbacks()}
 
 
-def call(provider: McpToolProvider, name: str, arguments: object = None) -> str:
+def call(provider: McpToolProvider, name: str, arguments: object = None) -> Any:
     tool = next(t for t in provider.tool_callbacks() if t.definition.name == name)
     return tool.call(json.dumps(arguments or {}))
 
@@ -125,10 +126,12 @@ def test_structured_content_is_sent_as_json(everything: McpToolProvider) -> None
     assert set(json.loads(text)) == {"temperature", "conditions", "humidity"}
 
 
-def test_image_parts_are_described(everything: McpToolProvider) -> None:
-    """An image is described by type and size, next to the text."""
-    text = call(everything, f"{EVERYTHING}get-tiny-image")
-    assert re.search(r"\[image \(image/png, \d+ bytes\)\]", text)
+def test_image_parts_arrive_as_images(everything: McpToolProvider) -> None:
+    """The reference server's image reaches us as an ImagePart after the text (the model
+    then sees the image itself, not a description of it)."""
+    text, image = call(everything, f"{EVERYTHING}get-tiny-image")
+    assert isinstance(image, ImagePart) and image.mime_type == "image/png"
+    assert image.data is not None and image.data.startswith(b"\x89PNG")
     assert "MCP logo" in text
 
 

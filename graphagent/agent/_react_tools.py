@@ -11,7 +11,7 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from graphagent._internal.results import as_text
+from graphagent._internal.results import split_output
 from graphagent.agent._base import AGENT_SCHEMA
 from graphagent.agent._interceptors import ToolInterceptor, ToolRequest, achain_tool, chain_tool
 from graphagent.agent._record import AGENT_KEY, AgentRecord
@@ -50,6 +50,14 @@ def pending_tool_calls(
             }
             return message, [c for c in message.tool_calls if c.id not in answered]
     return None, []
+
+
+def _message(call: ToolCall, output: Any) -> ToolResponseMessage:
+    """What a tool returned (text, parts) as the message an interceptor receives."""
+    if isinstance(output, ToolResponseMessage):
+        return output
+    text, parts = split_output(output)
+    return ToolResponseMessage(text, tool_call_id=call.id, name=call.name, parts=parts)
 
 
 def messages_of(state: Mapping[str, Any]) -> Sequence[Message]:
@@ -150,28 +158,28 @@ class ToolsStep:
     def _tool_request(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> ToolRequest:
         return ToolRequest(call, tool, ctx, ctx.state, ctx.config)
 
-    def _invoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
+    # The interceptors' message goes back whole (text, images, files, metadata): the
+    # manager makes the call's one stored and streamed message from it.
+    def _invoke_tool(
+        self, call: ToolCall, tool: ToolCallback, ctx: ToolContext
+    ) -> ToolResponseMessage:
         def base(request: ToolRequest) -> ToolResponseMessage:
             assert request.tool is not None
-            text = as_text(call_tool(request.tool, request.tool_call.arguments, request.context))
-            return ToolResponseMessage(
-                text, tool_call_id=request.tool_call.id, name=request.tool_call.name
-            )
+            output = call_tool(request.tool, request.tool_call.arguments, request.context)
+            return _message(request.tool_call, output)
 
-        return chain_tool(self.tool_interceptors, base)(self._tool_request(call, tool, ctx)).content
+        return chain_tool(self.tool_interceptors, base)(self._tool_request(call, tool, ctx))
 
-    async def _ainvoke_tool(self, call: ToolCall, tool: ToolCallback, ctx: ToolContext) -> str:
+    async def _ainvoke_tool(
+        self, call: ToolCall, tool: ToolCallback, ctx: ToolContext
+    ) -> ToolResponseMessage:
         async def base(request: ToolRequest) -> ToolResponseMessage:
             assert request.tool is not None
-            text = as_text(
-                await acall_tool(request.tool, request.tool_call.arguments, request.context)
-            )
-            return ToolResponseMessage(
-                text, tool_call_id=request.tool_call.id, name=request.tool_call.name
-            )
+            output = await acall_tool(request.tool, request.tool_call.arguments, request.context)
+            return _message(request.tool_call, output)
 
         handler = achain_tool(self.tool_interceptors, base)
-        return (await handler(self._tool_request(call, tool, ctx))).content
+        return await handler(self._tool_request(call, tool, ctx))
 
     def _split(
         self, state: OverAllState
@@ -186,7 +194,7 @@ class ToolsStep:
         last, pending, runnable, record = self._split(state)
         if last is None or not pending:
             return {}
-        self._emit_answered(config, pending, record.answers)
+        answered = self._answered(config, pending, record.answers)
         tools = self._executable(config, runnable)
         invoke = self._invoke_tool if self.tool_interceptors else None
         on_response = (lambda m: self._emit(config, m, TOOLS)) if config.emit else None
@@ -200,13 +208,13 @@ class ToolsStep:
             invoke=invoke,
             on_response=on_response,
         )
-        return self._after_tools(record, pending, result)
+        return self._after_tools(record, pending, result, answered)
 
     async def _atools_node(self, state: OverAllState, config: RunnableConfig) -> dict[str, Any]:
         last, pending, runnable, record = self._split(state)
         if last is None or not pending:
             return {}
-        self._emit_answered(config, pending, record.answers)
+        answered = self._answered(config, pending, record.answers)
         tools = self._executable(config, runnable)
         invoke = self._ainvoke_tool if self.tool_interceptors else None
         on_response = (lambda m: self._emit(config, m, TOOLS)) if config.emit else None
@@ -219,20 +227,30 @@ class ToolsStep:
             invoke=invoke,
             on_response=on_response,
         )
-        return self._after_tools(record, pending, result)
+        return self._after_tools(record, pending, result, answered)
 
-    def _emit_answered(
+    def _answered(
         self, config: RunnableConfig, pending: list[ToolCall], answers: Mapping[str, str]
-    ) -> None:
-        """Stream the results of calls answered without running (a human rejected them)."""
+    ) -> dict[str, ToolResponseMessage]:
+        """The messages of calls answered without running (a human rejected them), by
+        call id; streamed now, stored by :meth:`_after_tools` (the same objects, so
+        the streamed and stored ids agree)."""
+        made = {
+            c.id: ToolResponseMessage(answers[c.id], tool_call_id=c.id, name=c.name)
+            for c in pending
+            if c.id in answers
+        }
         if config.emit is not None:
-            for c in pending:
-                if c.id in answers:
-                    message = ToolResponseMessage(answers[c.id], tool_call_id=c.id, name=c.name)
-                    self._emit(config, message, TOOLS)
+            for message in made.values():
+                self._emit(config, message, TOOLS)
+        return made
 
     def _after_tools(
-        self, record: AgentRecord, pending: list[ToolCall], result: ToolExecutionResult
+        self,
+        record: AgentRecord,
+        pending: list[ToolCall],
+        result: ToolExecutionResult,
+        answered: Mapping[str, ToolResponseMessage],
     ) -> dict[str, Any]:
         answers = record.answers
         responses: list[Message]
@@ -242,7 +260,8 @@ class ToolsStep:
             executed = {m.tool_call_id: m for m in result.tool_responses}
             responses = [
                 executed.get(c.id)
-                or ToolResponseMessage(answers.get(c.id, ""), tool_call_id=c.id, name=c.name)
+                or answered.get(c.id)
+                or ToolResponseMessage("", tool_call_id=c.id, name=c.name)
                 for c in pending
             ]
         run_counts = dict(record.run_tool_calls)

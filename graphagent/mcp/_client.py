@@ -20,7 +20,7 @@ from graphagent.mcp._results import result_text
 from graphagent.mcp._session import LiveSession, Transport
 from graphagent.mcp._tool import McpToolCallback, MetaMapper
 from graphagent.mcp._transports import HttpTransport, StdioTransport
-from graphagent.tools import ToolCallback
+from graphagent.tools import ToolCallback, ToolOutput
 
 __all__ = ["McpToolProvider"]
 
@@ -203,7 +203,7 @@ class McpToolProvider:
 
     async def _call(
         self, tool: McpToolCallback, arguments: dict[str, Any], meta: dict[str, Any] | None
-    ) -> str:
+    ) -> ToolOutput:
         result = await self._live.call_tool(
             tool.tool.name, arguments, timeout=self.timeout, meta=meta
         )

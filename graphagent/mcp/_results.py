@@ -9,6 +9,8 @@ import json
 from mcp import types
 
 from graphagent.errors import ToolExecutionError
+from graphagent.messages import ImagePart
+from graphagent.tools import ToolOutput
 
 __all__ = ["result_text"]
 
@@ -47,18 +49,33 @@ def _part(block: types.ContentBlock) -> str | None:
     return f"[{getattr(block, 'type', type(block).__name__)} content]"
 
 
-def result_text(result: types.CallToolResult, *, tool: str, server: str) -> str:
-    """The text for the model: text parts joined, structured content as JSON, others described.
+def _image(block: types.ContentBlock) -> ImagePart | None:
+    """An image block as a part the model sees (``None``: not an image, or bad base64)."""
+    if not isinstance(block, types.ImageContent):
+        return None
+    try:
+        data = base64.b64decode(block.data, validate=True)
+    except (binascii.Error, ValueError):
+        return None  # described as text instead, with its size in characters
+    return ImagePart(data=data, mime_type=block.mimeType or "image/png")
+
+
+def result_text(result: types.CallToolResult, *, tool: str, server: str) -> ToolOutput:
+    """The result for the model: text parts joined, structured content as JSON, images as
+    image parts, others described.
 
     When the server sends ``structuredContent``, that JSON is the result (servers repeat
-    it as text for older clients, so the text parts are left out); images, audio and
+    it as text for older clients, so the text parts are left out); images reach the
+    model as images (the text is then followed by ``ImagePart`` items); audio and
     resources are described by type, size and URI, never dropped silently.
 
     Raises:
         ToolExecutionError: the server flagged the result ``isError``.
     """
     texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
-    others = [d for d in (_part(b) for b in result.content) if d is not None]
+    images = [(b, _image(b)) for b in result.content if isinstance(b, types.ImageContent)]
+    kept = {id(b) for b, image in images if image is not None}
+    others = [d for d in (_part(b) for b in result.content if id(b) not in kept) if d is not None]
     if result.isError:
         detail = "\n".join([*texts, *others]) or "no details given"
         raise ToolExecutionError(
@@ -69,4 +86,7 @@ def result_text(result: types.CallToolResult, *, tool: str, server: str) -> str:
         body = [json.dumps(result.structuredContent, ensure_ascii=False)]
     else:
         body = texts
-    return "\n".join([*body, *others])
+    text = "\n".join([*body, *others])
+    if not kept:
+        return text
+    return [text, *(image for _, image in images if image is not None)]

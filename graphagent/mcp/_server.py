@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Literal
+from urllib.parse import quote
 
 import anyio
 from mcp import types
@@ -17,12 +18,13 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from graphagent._internal.results import as_text
+from graphagent._internal.results import split_output
 from graphagent.agent import BaseAgent
 from graphagent.errors import ToolDefinitionError, UserError
 from graphagent.mcp._agent_tool import AgentTool
 from graphagent.mcp._caller import Call, caller_of
 from graphagent.mcp._stdio import Calls, run_stdio
+from graphagent.messages import FilePart, ImagePart
 from graphagent.observability import exception_summary
 from graphagent.tools import (
     ToolCallback,
@@ -44,11 +46,35 @@ def _text(text: str, *, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=error)
 
 
+def _block(part: ImagePart | FilePart, n: int) -> types.ContentBlock:
+    """A tool's image or file as an MCP content block (a URL part as a resource link)."""
+    name = getattr(part, "name", None) or f"{part.kind}-{n}"
+    if part.data is None:
+        link = {"type": "resource_link", "uri": part.url, "name": name, "mimeType": part.mime_type}
+        return types.ResourceLink.model_validate(link)
+    if isinstance(part, ImagePart):
+        return types.ImageContent(type="image", data=part.base64, mimeType=part.mime_type)
+    blob = {"uri": f"attachment:///{quote(name)}", "mimeType": part.mime_type, "blob": part.base64}
+    return types.EmbeddedResource(
+        type="resource", resource=types.BlobResourceContents.model_validate(blob)
+    )
+
+
+def _result(output: Any) -> types.CallToolResult:
+    """What a served tool returned as an MCP result: its text, then its images and files."""
+    text, parts = split_output(output)
+    if not parts:
+        return _text(text)
+    blocks: list[types.ContentBlock] = [types.TextContent(type="text", text=text)] if text else []
+    blocks.extend(_block(p, n) for n, p in enumerate(parts, 1))
+    return types.CallToolResult(content=blocks)
+
+
 def _callback_runner(tool: ToolCallback) -> Runner:
     async def run(arguments: dict[str, Any], call: Call) -> types.CallToolResult:
         # the MCP request's _meta is the only context a served tool gets
         context = ToolContext(context={"mcp_meta": call.meta} if call.meta else None)
-        return _text(as_text(await acall_tool(tool, json.dumps(arguments), context)))
+        return _result(await acall_tool(tool, json.dumps(arguments), context))
 
     return run
 

@@ -10,7 +10,7 @@ from mcp import types
 
 from graphagent.errors import ToolArgumentsError
 from graphagent.mcp._names import is_safe
-from graphagent.tools import ToolContext, ToolDefinition, ToolMetadata
+from graphagent.tools import ToolContext, ToolDefinition, ToolMetadata, ToolOutput
 
 __all__ = ["McpToolCallback", "MetaMapper"]
 
@@ -28,11 +28,11 @@ class _Owner(Protocol):
 
     def _call(
         self, tool: McpToolCallback, arguments: dict[str, Any], meta: dict[str, Any] | None
-    ) -> Coroutine[Any, Any, str]: ...
+    ) -> Coroutine[Any, Any, ToolOutput]: ...
 
-    def _run_sync(self, coro: Coroutine[Any, Any, str]) -> str: ...
+    def _run_sync(self, coro: Coroutine[Any, Any, ToolOutput]) -> ToolOutput: ...
 
-    async def _run_async(self, coro: Coroutine[Any, Any, str]) -> str: ...
+    async def _run_async(self, coro: Coroutine[Any, Any, ToolOutput]) -> ToolOutput: ...
 
 
 class McpToolCallback:
@@ -78,14 +78,17 @@ class McpToolCallback:
             )
         return value
 
-    def _request(self, tool_input: str, context: ToolContext | None) -> Coroutine[Any, Any, str]:
+    def _request(
+        self, tool_input: str, context: ToolContext | None
+    ) -> Coroutine[Any, Any, ToolOutput]:
         arguments = self._arguments(tool_input)
         mapper = self._provider.meta
         meta = dict(mapper(context) or {}) if mapper is not None and context is not None else None
         return self._provider._call(self, arguments, meta)
 
-    def call(self, tool_input: str, context: ToolContext | None = None) -> str:
-        """Call the server's tool with the model's JSON arguments; the result as text.
+    def call(self, tool_input: str, context: ToolContext | None = None) -> ToolOutput:
+        """Call the server's tool with the model's JSON arguments; the result as text
+        (and, when the server sent images, the text followed by ``ImagePart`` items).
 
         Raises:
             ToolExecutionError: the server flagged the result as an error.
@@ -93,7 +96,7 @@ class McpToolCallback:
         """
         return self._provider._run_sync(self._request(tool_input, context))
 
-    async def acall(self, tool_input: str, context: ToolContext | None = None) -> str:
+    async def acall(self, tool_input: str, context: ToolContext | None = None) -> ToolOutput:
         """Async :meth:`call`."""
         return await self._provider._run_async(self._request(tool_input, context))
 

@@ -8,7 +8,7 @@ and is never shown to the model.
 
 from __future__ import annotations
 
-from graphagent._internal.results import ResultConverter, default_result_converter
+from graphagent._internal.results import ResultConverter, ToolOutput, default_result_converter
 from graphagent.tools._cancel import CancellationToken
 from graphagent.tools._context import ToolContext
 from graphagent.tools._definition import (
@@ -52,6 +52,7 @@ __all__ = [
     "ToolExecutionExceptionProcessor",
     "ToolExecutionResult",
     "ToolMetadata",
+    "ToolOutput",
     "ToolParam",
     "acall_tool",
     "call_tool",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import core_schema
 
+from graphagent._internal.results import ToolOutput
 from graphagent.errors import UserError
 
 if TYPE_CHECKING:
@@ -98,6 +99,9 @@ class ToolCallback(Protocol):
     an ``acall``); the rest has defaults. ``metadata`` is ``ToolMetadata()``, ``acall``
     runs ``call`` in a worker thread, ``call`` runs ``acall`` when only that is given,
     and a ``call(tool_input)`` without a context parameter is called without one.
+    ``call`` returns text, or (a tool that makes images or files) an ``ImagePart``,
+    a ``FilePart`` or a list of text and parts: the model receives the parts beside
+    the text, in its provider's format.
     Objects that are not subclasses work too, as long as they have ``definition``
     and ``call`` or ``acall``. Most tools are made with ``@tool`` or
     :class:`FunctionToolCallback`.
@@ -137,8 +141,8 @@ class ToolCallback(Protocol):
         definition: ToolDefinition
         metadata: ToolMetadata = ToolMetadata()
 
-    def call(self, tool_input: str, context: ToolContext | None = None) -> str:
-        """Run with the model's JSON arguments; return the result as text.
+    def call(self, tool_input: str, context: ToolContext | None = None) -> ToolOutput:
+        """Run with the model's JSON arguments; return the result as text (or parts).
 
         The default runs :meth:`acall` (for tools that only define that).
         """
@@ -147,13 +151,13 @@ class ToolCallback(Protocol):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return cast(str, asyncio.run(acall_tool(self, tool_input, context)))
+            return cast(ToolOutput, asyncio.run(acall_tool(self, tool_input, context)))
         raise UserError(
             f"tool {_name(self)!r} only has acall() and an event loop is running; "
             "use acall() or aexecute_tool_calls()"
         )
 
-    async def acall(self, tool_input: str, context: ToolContext | None = None) -> str:
+    async def acall(self, tool_input: str, context: ToolContext | None = None) -> ToolOutput:
         """Async :meth:`call`; the default runs ``call`` in a worker thread."""
         if type(self).call is ToolCallback.call:
             raise NotImplementedError(_missing(self))

@@ -18,7 +18,13 @@ from pydantic import BaseModel, ValidationError
 from graphagent._executor import in_thread
 from graphagent._internal.callables import is_async_callable
 from graphagent._internal.handoff import hand_off
-from graphagent._internal.results import ResultConverter, default_result_converter
+from graphagent._internal.results import (
+    ResultConverter,
+    ToolOutput,
+    default_result_converter,
+    has_parts,
+    media_output,
+)
 from graphagent._internal.validation import readable
 from graphagent.errors import ToolArgumentsError, ToolDefinitionError, UserError
 from graphagent.tools._context import ToolContext
@@ -66,6 +72,8 @@ class FunctionToolCallback:
         input_schema: a JSON schema dict: ``fn`` takes one argument, the parsed dict.
         return_direct: the result is the final answer (see :class:`ToolMetadata`).
         result_converter: turns the return value into text (default: JSON for non-strings).
+            A function that returns an ``ImagePart`` or ``FilePart`` (or a list holding
+            some) keeps them: they reach the model beside the text of the other items.
 
     Example:
         >>> def add(a: int, b: int) -> int:
@@ -232,8 +240,13 @@ class FunctionToolCallback:
             kwargs[self.schema.context_param] = context or ToolContext()
         return kwargs
 
-    def call(self, tool_input: str | Mapping[str, Any], context: ToolContext | None = None) -> str:
+    def call(
+        self, tool_input: str | Mapping[str, Any], context: ToolContext | None = None
+    ) -> ToolOutput:
         """Validate the model's JSON arguments, run the function, convert the result.
+
+        The result is text, unless the function returned an image or file part (or a
+        list holding some): then the parts are kept and the rest converted to text.
 
         Raises:
             ToolArgumentsError: the arguments are not valid JSON or do not fit the schema.
@@ -251,11 +264,11 @@ class FunctionToolCallback:
                     f"tool {self.name!r} is async and an event loop is running; use acall()"
                 )
         hand_off(result)  # Command(graph=Command.PARENT): a handoff, raised to the graph
-        return self.result_converter(result)
+        return self._converted(result)
 
     async def acall(
         self, tool_input: str | Mapping[str, Any], context: ToolContext | None = None
-    ) -> str:
+    ) -> ToolOutput:
         """Async :meth:`call`; a sync function runs in a worker thread."""
         kwargs = self._arguments(tool_input, context)
         if self.is_async:
@@ -263,6 +276,12 @@ class FunctionToolCallback:
         else:
             result = await in_thread(functools.partial(self.fn, **kwargs))
         hand_off(result)
+        return self._converted(result)
+
+    def _converted(self, result: Any) -> ToolOutput:
+        # images and files are not text: they travel beside it to the model
+        if type(result) is not str and has_parts(result):
+            return media_output(result, self.result_converter)
         return self.result_converter(result)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

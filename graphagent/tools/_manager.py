@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, Protocol
 from graphagent._executor import call_with_timeout, run_all
 from graphagent._internal import observe
 from graphagent._internal.calls import arguments_of, clip_name, unique_call_ids
-from graphagent._internal.results import as_text
+from graphagent._internal.results import split_output
 from graphagent.config import ConfigLike
 from graphagent.errors import GraphBubbleUp, ToolArgumentsError, ToolExecutionError, UserError
 from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
@@ -35,8 +35,9 @@ __all__ = [
     "ToolExecutionResult",
 ]
 
-ToolInvoker = Callable[[ToolCall, ToolCallback, ToolContext], str]
-AsyncToolInvoker = Callable[[ToolCall, ToolCallback, ToolContext], Awaitable[str]]
+# an invoker returns what a tool returns (text, parts), or the tool message itself
+ToolInvoker = Callable[[ToolCall, ToolCallback, ToolContext], Any]
+AsyncToolInvoker = Callable[[ToolCall, ToolCallback, ToolContext], Awaitable[Any]]
 
 # Ctrl-C, interpreter exit and task cancellation stop the caller; they are never
 # turned into a message for the model.
@@ -115,13 +116,30 @@ class _Planned:
     context: ToolContext | None  # None: nothing that runs the call can see one
     failure: BaseException | None = None  # what went wrong, when a failure became text
 
-    def observed(self, text: str, watch: observe.Watch) -> str:
-        """Tell the watch how the call ended; returns ``text``."""
+    def observed(self, message: ToolResponseMessage, watch: observe.Watch) -> ToolResponseMessage:
+        """Tell the watch how the call ended; returns ``message``."""
         if self.failure is not None:
             watch.failed(self.failure)
         else:
-            watch.record(text)
-        return text
+            watch.record(message.content)
+        return message
+
+    def answer(self, value: Any) -> ToolResponseMessage:
+        """The call's one tool message for what ran it returned: streamed and stored as
+        it is, so both carry the same id."""
+        call = self.call
+        if type(value) is str:
+            return ToolResponseMessage(value, tool_call_id=call.id, name=call.name)
+        if isinstance(value, ToolResponseMessage):  # an interceptor's: its text, parts, metadata
+            return ToolResponseMessage(
+                value.content,
+                tool_call_id=call.id,
+                name=call.name,
+                parts=value.parts,
+                metadata=value.metadata,
+            )
+        text, parts = split_output(value)
+        return ToolResponseMessage(text, tool_call_id=call.id, name=call.name, parts=parts)
 
 
 class ToolCallingManager:
@@ -233,15 +251,17 @@ class ToolCallingManager:
             plan.append(_Planned(call, found, context))
         return plan
 
-    def _failure(self, planned: _Planned, exc: BaseException | None, text: str) -> str:
+    def _failure(
+        self, planned: _Planned, exc: BaseException | None, text: str
+    ) -> ToolResponseMessage:
         call = planned.call
         error = ToolExecutionError(text, tool_name=call.name, tool_call_id=call.id)
         if exc is not None:
             error.__cause__ = exc
         planned.failure = exc if exc is not None else error
-        return self.exception_processor.process(error)
+        return planned.answer(self.exception_processor.process(error))
 
-    def _outcome(self, planned: _Planned, run: Callable[[], Any]) -> str:
+    def _outcome(self, planned: _Planned, run: Callable[[], Any]) -> ToolResponseMessage:
         call = planned.call
         if planned.tool is None:
             return self._failure(
@@ -250,9 +270,8 @@ class ToolCallingManager:
                 f"unknown tool {clip_name(call.name)!r}; call one of the tools you were given",
             )
         try:
-            text = run()
-            # a hand-written tool may return None or a non-string; the model needs text
-            return text if type(text) is str else as_text(text)
+            # a hand-written tool may return None or a non-string: answer() makes it text
+            return planned.answer(run())
         except ToolArgumentsError as exc:
             return self._failure(planned, exc, f"{exc} Call the tool again with valid arguments.")
         except (TimeoutError, concurrent.futures.TimeoutError) as exc:
@@ -274,11 +293,7 @@ class ToolCallingManager:
             ) from exc
 
     @staticmethod
-    def _result(plan: list[_Planned], texts: list[str]) -> _Executed:
-        responses = [
-            ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name)
-            for p, text in zip(plan, texts, strict=True)
-        ]
+    def _result(plan: list[_Planned], responses: list[ToolResponseMessage]) -> _Executed:
         # a "direct" answer needs every called tool to be return_direct
         direct = bool(plan)
         updates: list[dict[str, Any]] = []
@@ -368,34 +383,34 @@ class ToolCallingManager:
         something that runs a call can see its :class:`ToolContext`."""
         plan = self._plan(assistant_message, tools, make_context, calls, invoke)
         if len(plan) <= 1 or not self.parallel or self.max_parallel == 1:
-            texts = [self._one(p, invoke, on_response) for p in plan]
+            answers = [self._one(p, invoke, on_response) for p in plan]
         else:
             one = self._one
             if self.max_parallel is not None and len(plan) > self.max_parallel:
                 one = _bounded(one, self.max_parallel)
-            texts = run_all(
+            answers = run_all(
                 [functools.partial(one, p, invoke, on_response) for p in plan], self.max_workers
             )
-        return self._result(plan, texts)
+        return self._result(plan, answers)
 
     def _one(
         self,
         planned: _Planned,
         invoke: ToolInvoker | None,
         on_response: Callable[[ToolResponseMessage], None] | None,
-    ) -> str:
-        """Run one planned call, observed; its text for the model."""
+    ) -> ToolResponseMessage:
+        """Run one planned call, observed; its message for the model."""
         call = planned.call
         watch = observe.tool(call.name, call.id, call.arguments)
         run = self._runner(planned, invoke)
         if watch is observe.IDLE:  # nobody listens: nothing to enter or tell
-            text = self._outcome(planned, run)
+            answer = self._outcome(planned, run)
         else:
             with watch:
-                text = planned.observed(self._outcome(planned, run), watch)
+                answer = planned.observed(self._outcome(planned, run), watch)
         if on_response is not None:
-            on_response(ToolResponseMessage(text, tool_call_id=call.id, name=call.name))
-        return text
+            on_response(answer)
+        return answer
 
     def _runner(self, planned: _Planned, invoke: ToolInvoker | None) -> Callable[[], Any]:
         """What runs the call (its tool, or ``invoke``), under the timeout if any."""
@@ -452,7 +467,7 @@ class ToolCallingManager:
         """Async :meth:`_execute`."""
         plan = self._plan(assistant_message, tools, make_context, calls, invoke)
 
-        async def attempt(p: _Planned) -> str:
+        async def attempt(p: _Planned) -> ToolResponseMessage:
             if p.tool is None:
                 return self._outcome(p, lambda: "")
             try:
@@ -467,39 +482,41 @@ class ToolCallingManager:
             except BaseException as exc:
                 caught = exc
 
-                def reraise() -> str:
+                def reraise() -> Any:
                     raise caught
 
                 return self._outcome(p, reraise)
             return self._outcome(p, lambda: value)
 
-        async def one(p: _Planned) -> str:
+        async def one(p: _Planned) -> ToolResponseMessage:
             with observe.tool(p.call.name, p.call.id, p.call.arguments) as watch:
-                text = p.observed(await attempt(p), watch)
+                answer = p.observed(await attempt(p), watch)
             if on_response is not None:
-                on_response(ToolResponseMessage(text, tool_call_id=p.call.id, name=p.call.name))
-            return text
+                on_response(answer)
+            return answer
 
         if not self.parallel or self.max_parallel == 1:
-            texts = [await one(p) for p in plan]
+            answers = [await one(p) for p in plan]
         elif self.max_parallel is not None and len(plan) > self.max_parallel:
             slots = asyncio.Semaphore(self.max_parallel)
 
-            async def limited(p: _Planned) -> str:
+            async def limited(p: _Planned) -> ToolResponseMessage:
                 async with slots:
                     return await one(p)
 
-            texts = list(await asyncio.gather(*(limited(p) for p in plan)))
+            answers = list(await asyncio.gather(*(limited(p) for p in plan)))
         else:
-            texts = list(await asyncio.gather(*(one(p) for p in plan)))
-        return self._result(plan, texts)
+            answers = list(await asyncio.gather(*(one(p) for p in plan)))
+        return self._result(plan, answers)
 
 
-def _bounded(one: Callable[..., str], most: int) -> Callable[..., str]:
+def _bounded(
+    one: Callable[..., ToolResponseMessage], most: int
+) -> Callable[..., ToolResponseMessage]:
     """``one`` holding one of ``most`` slots while it runs (one message's calls)."""
     slots = threading.BoundedSemaphore(most)
 
-    def run(*args: Any) -> str:
+    def run(*args: Any) -> ToolResponseMessage:
         with slots:
             return one(*args)
 
