@@ -95,10 +95,10 @@ def _rank(
             scored.append(item)
         else:
             unscored.append(item)
-    return best_page(scored, unscored, limit, offset)
+    return _best_page(scored, unscored, limit, offset)
 
 
-def best_page(
+def _best_page(
     scored: list[SearchItem], unscored: list[SearchItem], limit: int, offset: int
 ) -> list[SearchItem]:
     """The page of items by score (best first; ties newest first), unscored ones after,

@@ -24,7 +24,7 @@ from checkpoint.store import _redis_lua as lua
 from checkpoint.store import _vectors
 from checkpoint.store._items import Candidate, Item, SearchItem, _Put, _Search
 from checkpoint.store._sqlstore import pack, unpack
-from checkpoint.store.base import BaseStore, best_page
+from checkpoint.store.base import BaseStore, _best_page
 
 __all__ = ["RedisStore"]
 
@@ -203,7 +203,7 @@ class RedisStore(BaseStore):
                 unscored.append(item)
         for item, score in zip(scored, _vectors.best_dots(query, blobs, len(query)), strict=True):
             item.score = score
-        return best_page(scored, unscored, search.limit, search.offset)
+        return _best_page(scored, unscored, search.limit, search.offset)
 
     def _refresh(self, items: Sequence[Item], now: float) -> None:
         self._call("TOUCH", repr(now), *(core.encode_field(i.namespace, i.key) for i in items))
