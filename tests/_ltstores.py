@@ -3,19 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import shutil
-import subprocess
-import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from _pgserver import NoPgvector, pgvector_server
 
 from checkpoint.store import BaseStore, MemoryStore, PostgresStore, RedisStore, SqliteStore
 from checkpoint.store import base as store_base
@@ -110,87 +104,15 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 # ---------------------------------------------------------------- PostgreSQL with pgvector
 
 
-def _has_pgvector(url: str) -> bool:
-    with psycopg.connect(url, autocommit=True, connect_timeout=3) as conn:
-        row = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')"
-        ).fetchone()
-    return bool(row and row[0])
-
-
-def _pgserver_install() -> Path | None:
-    """The PostgreSQL build (with pgvector) inside the ``pgserver`` package, found without
-    importing it (its import warns, and warnings are errors here)."""
-    spec = importlib.util.find_spec("pgserver")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    root = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
-    return root if (root / "bin" / "postgres").is_file() else None
-
-
-INITDB = ["-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"]
-# on a Unix socket only (port 5432 names the socket file, in a directory of our own); no
-# fsync: a test server
-SERVER = ["-p", "5432", "-c", "listen_addresses=", "-c", "fsync=off"]
-
-
 @pytest.fixture(scope="session")
 def pgvector_url(postgres_url: str) -> Iterator[str]:
-    """A PostgreSQL with pgvector: the test server when it has the extension (tests/_system.py
-    installs Debian's package where Debian has one), else a private server started from the
-    ``pgserver`` package's build (PostgreSQL 16 with pgvector; a dev dependency), on a Unix
-    socket in a temporary directory. Never skipped: without either, the tests fail saying so."""
-    if _has_pgvector(postgres_url):
-        yield postgres_url
-        return
-    install = _pgserver_install()
-    if install is None:
-        pytest.fail(
-            "no PostgreSQL with pgvector: the test server lacks the extension and the "
-            "pgserver package is missing (pip install -e '.[dev]')",
-            pytrace=False,
-        )
-    workdir = Path(tempfile.mkdtemp(prefix="graphagent-pgvector-"))
-    # PostgreSQL refuses to run as root: run it as the `postgres` user there
-    user: str | None = None
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        user = "postgres"
-        shutil.chown(workdir, user)
-    data = workdir / "data"
-    subprocess.run(
-        [str(install / "bin" / "initdb"), "-D", str(data), *INITDB],
-        check=True,
-        capture_output=True,
-        user=user,
-    )
-    log = open(workdir / "log", "wb")  # noqa: SIM115 (closed after the server stops)
-    proc = subprocess.Popen(
-        [str(install / "bin" / "postgres"), "-D", str(data), "-k", str(workdir), *SERVER],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        user=user,
-    )
-    url = f"postgresql://postgres@/postgres?host={workdir}&port=5432"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            psycopg.connect(url, connect_timeout=2).close()
-            break
-        except psycopg.Error:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                log.close()
-                pytest.fail(
-                    "the private pgvector server did not start: "
-                    + (workdir / "log").read_text(errors="replace")[-2000:],
-                    pytrace=False,
-                )
-            time.sleep(0.1)
-    yield url
-    proc.terminate()  # a smart shutdown
-    proc.wait(timeout=30)
-    log.close()
-    shutil.rmtree(workdir, ignore_errors=True)
+    """A PostgreSQL with pgvector (see tests/_pgserver.py). Never skipped: without one, the
+    tests fail saying what is missing."""
+    try:
+        with pgvector_server(postgres_url) as url:
+            yield url
+    except NoPgvector as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture

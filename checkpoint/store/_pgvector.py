@@ -8,9 +8,11 @@ of scoring every candidate. The column has no fixed size, so stores with differe
 can share a schema: each size gets its own partial index.
 
 HNSW is approximate and, in pgvector before 0.8, an index scan yields at most
-``hnsw.ef_search`` rows, before the namespace and filter conditions drop some. So the
-index answers only when it returned a full page; otherwise the page is ranked exactly,
-still inside PostgreSQL (``ORDER BY`` the distance over the candidates).
+``hnsw.ef_search`` rows. A search reads the nearest rows of the whole table (a few times
+its page), then keeps those of live items under its prefix passing its filter: when that
+fills the page it is the answer; otherwise (a narrow prefix, a rare filter) the page is
+ranked exactly, still inside PostgreSQL (``ORDER BY`` the distance over the candidates,
+which the planner reads along the primary key for a narrow prefix).
 """
 
 from __future__ import annotations
@@ -82,13 +84,22 @@ class PgVector:
         return out
 
     def nearest_sql(self, table: str, vectors: str, where: str) -> str:
-        """Vector rows nearest the query (parameters: query, ``where``'s, row limit), read
-        along the HNSW index: the ``ORDER BY`` and the size test match the index's."""
+        """The vector rows nearest the query, read along the HNSW index, then the ones of
+        live items passing ``where``, with their values as text, decoded for the page only
+        (parameters: query twice, row limit,
+        ``where``'s).
+        The inner query is the index's own shape (``ORDER BY`` distance ``LIMIT``), so the
+        planner takes the index whatever its statistics say (a fresh table has none)."""
         return (
-            f"SELECT v.ns, v.key, -((v.emb::{self.vector}) {self.distance} %s::{self.vector}), "
-            f"s.updated_at FROM {vectors} v JOIN {table} s ON s.ns = v.ns AND s.key = v.key "
-            f"WHERE {self.sized}(v.emb) = {self.dims} AND {where} "
-            f"ORDER BY (v.emb::{self.vector}) {self.distance} %s::{self.vector} LIMIT %s"
+            f"SELECT c.ns, c.key, -c.d, s.updated_at, s.value::text, s.created_at, s.ttl_minutes "
+            f"FROM (SELECT ns, key, "
+            f"(emb::{self.vector}) {self.distance} %s::{self.vector} AS d FROM {vectors} "
+            f"WHERE {self.sized}(emb) = {self.dims} "
+            f"ORDER BY (emb::{self.vector}) {self.distance} %s::{self.vector} LIMIT %s) c "
+            # each row's item by its primary key (OFFSET 0 keeps the planner from
+            # flattening this into a join planned on guessed row counts)
+            f"CROSS JOIN LATERAL (SELECT * FROM {table} i WHERE i.ns = c.ns AND i.key = c.key "
+            f"OFFSET 0) s WHERE {where}"
         )
 
     def exact_sql(self, table: str, vectors: str, where: str) -> str:

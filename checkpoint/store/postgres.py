@@ -88,6 +88,7 @@ class PostgresStore(SqlStore):
         self._lock = threading.RLock()
         self._ready = False
         self._in_tx = False
+        self._ef_search = 40  # pgvector's default hnsw.ef_search, set per connection
 
     @classmethod
     def from_url(cls, url: str, *, schema: str | None = None, **kw: Any) -> Self:
@@ -309,29 +310,35 @@ class PostgresStore(SqlStore):
             return []
         query = literal(search.query)
         where, params = self._where(search, now, "s.")
-        scored: list[tuple[str, str, float]] = []
         if pgv.indexed:
-            # an item has a row per embedded field: read enough rows for `need` items
-            fetch = need * max(1, len(self.index.fields))
-            with self._transaction():
-                self._rows(f"SET LOCAL hnsw.ef_search = {PgVector.ef_search(fetch)}")
-                rows = self._rows(
-                    pgv.nearest_sql(self.table, self.vectors, where),
-                    [query, *params, query, fetch],
-                )
-            best: dict[tuple[str, str], tuple[float, float]] = {}
-            for ns, key, score, updated in rows:
+            # an item has a row per embedded field, and other prefixes' rows come first
+            # too: read a few times the rows the page needs
+            fetch = min(1000, 4 * need * max(1, len(self.index.fields)))
+            ef = PgVector.ef_search(fetch)
+            if ef != self._ef_search:
+                # for this connection (the store's own), so a search is one statement
+                self._rows(f"SET hnsw.ef_search = {ef}")
+                self._ef_search = ef
+            rows = self._rows(
+                pgv.nearest_sql(self.table, self.vectors, where),
+                [query, query, fetch, *params],
+            )
+            best: dict[tuple[str, str], tuple[float, float, Any]] = {}
+            for ns, key, score, updated, value, created, ttl in rows:
                 old = best.get((ns, key))
                 if old is None or score > old[0]:
-                    best[(ns, key)] = (score, updated)
+                    best[(ns, key)] = (score, updated, (ns, key, value, created, updated, ttl))
             if len(best) >= need:
-                ordered = sorted(best.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
-                scored = [(ns, key, s) for (ns, key), (s, _) in ordered[:need]]
-        if not scored:
-            rows = self._rows(
-                pgv.exact_sql(self.table, self.vectors, where), [query, *params, need]
-            )
-            scored = [(ns, key, score) for ns, key, score, _ in rows]
+                # the values came with the rows: the page needs no second statement
+                ordered = sorted(best.values(), key=lambda b: (-b[0], -b[1], b[2][:2]))
+                out = []
+                for score, _, row in ordered[search.offset : need]:
+                    found = self._item(SearchItem, row)
+                    found.score = score
+                    out.append(found)
+                return out
+        rows = self._rows(pgv.exact_sql(self.table, self.vectors, where), [query, *params, need])
+        scored = [(ns, key, score) for ns, key, score, _ in rows]
         page: list[tuple[str, str, float | None]] = list(scored[search.offset :])
         if len(scored) < need:
             # every scored item is in `scored`: the page goes on with unscored ones
