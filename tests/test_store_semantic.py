@@ -291,8 +291,6 @@ def test_numpy_and_pure_python_rank_alike(
     from checkpoint.store import _vectors
 
     assert _vectors.HAVE_NUMPY, "numpy is in the `vector` extra, which `make test` installs"
-    numpy = _vectors._np
-    monkeypatch.setattr(_vectors, "_np", None)
     monkeypatch.setattr(_vectors, "HAVE_NUMPY", False)
     store = make_store(index=index(fields=["text", "title"]))
     for i in range(40):
@@ -304,7 +302,6 @@ def test_numpy_and_pure_python_rank_alike(
         {"query": "on 4", "limit": 50},
     ]
     pure = [[(f.key, f.score) for f in store.search(("r",), **kw)] for kw in searches]
-    monkeypatch.setattr(_vectors, "_np", numpy)
     monkeypatch.setattr(_vectors, "HAVE_NUMPY", True)
     for kw, want in zip(searches, pure, strict=True):
         same_ranking([(f.key, f.score) for f in store.search(("r",), **kw)], want)

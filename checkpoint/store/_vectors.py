@@ -9,6 +9,7 @@ instead of 640,000 Python multiplications.
 
 from __future__ import annotations
 
+import importlib.util
 from array import array
 from collections.abc import Sequence
 from operator import mul
@@ -16,14 +17,19 @@ from typing import Any
 
 __all__ = ["HAVE_NUMPY", "best_dots", "pack"]
 
-try:
-    import numpy
+# NumPy is imported on the first score, not with the package (it costs ~0.1 s to import)
+HAVE_NUMPY = importlib.util.find_spec("numpy") is not None
+_np: Any = None
 
-    _np: Any = numpy
-except ImportError:  # the pure-Python pass below
-    _np = None
 
-HAVE_NUMPY = _np is not None
+def _numpy() -> Any:
+    """The numpy module when installed (and not switched off), else ``None``."""
+    global _np
+    if _np is None and HAVE_NUMPY:
+        import numpy
+
+        _np = numpy
+    return _np if HAVE_NUMPY else None
 
 
 def pack(vectors: Sequence[Sequence[float]]) -> bytes:
@@ -37,15 +43,16 @@ def best_dots(query: Sequence[float], blobs: Sequence[bytes], dims: int) -> list
     if not blobs:
         return []
     width = 4 * dims
-    if _np is not None:
-        lengths = _np.fromiter(map(len, blobs), dtype=_np.int64, count=len(blobs))
+    np = _numpy()
+    if np is not None:
+        lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
         if not ((lengths % width).any() or (lengths == 0).any()):
-            matrix = _np.frombuffer(b"".join(blobs), dtype=_np.float32).reshape(-1, dims)
-            dots = matrix @ _np.asarray(query, dtype=_np.float32)
+            matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, dims)
+            dots = matrix @ np.asarray(query, dtype=np.float32)
             if len(dots) == len(blobs):
                 return dots.tolist()  # type: ignore[no-any-return]
-            starts = _np.concatenate(([0], _np.cumsum(lengths // width)[:-1]))
-            return _np.maximum.reduceat(dots, starts).tolist()  # type: ignore[no-any-return]
+            starts = np.concatenate(([0], np.cumsum(lengths // width)[:-1]))
+            return np.maximum.reduceat(dots, starts).tolist()  # type: ignore[no-any-return]
     out = []
     for blob in blobs:
         values = array("f")

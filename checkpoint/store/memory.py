@@ -33,7 +33,7 @@ from checkpoint.store.base import BaseStore
 __all__ = ["InMemoryStore", "MemoryStore"]
 
 
-_CONTAINERS = (dict, list)
+_CONTAINERS = frozenset({dict, list})
 
 
 class _Rec:
@@ -49,7 +49,7 @@ class _Rec:
     ) -> None:
         self.value = value
         # no nested dict or list: a read's copy is one C-level dict.copy()
-        self.flat = not any(type(v) in _CONTAINERS for v in value.values())
+        self.flat = _CONTAINERS.isdisjoint(map(type, value.values()))
         self.created = created
         self.updated = updated
         self.ttl = ttl
