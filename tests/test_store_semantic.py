@@ -306,3 +306,18 @@ def test_numpy_and_pure_python_rank_alike(
     for kw, want in zip(searches, pure, strict=True):
         same_ranking([(f.key, f.score) for f in store.search(("r",), **kw)], want)
     assert pure[2][-1] == ("plain", None)
+
+
+def test_equal_scores_page_newest_first(make_store: MakeStore) -> None:
+    """Items with the same vector tie: they come newest first, and pages cut through the
+    tie without losing or repeating one (the exact scans keep only the best few scores)."""
+    store = make_store(index=index(fields=["text"]))
+    store.put(("t",), "other1", {"text": "quiet owl at night"})
+    for i in range(12):
+        store.put(("t",), f"same{i:02d}", {"text": "zany zebra"})
+    store.put(("t",), "other2", {"text": "blue cars drive fast"})
+    pages = [store.search(("t",), query="zany zebra", limit=5, offset=o) for o in (0, 5, 10)]
+    keys = [f.key for page in pages for f in page]
+    assert keys[:12] == [f"same{i:02d}" for i in reversed(range(12))]
+    assert sorted(keys[12:]) == ["other1", "other2"]
+    assert len({f.score for f in pages[0]}) == 1

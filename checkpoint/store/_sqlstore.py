@@ -9,8 +9,10 @@ is compared with numbers and a string with strings, exactly as the memory store 
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from checkpoint.store import _core as core
@@ -146,23 +148,38 @@ class SqlStore(BaseStore):
             f"LEFT JOIN {self.vectors} v ON v.ns = s.ns AND v.key = s.key WHERE {where}",
             params,
         )
-        dots = iter(
-            _vectors.best_dots(query, [bytes(r[3]) for r in rows if r[3] is not None], len(query))
-        )
-        best: dict[tuple[str, str], list[Any]] = {}
-        for ns, key, updated, blob in rows:
-            score = None if blob is None else next(dots)
-            entry = best.get((ns, key))
-            if entry is None:
-                best[(ns, key)] = [score, updated]
-            elif score is not None and (entry[0] is None or score > entry[0]):
-                entry[0] = score
-        ordered = sorted(
-            best.items(),
-            key=lambda kv: (kv[1][0] is None, -(kv[1][0] or 0.0), -kv[1][1], kv[0]),
-        )
-        page = ordered[search.offset : search.offset + search.limit]
-        return self._fetch_page([(ns, key, entry[0]) for (ns, key), entry in page])
+        if not rows:
+            return []
+        names, keys, updated, blobs = zip(*rows, strict=True)  # columns, in C
+        held = [blob for blob in blobs if blob is not None]
+        dots = iter(_vectors.best_dots(query, [bytes(b) for b in held], len(query)))
+        scores = [None if blob is None else next(dots) for blob in blobs]
+        ids = list(zip(names, keys, strict=True))
+        if len(held) == len(rows) and len(set(ids)) == len(ids):
+            # the usual case, one vector per item: nothing to merge
+            entries: list[tuple[Any, ...]] = list(zip(scores, updated, ids, strict=True))
+        else:
+            best: dict[tuple[str, str], list[Any]] = {}
+            for ident, score, stamp in zip(ids, scores, updated, strict=True):
+                entry = best.get(ident)
+                if entry is None:
+                    best[ident] = [score, stamp, ident]
+                elif score is not None and (entry[0] is None or score > entry[0]):
+                    entry[0] = score
+            entries = [tuple(entry) for entry in best.values()]
+        need = search.offset + search.limit
+        order = lambda e: (e[0] is None, -(e[0] or 0.0), -e[1], e[2])  # noqa: E731
+        scored = [e for e in entries if e[0] is not None]
+        if len(scored) > need:
+            # the best `need` scores by a C-level key, then every entry tied with the last
+            # of them, ordered in full (ties newest first)
+            cut = heapq.nlargest(need, scored, key=itemgetter(0))[-1][0]
+            scored = [e for e in scored if e[0] >= cut]
+        top = sorted(scored, key=order)[:need]
+        if len(top) < need:
+            top += sorted((e for e in entries if e[0] is None), key=order)[: need - len(top)]
+        page = top[search.offset :]
+        return self._fetch_page([(ns, key, score) for score, _, (ns, key) in page])
 
     def _fetch_page(self, page: Sequence[tuple[str, str, float | None]]) -> list[SearchItem]:
         if not page:
