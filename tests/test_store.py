@@ -571,3 +571,22 @@ def test_stored_values_read_back_through_the_fast_decoder(lt_store: BaseStore) -
     found = {f.key: f.value for f in lt_store.search(("dec",), limit=10)}
     assert found == {f"k{i}": v for i, v in enumerate(values)}
     assert lt_store.list_namespaces(prefix=("dec",)) == [("dec", "x/y")]
+
+
+def test_a_namespace_renders_as_an_escaped_table(lt_store: BaseStore) -> None:
+    """``store.namespace(...)`` is a Jupyter table of the newest items (deeper namespaces
+    shown by their rest), every stored text HTML-escaped; its repr is one line per item."""
+    lt_store.put(("m", "u1"), "old", {"text": "likes tea"})
+    lt_store.put(("m", "u1", "work"), "<b>k</b>", {"text": "<script>alert(1)</script>"})
+    lt_store.put(("other",), "x", {"text": "not shown"})
+    view = lt_store.namespace("m", "u1")
+    page = view._repr_html_()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "&lt;b&gt;k&lt;/b&gt;" in page and "not shown" not in page
+    assert "(2 items, newest first)" in page
+    assert page.index("&lt;b&gt;k") < page.index("likes tea")  # newest first
+    assert "<td>work</td>" in page
+    assert repr(view).splitlines()[1:] == [
+        '  <b>k</b>: {"text": "<script>alert(1)</script>"}',
+        '  old: {"text": "likes tea"}',
+    ]
