@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -590,3 +591,31 @@ def test_a_namespace_renders_as_an_escaped_table(lt_store: BaseStore) -> None:
         '  <b>k</b>: {"text": "<script>alert(1)</script>"}',
         '  old: {"text": "likes tea"}',
     ]
+
+
+def test_langgraph_and_spring_constructors(
+    tmp_path: Path, postgres_url: str, pg_schema: str, redis_url: str, redis_prefix: str
+) -> None:
+    """``SqliteStore.from_path``, and LangGraph's ``with X.from_conn_string(...) as store``
+    on SQLite, PostgreSQL and Redis, reach the same storage as the usual constructors."""
+    from checkpoint.store import PostgresStore, RedisStore, SqliteStore
+
+    path = tmp_path / "c.sqlite"
+    pairs: list[tuple[Any, Any]] = [
+        (lambda: SqliteStore.from_path(path), lambda: SqliteStore(path)),
+        (lambda: SqliteStore.from_conn_string(str(path)), lambda: SqliteStore(path)),
+        (
+            lambda: PostgresStore.from_conn_string(postgres_url, schema=pg_schema),
+            lambda: PostgresStore.from_url(postgres_url, schema=pg_schema),
+        ),
+        (
+            lambda: RedisStore.from_conn_string(redis_url, prefix=redis_prefix),
+            lambda: RedisStore.from_url(redis_url, prefix=redis_prefix),
+        ),
+    ]
+    for i, (make, usual) in enumerate(pairs):
+        with make() as store:
+            store.put(("c",), f"k{i}", {"i": i})
+        with usual() as again:
+            got = again.get(("c",), f"k{i}")
+            assert got is not None and got.value == {"i": i}
