@@ -47,7 +47,7 @@ def careful(saver: CheckpointSaver | None = None) -> ReactAgent:
 
 
 async def test_the_card_names_the_agent_its_interface_and_skills() -> None:
-    """The card is at the well-known path: name, version, JSON-RPC interface at the URL,
+    """The card is at the well-known path: name, version, JSON-RPC and HTTP+JSON at the URL,
     streaming, default modes, and one skill per tool (one for the agent without tools)."""
     app = a2a_app(careful(), "http://agents.example:8000", version="2.1.0")
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=BASE) as http:
@@ -57,9 +57,10 @@ async def test_the_card_names_the_agent_its_interface_and_skills() -> None:
     assert card["supportedInterfaces"] == [
         {
             "url": "http://agents.example:8000",
-            "protocolBinding": "JSONRPC",
+            "protocolBinding": binding,
             "protocolVersion": "1.0",
         }
+        for binding in ("JSONRPC", "HTTP+JSON")
     ]
     assert card["capabilities"]["streaming"] is True
     assert "text/plain" in card["defaultInputModes"] and card["defaultOutputModes"] == [

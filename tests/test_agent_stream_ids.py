@@ -98,3 +98,13 @@ def test_a_rejected_calls_streamed_answer_has_its_stored_id(saver: CheckpointSav
     stored = agent.get_state(thread_id="rej").values["messages"]
     assert "w1" in _tool_ids(streamed)
     assert _tool_ids(streamed) == _tool_ids(stored)
+
+
+def test_streamed_answer_chunks_carry_the_stored_answers_ids(saver: CheckpointSaver) -> None:
+    """Every model chunk streamed carries the id of the answer it adds up to, as stored."""
+    agent = ReactAgent(name="calc", model=_model(), tools=[add], saver=saver)
+    streamed = [m for m, _ in agent.stream("sum", thread_id="chunks", mode="messages")]
+    stored = agent.get_state(thread_id="chunks").values["messages"]
+    answers = [m.id for m in stored if isinstance(m, AssistantMessage)]
+    chunk_ids = [m.id for m in streamed if not isinstance(m, ToolResponseMessage)]
+    assert len(answers) == 2 and list(dict.fromkeys(chunk_ids)) == answers

@@ -243,3 +243,23 @@ def test_a_custom_result_converter_still_converts_the_non_media_pieces() -> None
     asked = AssistantMessage(tool_calls=[ToolCall(id="c1", name="chart")])
     message = ToolCallingManager().execute_tool_calls([], asked, tools=[chart]).tool_responses[0]
     assert message.content == "<{'n': 1}>" and message.parts == (ImagePart(data=PNG),)
+
+
+def test_context_editing_counts_and_clears_a_tools_images() -> None:
+    """An old tool result that is only an image counts toward the trigger, and clearing
+    it drops its image too (the image is what costs the tokens)."""
+    from graphagent.agent import ContextEditingInterceptor, approximate_tokens
+
+    calls = [ToolCall(id=str(i), name="screenshot") for i in range(3)]
+    shots = [
+        ToolResponseMessage("", tool_call_id=str(i), name="screenshot", parts=[ImagePart(data=PNG)])
+        for i in range(3)
+    ]
+    history = [UserMessage("watch"), AssistantMessage(tool_calls=calls), *shots]
+    assert approximate_tokens(shots) >= 3 * 500
+    edited = ContextEditingInterceptor(trigger=1000, keep=1).edited(history)
+    assert [(m.content, len(m.parts)) for m in edited[2:]] == [
+        ("[cleared]", 0),
+        ("[cleared]", 0),
+        ("", 1),
+    ]

@@ -3,8 +3,9 @@
 Needs the ``a2a`` extra (``pip install -e '.[a2a]'`` in a clone): the official ``a2a-sdk``.
 Both sides are built from the SDK's own server and client classes.
 
-- :func:`a2a_app` turns an agent into an ASGI app speaking A2A (JSON-RPC, streaming,
-  the agent card); :func:`serve` runs it (also ``graphagent a2a serve module:agent``).
+- :func:`a2a_app` turns an agent into an ASGI app speaking A2A (JSON-RPC and HTTP+JSON,
+  streaming, the agent card); :func:`serve` runs it (also ``graphagent a2a serve
+  module:agent``).
 - :class:`A2aRemoteAgent` is a remote A2A agent used as a local one.
 
 Guide: docs/a2a.md.

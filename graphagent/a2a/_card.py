@@ -60,11 +60,12 @@ def _skills(agent: Any) -> list[AgentSkill]:
 
 
 def agent_card(agent: Any, url: str, *, version: str, description: str | None = None) -> AgentCard:
-    """The card for ``agent`` answering JSON-RPC at ``url``.
+    """The card for ``agent`` answering JSON-RPC and HTTP+JSON at ``url``.
 
     Args:
         agent: the agent served.
-        url: where callers reach it (the card names it as its JSON-RPC interface).
+        url: where callers reach it (the card names it for both interfaces; JSON-RPC
+            first, the binding the SDK's clients prefer by default).
         version: the agent's version, as the card tells it.
         description: shown to callers (default: the agent's, else one naming it).
     """
@@ -75,10 +76,9 @@ def agent_card(agent: Any, url: str, *, version: str, description: str | None = 
         version=version,
         supported_interfaces=[
             AgentInterface(
-                url=url,
-                protocol_binding=TransportProtocol.JSONRPC.value,
-                protocol_version=PROTOCOL_VERSION_1_0,
+                url=url, protocol_binding=binding.value, protocol_version=PROTOCOL_VERSION_1_0
             )
+            for binding in (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=INPUT_MODES,

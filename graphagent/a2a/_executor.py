@@ -6,7 +6,9 @@
   reasoning, when the model gives one, in an artifact named ``"reasoning"`` before it);
 - a pause for a human ends the message in ``TASK_STATE_INPUT_REQUIRED`` with the
   question (text, and each question itself as a data part); the next message on that
-  task is the human's answer, in the words ``graphagent chat`` takes or as a data part;
+  task is the human's answer, in the words ``graphagent chat`` takes or as a data part.
+  Which task asked is kept in the metadata of the thread's checkpoints (each run writes
+  ``a2a_task_id`` there), so a restarted server on a lasting saver still knows it;
 - an exception ends the task in ``TASK_STATE_FAILED`` with a message naming it.
 """
 
@@ -29,7 +31,10 @@ from graphagent.graph import Command, Interrupt
 from graphagent.messages import AssistantMessage
 from graphagent.models import AssistantChunk
 
-__all__ = ["AgentExecutorFor", "owner_of"]
+__all__ = ["TASK_KEY", "AgentExecutorFor", "owner_of"]
+
+TASK_KEY = "a2a_task_id"
+"""The run metadata key (and so checkpoint metadata key) naming the A2A task of a run."""
 
 _log = logging.getLogger("graphagent.a2a")
 
@@ -79,7 +84,6 @@ class AgentExecutorFor(AgentExecutor):
     def __init__(self, agent: BaseAgent, threads: ThreadNamespace) -> None:
         self.agent = agent
         self.threads = threads
-        self.asking: dict[str, str] = {}  # stored thread -> the task that asked
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Run the agent on the message (see the module's docstring)."""
@@ -96,7 +100,8 @@ class AgentExecutorFor(AgentExecutor):
         before = await self.agent.graph.aget_state(config)
         payload: Any = user_message(parts)
         if before.interrupts:
-            asked = self.asking.get(thread)
+            # the run that paused wrote its task into the checkpoint: it survives restarts
+            asked = before.metadata.get(TASK_KEY)
             if asked is not None and asked != task_id:
                 why = (
                     f"context {context_id} is waiting for an answer on task {asked}: send the "
@@ -126,7 +131,8 @@ class AgentExecutorFor(AgentExecutor):
         streamed: dict[str, str] = {}  # answer id -> its text sent so far
         thought: dict[str, str] = {}  # answer id -> its reasoning sent so far
         try:
-            async for item, _info in self.agent.astream(payload, thread_id=thread, mode="messages"):
+            config = {"thread_id": thread, "metadata": {TASK_KEY: updater.task_id}}
+            async for item, _info in self.agent.astream(payload, config, mode="messages"):
                 if not isinstance(item, (AssistantChunk, AssistantMessage)):
                     continue
                 if item.reasoning:
@@ -140,12 +146,10 @@ class AgentExecutorFor(AgentExecutor):
             await updater.failed(updater.new_agent_message([Part(text=why)]))
             return
         if after.interrupts:
-            self.asking[thread] = updater.task_id
             question = [Part(text=_question_text(after.interrupts))]
             question.extend(data_part(q.value) for q in after.interrupts)
             await updater.requires_input(updater.new_agent_message(question))
             return
-        self.asking.pop(thread, None)
         await self._last_chunk(after.values, streamed, updater)
         await updater.complete()
 

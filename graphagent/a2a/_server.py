@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskStore
 from starlette.applications import Starlette
 
@@ -45,8 +45,10 @@ def a2a_app(
     name: str | None = None,
     task_store: TaskStore | None = None,
 ) -> Starlette:
-    """An ASGI app that serves ``agent`` over A2A (JSON-RPC at ``/``, the card at
-    ``/.well-known/agent-card.json``), as the official ``a2a-sdk`` does.
+    """An ASGI app that serves ``agent`` over A2A, as the official ``a2a-sdk`` does:
+    JSON-RPC at ``/``, HTTP+JSON (REST: ``/message:send``, ``/message:stream``,
+    ``/tasks/{id}``, ...) beside it, and the card at ``/.well-known/agent-card.json``
+    naming both (JSON-RPC first). gRPC is not served (see docs/a2a.md).
 
     Each A2A context is a thread of the agent (see docs/a2a.md): a caller continues a
     conversation by sending its ``contextId`` again, and reaches only contexts of its
@@ -60,14 +62,16 @@ def a2a_app(
         description: the card's description (default: the agent's).
         name: the server's name in stored thread ids (default: the agent's name): two
             servers on one saver keep their threads apart by it.
-        task_store: where the SDK keeps tasks (default: in memory).
+        task_store: where the SDK keeps tasks (default: in memory). A server that
+            restarts and must resume tasks paused for a human needs a lasting one
+            (the SDK's ``DatabaseTaskStore``); which task asked is kept by the saver.
 
     Example:
         >>> from graphagent.agent import ReactAgent
         >>> from graphagent.models import FakeChatModel
         >>> app = a2a_app(ReactAgent(name="echo", model=FakeChatModel(["hi"])), "http://127.0.0.1:9999")
-        >>> sorted(r.path for r in app.routes)
-        ['/', '/.well-known/agent-card.json']
+        >>> sorted(r.path for r in app.routes)[:4]
+        ['/', '/.well-known/agent-card.json', '/extendedAgentCard', '/message:send']
     """
     served = _servable(agent)
     card = agent_card(served, url, version=version, description=description)
@@ -83,7 +87,12 @@ def a2a_app(
         finally:  # the tasks still running are stopped, not left behind
             await handler.aclose()
 
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
+    # REST last: its routes end in a catch-all mount for tenant-prefixed paths
+    routes = [
+        *create_agent_card_routes(card),
+        *create_jsonrpc_routes(handler, rpc_url="/"),
+        *create_rest_routes(handler),
+    ]
     return Starlette(routes=routes, lifespan=lifespan)
 
 

@@ -158,13 +158,22 @@ class ToolCallLimitHook(ModelHook):
         return answer_tool_calls(state, {c.id: text for c in blocked})
 
 
+PART_TOKENS = 1000
+"""What :func:`approximate_tokens` counts for one image or file part (providers charge an
+image by its pixels, not its bytes: about 85 to 1,600 tokens; a page of a PDF more)."""
+
+
 def approximate_tokens(messages: Sequence[Message]) -> int:
-    """A rough token count: about four characters a token (no tokenizer dependency)."""
+    """A rough token count: about four characters a token, and :data:`PART_TOKENS` for
+    each image or file (no tokenizer dependency)."""
     total = 0
     for m in messages:
         total += len(m.content) // 4 + 4
         if isinstance(m, AssistantMessage):
             total += sum(len(c.arguments) // 4 + 4 for c in m.tool_calls)
+        parts = getattr(m, "parts", ())
+        if parts:
+            total += PART_TOKENS * len(parts)
     return total
 
 

@@ -31,7 +31,8 @@ class ContextEditingInterceptor(ModelInterceptor):
 
     The oldest tool results are replaced by ``placeholder``, keeping the ``keep`` most
     recent ones and those of ``exclude_tools``, until ``clear_at_least`` tokens are
-    reclaimed (``0``: all that may be cleared). With ``clear_tool_inputs`` the model's
+    reclaimed (``0``: all that may be cleared); a cleared result loses its images and
+    files too. With ``clear_tool_inputs`` the model's
     old tool calls are candidates too: their arguments become ``{}``. Only the request
     changes: the thread keeps the full results (for the user, the history, a summary).
 
@@ -78,7 +79,8 @@ class ContextEditingInterceptor(ModelInterceptor):
 
     def _clearable(self, message: Message) -> bool:
         if isinstance(message, ToolResponseMessage):
-            return message.content != self.placeholder and message.name not in self.exclude_tools
+            cleared = message.content == self.placeholder and not message.parts
+            return not cleared and message.name not in self.exclude_tools
         if self.clear_tool_inputs and isinstance(message, AssistantMessage) and message.tool_calls:
             calls = message.tool_calls
             return any(c.arguments != "{}" for c in calls) and not any(
@@ -87,8 +89,8 @@ class ContextEditingInterceptor(ModelInterceptor):
         return False
 
     def _cleared(self, message: Message) -> Message:
-        if isinstance(message, ToolResponseMessage):
-            return message.model_copy(update={"content": self.placeholder})
+        if isinstance(message, ToolResponseMessage):  # its images and files go too
+            return message.model_copy(update={"content": self.placeholder, "parts": ()})
         assert isinstance(message, AssistantMessage)
         calls = [c.model_copy(update={"arguments": "{}"}) for c in message.tool_calls]
         return message.model_copy(update={"tool_calls": calls})

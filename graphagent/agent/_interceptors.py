@@ -1,8 +1,10 @@
 """Interceptors: code wrapped around every model call and every tool call.
 
-The first interceptor in the list is the outermost. Each gets the request and the
-next handler; it may change the request, call the handler several times (retry),
-not call it at all (short-circuit), or change the response.
+Interceptors are ordered as hooks are: by ``order``, lower first (the outermost: it
+sees the request first and the response last), and equal orders in list order, so
+with the default ``order = 0`` the first in the list is the outermost. Each gets the
+request and the next handler; it may change the request, call the handler several
+times (retry), not call it at all (short-circuit), or change the response.
 """
 
 from __future__ import annotations
@@ -89,7 +91,11 @@ AsyncToolHandler = Callable[[ToolRequest], Awaitable[ToolResponseMessage]]
 class ModelInterceptor:
     """Wraps model calls. Override ``intercept_model`` (and ``aintercept_model`` for
     native async; otherwise the sync one runs in a worker thread under ``ainvoke``).
-    An interceptor that brings tools lists them in :attr:`provided_tools`; the agent adds them."""
+    An interceptor that brings tools lists them in :attr:`provided_tools`; the agent adds them.
+    ``order`` places it among the others (lower is outer; ties keep list order)."""
+
+    #: where the interceptor wraps among the others: lower is outer (ties keep list order)
+    order: int = 0
 
     @property
     def name(self) -> str:
@@ -115,7 +121,11 @@ class ModelInterceptor:
 
 class ToolInterceptor:
     """Wraps tool calls. Override ``intercept_tool_call`` (and ``aintercept_tool_call``).
-    An interceptor that brings tools lists them in :attr:`provided_tools`; the agent adds them."""
+    An interceptor that brings tools lists them in :attr:`provided_tools`; the agent adds them.
+    ``order`` places it among the others (lower is outer; ties keep list order)."""
+
+    #: where the interceptor wraps among the others: lower is outer (ties keep list order)
+    order: int = 0
 
     @property
     def name(self) -> str:

@@ -70,10 +70,13 @@ AGAIN_NOTE = (
 )
 
 
-def _order(hook: Any) -> int:
-    order = getattr(hook, "order", 0)
+def _order(item: Any) -> int:
+    """A hook's or interceptor's ``order``: the one sort key of both (lower first; the
+    sort is stable, so equal orders keep list order)."""
+    order = getattr(item, "order", 0)
     if not isinstance(order, int):
-        raise UserError(f"hook {hook!r} has order {order!r}; order must be an int (lower first)")
+        what = "hook" if isinstance(item, Hook) else "interceptor"
+        raise UserError(f"{what} {item!r} has order {order!r}; order must be an int (lower first)")
     return order
 
 
@@ -89,8 +92,9 @@ class ReactAgent(ToolsStep, BaseAgent):
             are filled from the input (``{input}`` is the user's text).
         description: what the agent does (used when it is a tool or sub-agent).
         hooks: :class:`Hook` objects; each hook point is its own graph node.
-        interceptors: :class:`ModelInterceptor` / :class:`ToolInterceptor` objects; the
-            first is outermost.
+        interceptors: :class:`ModelInterceptor` / :class:`ToolInterceptor` objects,
+            sorted by ``order`` as hooks are (lower is outer; equal orders in list
+            order, so by default the first is outermost).
         saver: where threads are checkpointed (``MemorySaver()``, ``RedisSaver``).
         store: long-term memory shared across threads (``MemoryStore()``, ...): tools
             reach it as ``ctx.store``, hooks as ``config.store``; see
@@ -200,13 +204,14 @@ class ReactAgent(ToolsStep, BaseAgent):
         self.tool_context = dict(tool_context or {})
         self.options = ChatOptions.of(options)
         self.hooks = list(hooks)
-        self.model_interceptors = [i for i in interceptors if isinstance(i, ModelInterceptor)]
-        self.tool_interceptors = [i for i in interceptors if isinstance(i, ToolInterceptor)]
         stray = [i for i in interceptors if not isinstance(i, (ModelInterceptor, ToolInterceptor))]
         if stray:
             raise UserError(
                 f"interceptors must be ModelInterceptor or ToolInterceptor objects, got {stray!r}"
             )
+        ordered = sorted(interceptors, key=_order)
+        self.model_interceptors = [i for i in ordered if isinstance(i, ModelInterceptor)]
+        self.tool_interceptors = [i for i in ordered if isinstance(i, ToolInterceptor)]
         self._providers = list(tool_callback_providers)
         brought = [t for i in interceptors for t in getattr(i, "provided_tools", ())]
         self.toolset: dict[str, ToolCallback] = collect_tools(

@@ -45,7 +45,7 @@ def add_a2a_command(sub: Any) -> None:
     actions = a2a.add_subparsers(dest="a2a_command", required=True, parser_class=type(a2a))
     serve = actions.add_parser(
         "serve",
-        help="serve an agent to A2A clients (JSON-RPC, streaming, the agent card)",
+        help="serve an agent to A2A clients (JSON-RPC and HTTP+JSON, streaming, the agent card)",
         description="Serve module:agent over A2A: each contextId is a thread of the agent; "
         "answers stream as artifact chunks; a pause for a human asks for input.",
         epilog="example: graphagent a2a serve graphagent.demo:agent --port 9999",
