@@ -233,6 +233,10 @@ def test_invalid_input_is_refused_clearly(lt_store: BaseStore) -> None:
         lt_store.put(("a",), "k", {"x": {1, 2}})
     with pytest.raises(StoreError, match="lone surrogate"):
         lt_store.put(("a",), "k", {"x": "\ud800"})
+    with pytest.raises(StoreError, match=r"value\.x holds a NUL"):
+        lt_store.put(("a",), "k", {"x": "a\x00b"})
+    with pytest.raises(StoreError, match=r"value\.x\.y holds a NUL"):
+        lt_store.put(("a",), "k", {"x": {"y": "\x00"}})
     with pytest.raises(StoreError, match="minutes"):
         lt_store.put(("a",), "k", {"x": 1}, ttl=-1)
     assert len(lt_store) == 0
