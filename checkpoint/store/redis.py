@@ -24,7 +24,7 @@ from checkpoint.store import _redis_lua as lua
 from checkpoint.store import _vectors
 from checkpoint.store._items import Candidate, Item, SearchItem, _Put, _Search
 from checkpoint.store._sqlstore import pack, unpack
-from checkpoint.store.base import BaseStore, _best_page
+from checkpoint.store.base import BaseStore
 
 __all__ = ["RedisStore"]
 
@@ -192,18 +192,24 @@ class RedisStore(BaseStore):
             self._conditions(search),
             1,
         )
-        scored, unscored, blobs = [], [], []
-        for i in range(0, len(flat), 5):
+        # score the raw rows; decode (JSON, namespace) only the page's items
+        starts = range(0, len(flat), 5)
+        held = [i for i in starts if flat[i + 4]]
+        dots = _vectors.best_dots(query, [bytes(flat[i + 4]) for i in held], len(query))
+        ranked = sorted(
+            zip(dots, (float(flat[i + 3]) for i in held), held, strict=True),
+            key=lambda e: (-e[0], -e[1], e[2]),
+        )
+        need = search.offset + search.limit
+        page: list[SearchItem] = []
+        for score, _, i in ranked[:need]:
             item = self._found(*flat[i : i + 4])
-            blob = flat[i + 4]
-            if blob:
-                scored.append(item)
-                blobs.append(bytes(blob))
-            else:
-                unscored.append(item)
-        for item, score in zip(scored, _vectors.best_dots(query, blobs, len(query)), strict=True):
             item.score = score
-        return _best_page(scored, unscored, search.limit, search.offset)
+            page.append(item)
+        if len(page) < need:
+            bare = sorted((i for i in starts if not flat[i + 4]), key=lambda i: -float(flat[i + 3]))
+            page += [self._found(*flat[i : i + 4]) for i in bare[: need - len(page)]]
+        return page[search.offset :]
 
     def _refresh(self, items: Sequence[Item], now: float) -> None:
         self._call("TOUCH", repr(now), *(core.encode_field(i.namespace, i.key) for i in items))
