@@ -326,9 +326,9 @@ def test_queued_calls_are_dropped_when_the_function_stops() -> None:
     effect alone)."""
     import concurrent.futures
 
-    from graphagent.func._journal import Journal
-    from graphagent.func._settle import settle
-    from graphagent.func._task import TaskFuture
+    from graphagent.graph._func._journal import Journal
+    from graphagent.graph._func._settle import settle
+    from graphagent.graph._func._task import TaskFuture
 
     ran: list[str] = []
     for stopped, expected in ((True, []), (False, ["queued"])):
@@ -338,3 +338,29 @@ def test_queued_calls_are_dropped_when_the_function_stops() -> None:
         settle(journal, stopped)
         assert ran == expected
         ran.clear()
+
+
+def test_the_functional_api_is_offered_by_graphagent_graph_too() -> None:
+    """API.md's names work: ``graphagent.graph.entrypoint``, ``graphagent.graph.task`` and
+    ``entrypoint.final`` are ``graphagent.func``'s, and a workflow written with them keeps
+    its saved value apart from what it returns."""
+    import graphagent.func
+    import graphagent.graph
+
+    for name in graphagent.func.__all__:
+        assert getattr(graphagent.graph, name) is getattr(graphagent.func, name)
+    assert graphagent.graph.entrypoint.final is graphagent.func.Final
+
+    @graphagent.graph.task
+    def double(x: int) -> int:
+        return 2 * x
+
+    @graphagent.graph.entrypoint(saver=MemorySaver())
+    def tally(x: int, *, previous: int | None = None) -> Any:
+        total = (previous or 0) + double(x).result()
+        return graphagent.graph.entrypoint.final(value=f"total {total}", save=total)
+
+    config = _thread()
+    assert tally.invoke(1, config) == "total 2"
+    assert tally.invoke(5, config) == "total 12"
+    assert tally.get_state(config).values == "total 12"  # what it returned; 12 is kept

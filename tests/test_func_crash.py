@@ -62,10 +62,10 @@ def test_a_worker_killed_mid_entrypoint_resumes_with_only_unfinished_tasks(
 
 
 def test_an_async_worker_killed_mid_entrypoint_resumes_the_same_way(
-    redis_url: str, redis_prefix: str, tmp_path: Path
+    store: Store, tmp_path: Path
 ) -> None:
-    """The same with an async entrypoint and async tasks (``ainvoke``), on Redis."""
-    _crash_and_resume(Store("redis", redis_url, redis_prefix), "async", tmp_path / "ran.txt")
+    """The same with an async entrypoint and async tasks (``ainvoke``)."""
+    _crash_and_resume(store, "async", tmp_path / "ran.txt")
 
 
 def _crash_and_resume(store: Store, mode: str, ran: Path) -> None:

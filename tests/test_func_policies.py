@@ -13,7 +13,16 @@ from checkpoint.base import CheckpointSaver
 from checkpoint.cache import MemoryCache, RedisCache
 from graphagent.errors import UserError
 from graphagent.func import entrypoint, task
-from graphagent.graph import CachePolicy, Command, RetryPolicy, interrupt
+from graphagent.graph import (
+    END,
+    START,
+    CachePolicy,
+    Command,
+    ReplaceStrategy,
+    RetryPolicy,
+    StateGraph,
+    interrupt,
+)
 
 QUICK = RetryPolicy(max_attempts=3, initial_interval=0, jitter=False)
 
@@ -113,6 +122,72 @@ def test_options_are_checked() -> None:
         task(lambda: 1, cache=60)  # type: ignore[call-overload]
     with pytest.raises(UserError, match="not both"):
         task(lambda: 1, retry=QUICK, retry_policy=QUICK)  # type: ignore[call-overload]
+
+
+def test_a_retried_task_numbers_its_subtasks_afresh(saver: CheckpointSaver) -> None:
+    """A retried task's second attempt calls its sub-tasks from number 0 again: what its
+    failed attempt finished is replayed, and a resume replays the same calls in the same
+    order (no replay mismatch, nothing run twice)."""
+    ran: list[str] = []
+    failures = [ConnectionError("reset by peer")]
+
+    @task
+    def fetch() -> str:
+        ran.append("fetch")
+        return "page"
+
+    @task
+    def parse(page: str) -> str:
+        ran.append("parse")
+        return page.upper()
+
+    @task(retry=QUICK)
+    def scrape() -> str:
+        page = fetch().result()
+        if failures:
+            raise failures.pop()
+        return parse(page).result()
+
+    @entrypoint(saver=saver)
+    def flow(_: int) -> list[str]:
+        return [scrape().result(), interrupt("ok?")]
+
+    config = _thread()
+    assert "__interrupt__" in flow.invoke(0, config)
+    assert flow.invoke(Command(resume="yes"), config) == ["PAGE", "yes"]
+    assert ran == ["fetch", "parse"]
+
+
+def test_a_retried_graph_node_numbers_its_tasks_afresh(saver: CheckpointSaver) -> None:
+    """A graph node under a ``RetryPolicy`` that calls tasks: its second attempt numbers
+    them from 0 again (as its ``interrupt()`` calls), so the finished ones are replayed and
+    a resume after a pause replays the same calls (no replay mismatch, nothing run twice)."""
+    ran: list[str] = []
+    failures = [ConnectionError("reset by peer")]
+
+    @task
+    def fetch() -> str:
+        ran.append("fetch")
+        return "page"
+
+    @task
+    def parse(page: str) -> str:
+        ran.append("parse")
+        return page.upper()
+
+    def scrape(state: dict[str, Any]) -> dict[str, Any]:
+        page = fetch().result()
+        if failures:
+            raise failures.pop()
+        return {"out": [parse(page).result(), interrupt("ok?")]}
+
+    g = StateGraph({"out": ReplaceStrategy()})
+    g.add_node("scrape", scrape, retry=QUICK).add_edge(START, "scrape").add_edge("scrape", END)
+    graph = g.compile(saver)
+    config = _thread()
+    assert "__interrupt__" in graph.invoke({"out": None}, config)
+    assert graph.invoke(Command(resume="yes"), config)["out"] == ["PAGE", "yes"]
+    assert ran == ["fetch", "parse"]
 
 
 @pytest.fixture(params=["memory", "redis"])

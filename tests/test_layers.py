@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     # the observer hooks everything reports to, below observability that reads them
     "graphagent._internal.observe": 1,
     "graphagent.graph": 4,
-    # durable functions (@entrypoint, @task): one-node graphs on the engine's face
+    # durable functions (@entrypoint, @task): the engine's, offered under their own name
     "graphagent.func": 5,
     "graphagent.models": 5,
     "graphagent.tools": 6,
@@ -86,6 +86,8 @@ GRAPH_LAYERS: dict[str, int] = {
     "graphagent.graph._maintain": 5,
     "graphagent.graph._compiled": 6,
     "graphagent.graph._builder": 7,
+    # durable functions: built on the builder and the compiled graph, offered by the face
+    "graphagent.graph._func": 7,
     "graphagent.graph": 8,
 }
 

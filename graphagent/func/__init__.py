@@ -3,7 +3,7 @@
 ``@entrypoint`` turns a function into a per-thread runnable on the graph engine and its
 savers; ``@task`` turns a function into one whose calls run concurrently and whose results
 the run checkpoints as they finish, so a run resumed after ``interrupt()``, an error or a
-crash does not run finished tasks again.
+crash does not run finished tasks again. The same names are offered by ``graphagent.graph``.
 
 Example:
     >>> from checkpoint import MemorySaver
@@ -19,8 +19,6 @@ Example:
 
 from __future__ import annotations
 
-from graphagent.func._entrypoint import Entrypoint, entrypoint
-from graphagent.func._node import Final
-from graphagent.func._task import Task, TaskFuture, task
+from graphagent.graph import Entrypoint, Final, Task, TaskFuture, entrypoint, task
 
 __all__ = ["Entrypoint", "Final", "Task", "TaskFuture", "entrypoint", "task"]

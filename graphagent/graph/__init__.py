@@ -1,4 +1,5 @@
-"""The state-graph engine: build with :class:`StateGraph`, run a :class:`CompiledGraph`."""
+"""The state-graph engine: build with :class:`StateGraph`, run a :class:`CompiledGraph`;
+or write a workflow as plain Python with :func:`entrypoint` and :func:`task`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from graphagent.graph._command import (
 from graphagent.graph._compiled import CompiledGraph
 from graphagent.graph._constants import END, START, is_private
 from graphagent.graph._control import IsLastStep, Overwrite, RemainingSteps, Send
+from graphagent.graph._func import Entrypoint, Final, Task, TaskFuture, entrypoint, task
 from graphagent.graph._listen import GraphLifecycleListener
 from graphagent.graph._policies import CachePolicy, RetryPolicy, default_cache_key, default_retry_on
 from graphagent.graph._push import push_message
@@ -49,6 +51,8 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "Drawing",
+    "Entrypoint",
+    "Final",
     "GraphLifecycleListener",
     "Interrupt",
     "IsLastStep",
@@ -67,10 +71,13 @@ __all__ = [
     "StateHistory",
     "StateSnapshot",
     "StateTask",
+    "Task",
+    "TaskFuture",
     "TaskScope",
     "current_task",
     "default_cache_key",
     "default_retry_on",
+    "entrypoint",
     "get_runtime",
     "get_stream_writer",
     "interrupt",
@@ -79,4 +86,5 @@ __all__ = [
     "message_count",
     "path_key",
     "push_message",
+    "task",
 ]

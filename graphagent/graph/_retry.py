@@ -53,8 +53,11 @@ def retry_after(task: Task, outcome: Outcome, attempt: int) -> float | None:
         error,
         pause,
     )
-    # a rerun starts the node afresh: its interrupt() calls and nested runs count from 0
-    task.scope.calls = task.scope.runs = 0
+    # a rerun starts the node afresh: its interrupt() calls, nested runs and durable tasks
+    # count from 0, so a task its failed attempt finished is replayed, and a resume later
+    # numbers the calls as this attempt did
+    scope = task.scope
+    scope.calls = scope.runs = scope.subtasks = 0
     return pause
 
 

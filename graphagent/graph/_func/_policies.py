@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from graphagent.graph import CachePolicy, RetryPolicy, default_cache_key
+from graphagent.graph._policies import CachePolicy, RetryPolicy, default_cache_key
 
 __all__ = ["MISS", "Cached", "arun_attempts", "namespace", "policies", "run_attempts"]
 

@@ -1,6 +1,6 @@
 """An entrypoint's stream events, made from its graph's.
 
-Task results travel to a stream as :class:`~graphagent.func._journal.TaskUpdate` items on
+Task results travel to a stream as :class:`~graphagent.graph._func._journal.TaskUpdate` items on
 the run's ``"custom"`` channel (live, as each task finishes); they come out as
 ``"updates"`` events ``{task: result}``. The graph's own events show the state's keys;
 here they show the function's return value.
@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from graphagent.errors import UserError
-from graphagent.func._journal import TaskUpdate
+from graphagent.graph._func._journal import TaskUpdate
 
 __all__ = ["MODES", "Translator", "engine_modes", "parse_modes"]
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from graphagent.config import ConfigLike, ensure_config
 from graphagent.errors import UserError
-from graphagent.func._task import Task
-from graphagent.graph import CompiledGraph, Drawing
+from graphagent.graph._compiled import CompiledGraph
+from graphagent.graph._func._task import Task
+from graphagent.graph.draw import Drawing
 
 __all__ = ["drawing", "task_lines", "tasks_named_in"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from graphagent._executor import in_thread
 from graphagent.errors import GraphInterrupt
-from graphagent.func._journal import Journal
+from graphagent.graph._func._journal import Journal
 
 __all__ = ["asettle", "asked", "settle"]
 

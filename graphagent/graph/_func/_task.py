@@ -19,9 +19,17 @@ from typing import Any, Generic, TypeVar, overload
 from graphagent._executor import in_thread, submit
 from graphagent._internal.callables import is_async_callable
 from graphagent.errors import UserError
-from graphagent.func._journal import RUN, Call, Journal, next_call, writes_of
-from graphagent.func._policies import MISS, Cached, arun_attempts, namespace, policies, run_attempts
-from graphagent.graph import CachePolicy, RetryPolicy, current_task
+from graphagent.graph._command import current_task
+from graphagent.graph._func._journal import RUN, Call, Journal, next_call, writes_of
+from graphagent.graph._func._policies import (
+    MISS,
+    Cached,
+    arun_attempts,
+    namespace,
+    policies,
+    run_attempts,
+)
+from graphagent.graph._policies import CachePolicy, RetryPolicy
 
 __all__ = ["Task", "TaskFuture", "task"]
 

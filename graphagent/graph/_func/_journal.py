@@ -20,7 +20,7 @@ from checkpoint.base import PendingWrite
 from graphagent._internal.mirror import saver_errors
 from graphagent.config import RunnableConfig
 from graphagent.errors import TaskReplayError
-from graphagent.graph import TaskScope, path_key
+from graphagent.graph._command import TaskScope, path_key
 
 __all__ = ["RUN", "Call", "Journal", "TaskUpdate", "Writes", "next_call", "writes_of"]
 
@@ -205,7 +205,9 @@ def next_call(caller: TaskScope, name: str) -> Call:
     ctx = caller.ctx
     if ctx is None:
         return Call(name, TaskScope(path), key)
-    scope = TaskScope(path, ctx.answers.get(path_key(path), ()), ctx)
+    # the scope is named by the task: its interrupts and the chunks of models it calls say
+    # "summarize", while its path ("summarize:0") tells its calls apart
+    scope = TaskScope(path, ctx.answers.get(path_key(path), ()), ctx, node=name)
     record = ctx.suspended.get(key)
     if record is None:
         return Call(name, scope, key)

@@ -18,9 +18,9 @@ from typing import Any, Generic, TypeVar
 from graphagent._executor import in_thread
 from graphagent.config import RunnableConfig
 from graphagent.errors import GraphInterrupt, UserError
-from graphagent.func._journal import RUN, Journal
-from graphagent.func._settle import asettle, asked, settle
-from graphagent.graph import OverAllState
+from graphagent.graph._func._journal import RUN, Journal
+from graphagent.graph._func._settle import asettle, asked, settle
+from graphagent.graph._state import OverAllState
 
 __all__ = ["INJECTED", "Final", "Runner", "signature_of"]
 
