@@ -28,12 +28,19 @@ class NoPgvector(RuntimeError):
 
 
 def has_pgvector(url: str) -> bool:
-    """Whether the server at ``url`` can create the ``vector`` extension."""
+    """Whether the database at ``url`` has the ``vector`` extension, created here if the
+    server has it and this role may (pgvector is not trusted: a superuser)."""
     with psycopg.connect(url, autocommit=True, connect_timeout=3) as conn:
         row = conn.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')"
         ).fetchone()
-    return bool(row and row[0])
+        if not (row and row[0]):
+            return False
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error:
+            return False
+    return True
 
 
 def pgserver_install() -> Path | None:
