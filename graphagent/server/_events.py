@@ -40,6 +40,15 @@ class Events(Protocol):
         """The run's events after id ``after`` (``None``: only those still to come;
         ``"-1"``: all), ending after :data:`END`."""
 
+    async def end(self, run_id: str, result: Any) -> bool:
+        """Publish the run's :data:`RESULT` then its :data:`END` as one step, unless the run
+        has ended already (another executor ended it): at most one result per run, and a
+        reader never sees a result without its end.
+
+        Returns:
+            Whether this call ended the run.
+        """
+
     async def has(self, run_id: str) -> bool:
         """Whether the run's stream is kept (a run that ended long ago may have none)."""
 
@@ -84,7 +93,10 @@ class LocalEvents:
         return log
 
     async def publish(self, run_id: str, event: str, data: Any) -> str:
-        log = self._log(run_id)
+        return self._append(self._log(run_id), event, data)
+
+    @staticmethod
+    def _append(log: _Log, event: str, data: Any) -> str:
         ident = str(len(log.entries))
         log.entries.append((ident, event, data))
         if event == END:
@@ -92,6 +104,15 @@ class LocalEvents:
         log.changed.set()
         log.changed = asyncio.Event()
         return ident
+
+    async def end(self, run_id: str, result: Any) -> bool:
+        log = self._log(run_id)
+        if log.done:
+            return False
+        # no await between the check and the end: another caller cannot come between
+        self._append(log, RESULT, result)
+        self._append(log, END, None)
+        return True
 
     async def read(self, run_id: str, after: str | None) -> AsyncIterator[Event]:
         log = self._log(run_id)

@@ -17,7 +17,7 @@ from graphagent.graph import StateSnapshot
 from graphagent.server._assistants import Assistant, Assistants
 from graphagent.server._docs import Docs
 from graphagent.server._errors import ApiError
-from graphagent.server._events import END, RESULT, Events
+from graphagent.server._events import Events
 from graphagent.server._records import ACTIVE, now
 from graphagent.server._wire import (
     chunk_to_wire,
@@ -131,7 +131,7 @@ class Executor:
         self.tasks: dict[str, asyncio.Task[Any]] = {}
         self.stops: dict[str, str] = {}
         # a run's result and end being published: a stopping process lets them finish
-        self.ending: set[asyncio.Future[None]] = set()
+        self.ending: set[asyncio.Future[bool]] = set()
         # runs shared with other processes (a cluster's queue): check the thread's order
         # and whether another executor took a run over; a local queue needs neither
         self.shared = False
@@ -264,17 +264,13 @@ class Executor:
             await self.docs.put("run", run["run_id"], run)
 
     async def _publish_end(self, run_id: str, result: Any) -> None:
-        # the result and the end go out together even when this process is stopped between
-        # them: a run recorded as ended whose end is missing gets its result published
-        # again by the executor that takes it over (two results in one stream)
-        ending = asyncio.ensure_future(self._publish_result_and_end(run_id, result))
+        # ending is one step that only the first executor to end the run takes (a lapsed
+        # executor and its successor may both get here); it goes on when this process is
+        # stopped meanwhile, and a stopping process lets it finish before closing
+        ending = asyncio.ensure_future(self.events.end(run_id, result))
         self.ending.add(ending)
         ending.add_done_callback(self.ending.discard)
         await asyncio.shield(ending)
-
-    async def _publish_result_and_end(self, run_id: str, result: Any) -> None:
-        await self.events.publish(run_id, RESULT, result)
-        await self.events.publish(run_id, END, None)
 
     async def abandon(self, loops: list[asyncio.Task[Any]]) -> None:
         """Leave this process's runs to other executors (it is shutting down): they stay

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from graphagent.server._docs import dumps
-from graphagent.server._events import END, Event
+from graphagent.server._events import END, RESULT, Event
 
 __all__ = ["PostgresCluster", "PostgresDocs", "PostgresEvents"]
 
@@ -225,6 +225,27 @@ class PostgresEvents:
         )
         await self.db.notify("ev", run_id)
         return str(rows[0][0])
+
+    async def end(self, run_id: str, result: Any) -> bool:
+        await self.db.ready()
+        table = f"{self.db.s}.graphagent_server_events"
+        async with self.db.pool.connection() as conn, conn.transaction():
+            # one ender per run at a time; readers see the result and the end together,
+            # when the transaction commits
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.db.s}:end:{run_id}",)
+            )
+            cur = await conn.execute(
+                f"SELECT 1 FROM {table} WHERE run_id = %s AND event = %s", (run_id, END)
+            )
+            if await cur.fetchone() is not None:
+                return False
+            # two statements: the result's seq is below the end's, as readers need
+            insert = f"INSERT INTO {table} (run_id, event, data) VALUES (%s, %s, %s)"
+            await conn.execute(insert, (run_id, RESULT, dumps(result)))
+            await conn.execute(insert, (run_id, END, "null"))
+        await self.db.notify("ev", run_id)
+        return True
 
     async def has(self, run_id: str) -> bool:
         rows = await self.db.sql(

@@ -27,6 +27,8 @@ UPDATE {s}.graphagent_server_queue q SET owner = %s,
     lease_until = now() + %s * interval '1 millisecond', taken = q.taken + 1
 FROM (SELECT run_id FROM {s}.graphagent_server_queue q1
       WHERE (lease_until IS NULL OR lease_until < now())
+      -- never one this process is executing still (its lease ran out under load)
+      AND run_id <> ALL(%s)
       -- only the oldest queued run of each thread: its runs go in order
       AND NOT EXISTS (SELECT 1 FROM {s}.graphagent_server_queue q0
                       WHERE q0.thread = q1.thread AND q0.seq < q1.seq)
@@ -117,7 +119,8 @@ class PostgresQueue:
                 wake.clear()
                 free = self.concurrency - len(self._active)
                 if free > 0:
-                    rows = await self.db.sql(_TAKE, self.me, self.lease_ms, free)
+                    mine = list(self._active)
+                    rows = await self.db.sql(_TAKE, self.me, self.lease_ms, mine, free)
                     for run_id, thread, taken in rows:
                         task = asyncio.ensure_future(self._execute(run_id, thread, taken > 1))
                         self._active[run_id] = task

@@ -15,12 +15,25 @@ from typing import Any
 from redis import asyncio as aredis
 
 from graphagent.server._docs import dumps
-from graphagent.server._events import END, Event
+from graphagent.server._events import END, RESULT, Event
 
 __all__ = ["RedisDocs", "RedisEvents"]
 
 _KEEP_EVENTS = 24 * 3600
 """Seconds a finished run's events stay readable (for join_stream and late readers)."""
+
+# a run's result and end, appended in one step by the first executor to end the run; the
+# marker key says it ended even when events were appended after the end (a superseded
+# executor still running), which a look at the stream's last entry would miss
+_END = """
+if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[4]) then
+  redis.call('XADD', KEYS[1], '*', 'e', ARGV[1], 'd', ARGV[2])
+  redis.call('XADD', KEYS[1], '*', 'e', ARGV[3], 'd', 'null')
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  return 1
+end
+return 0
+"""
 
 
 class RedisDocs:
@@ -102,6 +115,7 @@ class RedisEvents:
         self.client: Any = client  # redis-py's reply types are too loose to check
         self.base = f"{prefix}:srv:ev"
         self.block_ms = block_ms
+        self._end = self.client.register_script(_END)
 
     async def publish(self, run_id: str, event: str, data: Any) -> str:
         key = f"{self.base}:{run_id}"
@@ -110,11 +124,19 @@ class RedisEvents:
             await self.client.expire(key, _KEEP_EVENTS)
         return _text(ident)
 
+    async def end(self, run_id: str, result: Any) -> bool:
+        key = f"{self.base}:{run_id}"
+        args: list[str | int] = [RESULT, dumps(result), END, _KEEP_EVENTS]
+        return bool(await self._end(keys=[key, f"{key}:ended"], args=args))
+
     async def has(self, run_id: str) -> bool:
         return bool(await self.client.exists(f"{self.base}:{run_id}"))
 
     async def ended(self, run_id: str) -> bool:
-        last = await self.client.xrevrange(f"{self.base}:{run_id}", count=1)
+        key = f"{self.base}:{run_id}"
+        if await self.client.exists(f"{key}:ended"):
+            return True
+        last = await self.client.xrevrange(key, count=1)  # ended before markers existed
         return bool(last) and _text(last[0][1].get(b"e", b"")) == END
 
     async def _start(self, key: str, after: str | None) -> str:
@@ -128,10 +150,8 @@ class RedisEvents:
     async def read(self, run_id: str, after: str | None) -> AsyncIterator[Event]:
         key = f"{self.base}:{run_id}"
         cursor = await self._start(key, after)
-        if after is None:
-            last = await self.client.xrevrange(key, count=1)
-            if last and _text(last[0][1].get(b"e", b"")) == END:
-                return  # the run is over and the reader asked only for what is to come
+        if after is None and await self.ended(run_id):
+            return  # the run is over and the reader asked only for what is to come
         while True:
             found = await self.client.xread({key: cursor}, count=100, block=self.block_ms)
             for _, entries in found or ():

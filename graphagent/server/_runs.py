@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from graphagent.server._errors import ApiError, not_found
-from graphagent.server._events import END, RESULT, Event, Events
+from graphagent.server._events import RESULT, Event, Events
 from graphagent.server._execute import stream_modes
 from graphagent.server._queue import Queue
 from graphagent.server._records import ACTIVE, new_run, new_thread, now, public
@@ -130,8 +130,7 @@ class Runs:
                 run["status"], run["updated_at"] = "interrupted", now()
                 await self.docs.put("run", run["run_id"], run)
             await self.queue.cancel(run, action)
-            await self.events.publish(run["run_id"], RESULT, {})
-            await self.events.publish(run["run_id"], END, None)
+            await self.events.end(run["run_id"], {})
         elif run["status"] == "running":
             await self.queue.cancel(run, action)
 

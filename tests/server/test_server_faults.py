@@ -101,19 +101,10 @@ def _running_on(where: dict[str, Any], worker_pid: int) -> int:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
-async def test_a_worker_lost_mid_run(
-    cluster: dict[str, Any], sig: int, request: pytest.FixtureRequest
-) -> None:
+async def test_a_worker_lost_mid_run(cluster: dict[str, Any], sig: int) -> None:
     """20 background runs on 10 threads; one worker is killed (SIGKILL) or stopped
     (SIGTERM) while it runs some: every run ends success exactly once (one result in its
     stream) and each thread holds each run's four messages once, in order."""
-    if request.node.callspec.params["cluster"] == "postgres":
-        # KNOWN BUG, open in issue 29: under load (about 1 gate in 3) a PostgreSQL cluster
-        # publishes one run's result twice after a worker is lost: the run is taken over
-        # after its first result and before its end, and the taker publishes the result
-        # again. Publishing result and end atomically per backend is the fix to build;
-        # Redis clusters pass this test strictly.
-        request.applymarker(pytest.mark.xfail(reason="issue 29: double result on PostgreSQL"))
     async with get_client(url=cluster["url"]) as client:
         threads = [(await client.threads.create())["thread_id"] for _ in range(10)]
         runs = []

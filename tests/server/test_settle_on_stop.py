@@ -22,11 +22,10 @@ class _SlowEvents(LocalEvents):
         super().__init__()
         self.result_out = asyncio.Event()
 
-    async def publish(self, run_id: str, event: str, data: Any) -> str:
-        if event == END:
-            self.result_out.set()
-            await asyncio.sleep(0.05)
-        return await super().publish(run_id, event, data)
+    async def end(self, run_id: str, result: Any) -> bool:
+        self.result_out.set()
+        await asyncio.sleep(0.05)
+        return await super().end(run_id, result)
 
 
 async def test_a_run_cancelled_between_its_result_and_its_end_publishes_both() -> None:
