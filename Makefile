@@ -17,7 +17,7 @@ MERMAID_NODE := $(VENV)/mermaid-node/installed.json
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,a2a,otel,postgres,fast,server]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,a2a,otel,postgres,fast,server,vector]'
 	touch $(STAMP) $(CORE_STAMP)
 
 # the package alone: what the demo runs (a full install above counts too)
@@ -40,7 +40,7 @@ $(MERMAID_NODE): $(STAMP) tests/_mermaid.py | system
 	$(BIN)/python tests/_mermaid.py
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,a2a,otel,postgres,fast,server,bench]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,a2a,otel,postgres,fast,server,vector,bench]'
 	touch $(BENCH_STAMP)
 
 demo: $(CORE_STAMP)
@@ -85,7 +85,7 @@ notebooks: $(STAMP) $(MCP_NODE)
 LAB_STAMP := $(VENV)/.installed-lab
 LAB_ARGS ?=
 $(LAB_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,mcp,a2a,otel,postgres,fast,server,lab]'
+	$(BIN)/python -m pip install -q -e '.[dev,mcp,a2a,otel,postgres,fast,server,vector,lab]'
 	touch $(LAB_STAMP)
 
 lab: $(LAB_STAMP) $(MCP_NODE)

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 
 from _common import have_langgraph, machine, ratio
+from _pgserver import NoPgvector, pgvector_server
 
 from checkpoint.store import BaseStore, MemoryStore, PostgresStore, RedisStore, SqliteStore
 from graphagent.models import FakeEmbeddings
@@ -165,6 +167,47 @@ def theirs(kind: str, tmp: Path) -> dict[str, float | None] | None:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+def pgvector_semantic() -> None:
+    """Semantic search on PostgreSQL with pgvector, both libraries on one server (the test
+    server if it has pgvector, else a private PostgreSQL 16 from the pgserver package)."""
+    import psycopg
+
+    index = {"embed": EMBED, "dims": DIMS, "fields": ["text"]}
+    try:
+        server = pgvector_server(PG_URL)
+        url = server.__enter__()
+    except NoPgvector as exc:
+        print(f"postgres + pgvector: not measured ({exc})")
+        return
+    try:
+        schema = f"bench_{uuid.uuid4().hex[:8]}"
+        with PostgresStore.from_url(url, schema=schema, index=index, pgvector=True) as store:
+            mine = semantic_on(store)()
+            store.conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        line = f"  {'semantic search':22s} ours {mine * 1e6:9.1f} us"
+        if have_langgraph():
+            from langgraph.store.postgres import PostgresStore as LgPostgres
+
+            lg_index = {"embed": EMBED.embed_documents, "dims": DIMS, "fields": ["text"]}
+            theirs_schema = f"lgbench_{uuid.uuid4().hex[:8]}"
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(f'CREATE SCHEMA "{theirs_schema}"')
+            sep = "&" if "?" in url else "?"
+            scoped = f"{url}{sep}options=-csearch_path%3D{theirs_schema},public"
+            try:
+                with LgPostgres.from_conn_string(scoped, index=lg_index) as lg:  # type: ignore[arg-type]
+                    lg.setup()
+                    lg_time = semantic_on(lg)()
+                line += f"   LangGraph {lg_time * 1e6:9.1f} us   {ratio(lg_time, mine)}"
+            finally:
+                with psycopg.connect(url, autocommit=True) as conn:
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{theirs_schema}" CASCADE')
+        print(f"postgres + pgvector (HNSW): (load average {os.getloadavg()[0]:.2f})")
+        print(line)
+    finally:
+        server.__exit__(None, None, None)
+
+
 def redis_round_trips() -> None:
     import redis
 
@@ -205,7 +248,7 @@ def main() -> None:
         mine, cleanup = ours(kind, tmp)
         cleanup()
         other = theirs(kind, tmp)
-        print(f"{kind}:")
+        print(f"{kind}: (load average {os.getloadavg()[0]:.2f})")
         for op, t in mine.items():
             lg = other.get(op) if other else None
             if t is None:
@@ -215,6 +258,7 @@ def main() -> None:
             if lg is not None:
                 line += f"   LangGraph {lg * 1e6:9.1f} us   {ratio(lg, t)}"
             print(line)
+    pgvector_semantic()
     redis_round_trips()
 
 

@@ -6,6 +6,11 @@ one is missing, on Debian as root the script runs ``apt-get update`` then ``apt-
 -y`` with the packages that provide them, and checks again. Elsewhere it stops with one line
 naming the packages to install. With everything present it only looks on ``PATH`` (fast).
 
+It also installs pgvector into each PostgreSQL server on the machine that lacks it, when
+apt knows the package (``postgresql-<major>-pgvector``: Debian 13 has it, Debian 12 does
+not). That one is optional and never triggers ``apt-get update`` by itself: where it is not
+packaged, the pgvector tests run a private server from the ``pgserver`` dev dependency.
+
 ``python3 tests/_system.py --dry-run`` prints what it would do and changes nothing.
 """
 
@@ -46,6 +51,39 @@ NEEDS = (
 )
 
 
+# where Debian's PostgreSQL servers and their extensions live
+PG_LIB = Path("/usr/lib/postgresql")
+PG_SHARE = Path("/usr/share/postgresql")
+
+
+def pgvector_packages(lib: Path = PG_LIB, share: Path = PG_SHARE) -> list[str]:
+    """The Debian packages that would give each installed PostgreSQL server pgvector."""
+    if not lib.is_dir():
+        return []
+    majors = sorted(d.name for d in lib.iterdir() if (d / "bin" / "postgres").is_file())
+    return [
+        f"postgresql-{major}-pgvector"
+        for major in majors
+        if not (share / major / "extension" / "vector.control").is_file()
+    ]
+
+
+def packaged(package: str) -> bool:
+    """Whether apt's current lists know ``package`` (no update is run to find out)."""
+    found = subprocess.run(
+        ["apt-cache", "show", package], capture_output=True, text=True, check=False
+    )
+    return found.returncode == 0 and "Package:" in found.stdout
+
+
+def optional_plan(
+    known: Callable[[str], bool] = packaged, lib: Path = PG_LIB, share: Path = PG_SHARE
+) -> list[list[str]]:
+    """The command installing the pgvector packages apt knows (none: no command)."""
+    wanted = [package for package in pgvector_packages(lib, share) if known(package)]
+    return [["apt-get", "install", "-y", *wanted]] if wanted else []
+
+
 class SystemMissing(RuntimeError):
     """A program the tests need is missing and cannot be installed here."""
 
@@ -70,15 +108,32 @@ def plan(gaps: Sequence[Need], *, is_root: bool, has_apt: bool) -> list[list[str
     return [["apt-get", "update"], ["apt-get", "install", "-y", *packages]]
 
 
+def is_root() -> bool:
+    """Whether this process may install packages."""
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def has_apt() -> bool:
+    """Whether this is Debian with apt."""
+    return shutil.which("apt-get") is not None and Path("/etc/debian_version").is_file()
+
+
+def is_debian_root() -> bool:
+    """Both: packages can be installed here."""
+    return is_root() and has_apt()
+
+
 def ensure(*, dry_run: bool = False) -> list[Need]:
     """Install what is missing (see the module docstring); returns what was missing."""
     gaps = missing()
-    commands = plan(
-        gaps,
-        is_root=hasattr(os, "geteuid") and os.geteuid() == 0,
-        has_apt=shutil.which("apt-get") is not None and Path("/etc/debian_version").is_file(),
-    )
+    commands = plan(gaps, is_root=is_root(), has_apt=has_apt())
     for command in commands:
+        print("+", " ".join(command), flush=True)
+        if not dry_run:
+            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            subprocess.run(command, check=True, env=env)
+    optional = optional_plan() if is_debian_root() else []
+    for command in optional:
         print("+", " ".join(command), flush=True)
         if not dry_run:
             env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}

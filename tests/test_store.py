@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,6 +62,27 @@ def test_reads_hand_out_copies(lt_store: BaseStore) -> None:
     lt_store.search(("ns",))[0].value["tags"].clear()
     again = lt_store.get(("ns",), "k")
     assert again is not None and again.value == {"tags": ["a"], "deep": {"x": 1}}
+
+
+def test_get_checks_what_it_does_not_find_and_copies_what_it_does(lt_store: BaseStore) -> None:
+    """The fast get (memory: a lookup before any check) still refuses a namespace holding
+    an unhashable or non-text label, finds an item under a list namespace, and hands out a
+    copy of a flat value too."""
+    lt_store.put(("ns", "a"), "k", {"text": "tea", "n": 1})
+    with pytest.raises(InvalidNamespaceError):
+        lt_store.get(("ns", ["a"]), "k")  # type: ignore[arg-type]
+    with pytest.raises(InvalidNamespaceError):
+        lt_store.get(("ns", 1), "k")  # type: ignore[arg-type]
+    with pytest.raises(StoreError, match="non-empty string"):
+        lt_store.get(("ns", "a"), ["k"])  # type: ignore[arg-type]
+    found = lt_store.get(["ns", "a"], "k")  # type: ignore[arg-type]
+    assert found is not None and found.namespace == ("ns", "a")
+    assert found.value == {"text": "tea", "n": 1}
+    found.value["text"] = "changed"
+    found.value["extra"] = True
+    again = lt_store.get(("ns", "a"), "k")
+    assert again is not None and again.value == {"text": "tea", "n": 1}
+    assert again.value is not found.value
 
 
 def test_delete_says_whether_it_existed(lt_store: BaseStore) -> None:
@@ -211,6 +233,10 @@ def test_invalid_input_is_refused_clearly(lt_store: BaseStore) -> None:
         lt_store.put(("a",), "k", {"x": {1, 2}})
     with pytest.raises(StoreError, match="lone surrogate"):
         lt_store.put(("a",), "k", {"x": "\ud800"})
+    with pytest.raises(StoreError, match=r"value\.x holds a NUL"):
+        lt_store.put(("a",), "k", {"x": "a\x00b"})
+    with pytest.raises(StoreError, match=r"value\.x\.y holds a NUL"):
+        lt_store.put(("a",), "k", {"x": {"y": "\x00"}})
     with pytest.raises(StoreError, match="minutes"):
         lt_store.put(("a",), "k", {"x": 1}, ttl=-1)
     assert len(lt_store) == 0
@@ -533,3 +559,67 @@ def test_two_processes_share_a_store_and_never_tear_a_value(
     assert got.value["pad"] == [got.value["who"]] * 40
     assert {i.key for i in store.search(("shared",))} == {"key", "a", "b"}
     store.close()
+
+
+def test_stored_values_read_back_through_the_fast_decoder(lt_store: BaseStore) -> None:
+    """Values with whitespace, escapes, unicode and nesting read back equal, by get and by
+    search (the SQL stores decode stored JSON with the C scanner, json.loads otherwise)."""
+    values = [
+        {"text": " padded  ", "tab": "\t", "quote": '"', "uni": "thé ☕ 𝄞"},
+        {"deep": {"list": [1, 2.5, None, True, {"x": "}"}]}, "empty": {}},
+        {"n": -0.0, "big": 10**18, "e": 1e-300},
+    ]
+    for i, value in enumerate(values):
+        lt_store.put(("dec", "x/y"), f"k{i}", value)
+        got = lt_store.get(("dec", "x/y"), f"k{i}")
+        assert got is not None and got.value == value
+    found = {f.key: f.value for f in lt_store.search(("dec",), limit=10)}
+    assert found == {f"k{i}": v for i, v in enumerate(values)}
+    assert lt_store.list_namespaces(prefix=("dec",)) == [("dec", "x/y")]
+
+
+def test_a_namespace_renders_as_an_escaped_table(lt_store: BaseStore) -> None:
+    """``store.namespace(...)`` is a Jupyter table of the newest items (deeper namespaces
+    shown by their rest), every stored text HTML-escaped; its repr is one line per item."""
+    lt_store.put(("m", "u1"), "old", {"text": "likes tea"})
+    lt_store.put(("m", "u1", "work"), "<b>k</b>", {"text": "<script>alert(1)</script>"})
+    lt_store.put(("other",), "x", {"text": "not shown"})
+    view = lt_store.namespace("m", "u1")
+    page = view._repr_html_()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "&lt;b&gt;k&lt;/b&gt;" in page and "not shown" not in page
+    assert "(2 items, newest first)" in page
+    assert page.index("&lt;b&gt;k") < page.index("likes tea")  # newest first
+    assert "<td>work</td>" in page
+    assert repr(view).splitlines()[1:] == [
+        '  <b>k</b>: {"text": "<script>alert(1)</script>"}',
+        '  old: {"text": "likes tea"}',
+    ]
+
+
+def test_langgraph_and_spring_constructors(
+    tmp_path: Path, postgres_url: str, pg_schema: str, redis_url: str, redis_prefix: str
+) -> None:
+    """``SqliteStore.from_path``, and LangGraph's ``with X.from_conn_string(...) as store``
+    on SQLite, PostgreSQL and Redis, reach the same storage as the usual constructors."""
+    from checkpoint.store import PostgresStore, RedisStore, SqliteStore
+
+    path = tmp_path / "c.sqlite"
+    pairs: list[tuple[Any, Any]] = [
+        (lambda: SqliteStore.from_path(path), lambda: SqliteStore(path)),
+        (lambda: SqliteStore.from_conn_string(str(path)), lambda: SqliteStore(path)),
+        (
+            lambda: PostgresStore.from_conn_string(postgres_url, schema=pg_schema),
+            lambda: PostgresStore.from_url(postgres_url, schema=pg_schema),
+        ),
+        (
+            lambda: RedisStore.from_conn_string(redis_url, prefix=redis_prefix),
+            lambda: RedisStore.from_url(redis_url, prefix=redis_prefix),
+        ),
+    ]
+    for i, (make, usual) in enumerate(pairs):
+        with make() as store:
+            store.put(("c",), f"k{i}", {"i": i})
+        with usual() as again:
+            got = again.get(("c",), f"k{i}")
+            assert got is not None and got.value == {"i": i}

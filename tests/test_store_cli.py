@@ -1,4 +1,4 @@
-"""``graphagent store ls|get|search|rm`` on a SQLite and a Redis store."""
+"""``graphagent store ls|get|search|rm`` on a SQLite, a Redis and a PostgreSQL store."""
 
 from __future__ import annotations
 
@@ -68,3 +68,22 @@ def test_store_cli_on_redis(redis_url: str, redis_prefix: str) -> None:
     flags = ("--redis", redis_url, "--prefix", redis_prefix)
     assert _run("store", "ls", *flags) == (0, "notes\n")
     assert _run("store", "search", "notes", *flags)[1].startswith("notes  n1  ")
+
+
+def test_store_cli_on_postgres(postgres_url: str, pg_schema: str) -> None:
+    """The same commands read and delete in a PostgreSQL store's schema, and no other."""
+    from checkpoint.store import PostgresStore
+
+    with PostgresStore.from_url(postgres_url, schema=pg_schema) as store:
+        store.put(("notes", "ada"), "n1", {"text": "hello", "kind": "greeting"})
+        store.put(("notes", "bob"), "n2", {"text": "bye", "kind": "farewell"})
+    flags = ("--postgres", postgres_url, "--schema", pg_schema)
+    assert _run("store", "ls", *flags) == (0, "notes/ada\nnotes/bob\n")
+    code, text = _run("store", "get", "notes/ada", "n1", *flags)
+    assert code == 0 and json.loads(text)["value"] == {"text": "hello", "kind": "greeting"}
+    code, text = _run("store", "search", "notes", "--filter", '{"kind": "farewell"}', *flags)
+    (line,) = text.splitlines()
+    assert code == 0 and line.startswith("notes/bob  n2  ")
+    assert json.loads(line.split("  ", 2)[2]) == {"text": "bye", "kind": "farewell"}  # JSONB
+    assert _run("store", "rm", "notes/ada", "n1", *flags) == (0, "deleted notes/ada n1\n")
+    assert _run("store", "ls", *flags) == (0, "notes/bob\n")

@@ -8,13 +8,21 @@ from typing import Any
 
 import httpx
 import pytest
-from _ltstores import MakeStore
+from _ltstores import VECTOR_BACKENDS, MakeStore, _factory, pgv_schema, pgvector_url
 
 from checkpoint.store import MemoryStore, StoreError
 from graphagent.errors import ModelResponseError, UserError
 from graphagent.models import FakeEmbeddings, OpenAIEmbeddings, init_embeddings
 
 DIMS = 64
+
+__all__ = ["pgv_schema", "pgvector_url"]  # fixtures, imported for pytest
+
+
+@pytest.fixture(params=VECTOR_BACKENDS)
+def make_store(request: pytest.FixtureRequest) -> Any:
+    """Every backend, and PostgreSQL ranking with pgvector."""
+    yield from _factory(request, request.param)
 
 
 def index(**kw: Any) -> dict[str, Any]:
@@ -270,3 +278,46 @@ def test_sqlite_vec_query_ranks_like_the_exact_scan(tmp_path: Any) -> None:
     page = store.search(("docs",), query="zany zebra", limit=2, offset=3)
     assert [f.key for f in page] == [k for k, _ in exact][3:5]
     store.close()
+
+
+def test_numpy_and_pure_python_rank_alike(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without NumPy (pure Python) and with it (one matrix product), the same items rank
+    the same, items with two embedded fields scoring as their best one; items put while
+    NumPy was missing are ranked with it later."""
+    from _ltstores import same_ranking
+
+    from checkpoint.store import _vectors
+
+    assert _vectors.HAVE_NUMPY, "numpy is in the `vector` extra, which `make test` installs"
+    monkeypatch.setattr(_vectors, "HAVE_NUMPY", False)
+    store = make_store(index=index(fields=["text", "title"]))
+    for i in range(40):
+        store.put(("r", f"n{i % 3}"), f"k{i}", {"text": f"item {i} on {i % 5}", "title": f"t{i}"})
+    store.put(("r", "n0"), "plain", {"text": "on 2"}, index=False)
+    searches: list[dict[str, Any]] = [
+        {"query": "item 7 on 2", "limit": 10},
+        {"query": "t12", "limit": 5, "offset": 3},
+        {"query": "on 4", "limit": 50},
+    ]
+    pure = [[(f.key, f.score) for f in store.search(("r",), **kw)] for kw in searches]
+    monkeypatch.setattr(_vectors, "HAVE_NUMPY", True)
+    for kw, want in zip(searches, pure, strict=True):
+        same_ranking([(f.key, f.score) for f in store.search(("r",), **kw)], want)
+    assert pure[2][-1] == ("plain", None)
+
+
+def test_equal_scores_page_newest_first(make_store: MakeStore) -> None:
+    """Items with the same vector tie: they come newest first, and pages cut through the
+    tie without losing or repeating one (the exact scans keep only the best few scores)."""
+    store = make_store(index=index(fields=["text"]))
+    store.put(("t",), "other1", {"text": "quiet owl at night"})
+    for i in range(12):
+        store.put(("t",), f"same{i:02d}", {"text": "zany zebra"})
+    store.put(("t",), "other2", {"text": "blue cars drive fast"})
+    pages = [store.search(("t",), query="zany zebra", limit=5, offset=o) for o in (0, 5, 10)]
+    keys = [f.key for page in pages for f in page]
+    assert keys[:12] == [f"same{i:02d}" for i in reversed(range(12))]
+    assert sorted(keys[12:]) == ["other1", "other2"]
+    assert len({f.score for f in pages[0]}) == 1

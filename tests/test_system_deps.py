@@ -92,3 +92,42 @@ def test_with_everything_present_the_script_does_nothing() -> None:
         check=False,
     )
     assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+
+
+def _servers(root: Path, majors: dict[str, bool]) -> tuple[Path, Path]:
+    """A fake /usr/lib/postgresql and /usr/share/postgresql: each major's server, with
+    pgvector's control file when its flag is true."""
+    lib, share = root / "lib", root / "share"
+    for major, has_vector in majors.items():
+        (lib / major / "bin").mkdir(parents=True)
+        (lib / major / "bin" / "postgres").write_text("")
+        (share / major / "extension").mkdir(parents=True)
+        if has_vector:
+            (share / major / "extension" / "vector.control").write_text("")
+    return lib, share
+
+
+def test_pgvector_is_installed_for_each_server_lacking_it(tmp_path: Path) -> None:
+    """One pgvector package per installed server without the extension, installed only
+    when apt knows it (Debian 12 does not package it: then nothing is planned)."""
+    lib, share = _servers(tmp_path, {"15": False, "16": True, "17": False})
+    assert _system.pgvector_packages(lib, share) == [
+        "postgresql-15-pgvector",
+        "postgresql-17-pgvector",
+    ]
+    assert _system.optional_plan(lambda p: True, lib, share) == [
+        ["apt-get", "install", "-y", "postgresql-15-pgvector", "postgresql-17-pgvector"]
+    ]
+    assert _system.optional_plan(lambda p: "17" in p, lib, share) == [
+        ["apt-get", "install", "-y", "postgresql-17-pgvector"]
+    ]
+    assert _system.optional_plan(lambda p: False, lib, share) == []
+    assert _system.pgvector_packages(tmp_path / "nowhere", share) == []
+
+
+def test_apt_lists_are_asked_about_the_package() -> None:
+    """`packaged` answers from apt's lists: a made-up name is never packaged."""
+    if not Path("/etc/debian_version").is_file():
+        pytest.skip("apt exists on Debian only")
+    assert not _system.packaged("graphagent-no-such-package-xyz")
+    assert _system.packaged("postgresql-common") or _system.packaged("bash")

@@ -107,6 +107,24 @@ class Item:
         )
 
 
+_new = object.__new__
+
+
+def new_item(
+    namespace: tuple[str, ...], key: str, value: dict[str, Any], created: float, updated: float
+) -> Item:
+    """An ``Item`` from a store's own checked parts, without ``__init__``'s keyword call
+    (the memory store's get is a few hundred nanoseconds; the call was a third of it)."""
+    item: Item = _new(Item)
+    item.namespace = namespace
+    item.key = key
+    item.value = value
+    item._created = created
+    item._updated = updated
+    item._ttl = True
+    return item
+
+
 class SearchItem(Item):
     """An item a search found; ``score`` is its cosine similarity to the query (``None``
     without a semantic query, or for an item stored with ``index=False``)."""

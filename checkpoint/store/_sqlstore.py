@@ -9,13 +9,15 @@ is compared with numbers and a string with strings, exactly as the memory store 
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from collections.abc import Iterable, Sequence
-from operator import mul
+from operator import itemgetter
 from typing import Any
 
 from checkpoint.store import _core as core
-from checkpoint.store._items import Candidate, Item, SearchItem, _Put, _Search
+from checkpoint.store import _vectors
+from checkpoint.store._items import Candidate, GetOp, Item, SearchItem, _Put, _Search, new_item
 from checkpoint.store.base import BaseStore
 
 __all__ = ["SqlStore", "pack", "unpack"]
@@ -146,20 +148,38 @@ class SqlStore(BaseStore):
             f"LEFT JOIN {self.vectors} v ON v.ns = s.ns AND v.key = s.key WHERE {where}",
             params,
         )
-        best: dict[tuple[str, str], list[Any]] = {}
-        for ns, key, updated, blob in rows:
-            score = None if blob is None else sum(map(mul, query, unpack(blob)))
-            entry = best.get((ns, key))
-            if entry is None:
-                best[(ns, key)] = [score, updated]
-            elif score is not None and (entry[0] is None or score > entry[0]):
-                entry[0] = score
-        ordered = sorted(
-            best.items(),
-            key=lambda kv: (kv[1][0] is None, -(kv[1][0] or 0.0), -kv[1][1], kv[0]),
-        )
-        page = ordered[search.offset : search.offset + search.limit]
-        return self._fetch_page([(ns, key, entry[0]) for (ns, key), entry in page])
+        if not rows:
+            return []
+        names, keys, updated, blobs = zip(*rows, strict=True)  # columns, in C
+        held = [blob for blob in blobs if blob is not None]
+        dots = iter(_vectors.best_dots(query, [bytes(b) for b in held], len(query)))
+        scores = [None if blob is None else next(dots) for blob in blobs]
+        ids = list(zip(names, keys, strict=True))
+        if len(held) == len(rows) and len(set(ids)) == len(ids):
+            # the usual case, one vector per item: nothing to merge
+            entries: list[tuple[Any, ...]] = list(zip(scores, updated, ids, strict=True))
+        else:
+            best: dict[tuple[str, str], list[Any]] = {}
+            for ident, score, stamp in zip(ids, scores, updated, strict=True):
+                entry = best.get(ident)
+                if entry is None:
+                    best[ident] = [score, stamp, ident]
+                elif score is not None and (entry[0] is None or score > entry[0]):
+                    entry[0] = score
+            entries = [tuple(entry) for entry in best.values()]
+        need = search.offset + search.limit
+        order = lambda e: (e[0] is None, -(e[0] or 0.0), -e[1], e[2])  # noqa: E731
+        scored = [e for e in entries if e[0] is not None]
+        if len(scored) > need:
+            # the best `need` scores by a C-level key, then every entry tied with the last
+            # of them, ordered in full (ties newest first)
+            cut = heapq.nlargest(need, scored, key=itemgetter(0))[-1][0]
+            scored = [e for e in scored if e[0] >= cut]
+        top = sorted(scored, key=order)[:need]
+        if len(top) < need:
+            top += sorted((e for e in entries if e[0] is None), key=order)[: need - len(top)]
+        page = top[search.offset :]
+        return self._fetch_page([(ns, key, score) for score, _, (ns, key) in page])
 
     def _fetch_page(self, page: Sequence[tuple[str, str, float | None]]) -> list[SearchItem]:
         if not page:
@@ -182,24 +202,40 @@ class SqlStore(BaseStore):
                 out.append(found)
         return out
 
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """The item at ``namespace``/``key`` (a copy), or ``None``: one ``SELECT``, without
+        the batch machinery."""
+        namespace = core.check_namespace(namespace)
+        core.check_key(key)
+        refresh = self.refresh_on_read if refresh_ttl is None else bool(refresh_ttl)
+        return self._one_get(namespace, key, refresh)
+
+    def _one_get(self, namespace: tuple[str, ...], key: str, refresh: bool) -> Item | None:
+        """Run one checked get as the dialect runs a lone read."""
+        result: Item | None = self._run([GetOp(namespace, key, refresh)])[0]
+        return result
+
     def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
         ns, k, p = core.encode_namespace(namespace), core.escape_key(key), self.P
         rows = self._rows(
-            f"SELECT ns, key, value, created_at, updated_at, ttl_minutes FROM {self.table} "
+            f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
             f"WHERE ns = {p} AND key = {p} AND (expires_at IS NULL OR expires_at > {p})",
             [ns, k, now],
         )
         if not rows:
             return None
-        if refresh and rows[0][5] is not None:
+        value, created, updated, ttl = rows[0]
+        if refresh and ttl is not None:
             # a second round trip only for items that have a TTL to restart
             self._rows(
                 f"UPDATE {self.table} SET expires_at = {p} + ttl_minutes * 60.0 "
                 f"WHERE ns = {p} AND key = {p} AND ttl_minutes IS NOT NULL",
                 [now, ns, k],
             )
-        item: Item = self._item(Item, rows[0])
-        return item
+        # the namespace and key asked for are the row's: nothing to decode
+        return new_item(namespace, key, core.loads(value, namespace, key), created, updated)
 
     def _refresh(self, items: Sequence[Item], now: float) -> None:
         P = self.P

@@ -95,6 +95,14 @@ def _rank(
             scored.append(item)
         else:
             unscored.append(item)
+    return _best_page(scored, unscored, limit, offset)
+
+
+def _best_page(
+    scored: list[SearchItem], unscored: list[SearchItem], limit: int, offset: int
+) -> list[SearchItem]:
+    """The page of items by score (best first; ties newest first), unscored ones after,
+    newest first."""
     need = offset + limit
     best = heapq.nsmallest(need, scored, key=lambda i: (-(i.score or 0.0), -i._updated_key()))
     if len(best) < need:

@@ -16,6 +16,7 @@ from operator import mul
 from typing import Any
 
 from checkpoint.store import _core as core
+from checkpoint.store import _vectors
 from checkpoint.store import base as _base
 from checkpoint.store._items import (
     NOT_PROVIDED,
@@ -25,14 +26,18 @@ from checkpoint.store._items import (
     SearchItem,
     _Put,
     _Search,
+    new_item,
 )
 from checkpoint.store.base import BaseStore
 
 __all__ = ["InMemoryStore", "MemoryStore"]
 
 
+_CONTAINERS = frozenset({dict, list})
+
+
 class _Rec:
-    __slots__ = ("created", "expires", "ttl", "updated", "value", "vectors")
+    __slots__ = ("blob", "created", "expires", "flat", "ttl", "updated", "value", "vectors")
 
     def __init__(
         self,
@@ -43,11 +48,24 @@ class _Rec:
         vectors: list[list[float]],
     ) -> None:
         self.value = value
+        # no nested dict or list: a read's copy is one C-level dict.copy()
+        self.flat = _CONTAINERS.isdisjoint(map(type, value.values()))
         self.created = created
         self.updated = updated
         self.ttl = ttl
         self.expires = updated + ttl * 60.0 if ttl else None
         self.vectors = vectors
+        # with NumPy, searches score float32 bytes (see _vectors); without, the lists
+        self.blob = _vectors.pack(vectors) if vectors and _vectors.HAVE_NUMPY else b""
+
+    def packed(self) -> bytes:
+        """The vectors as float32 bytes (made now if the put did not make them)."""
+        self.blob = _vectors.pack(self.vectors)
+        return self.blob
+
+    def copy(self) -> dict[str, Any]:
+        """A copy of the value for a reader."""
+        return self.value.copy() if self.flat else core.copy_value(self.value)
 
 
 class MemoryStore(BaseStore):
@@ -97,6 +115,18 @@ class MemoryStore(BaseStore):
         self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
     ) -> Item | None:
         """The item at ``namespace``/``key`` (a copy), or ``None``."""
+        if type(namespace) is tuple and type(key) is str:
+            # found means valid: only checked namespaces and keys are ever stored. A
+            # lookup needs no lock (the GIL makes it atomic; a put replaces a record
+            # whole, never edits its value); only a TTL restart takes the lock
+            try:
+                items = self._data.get(namespace)
+            except TypeError:  # an unhashable label: refused by the check below
+                items = None
+            rec = items.get(key) if items is not None else None
+            if rec is not None and rec.expires is None:
+                value = rec.value.copy() if rec.flat else core.copy_value(rec.value)
+                return new_item(namespace, key, value, rec.created, rec.updated)
         namespace = core.check_namespace(namespace)
         core.check_key(key)
         with self._lock:
@@ -113,7 +143,7 @@ class MemoryStore(BaseStore):
             return Item(
                 namespace=namespace,
                 key=key,
-                value=core.copy_value(rec.value),
+                value=rec.copy(),
                 created_at=rec.created,
                 updated_at=rec.updated,
             )
@@ -171,7 +201,7 @@ class MemoryStore(BaseStore):
         return Item(
             namespace=namespace,
             key=key,
-            value=core.copy_value(rec.value),
+            value=rec.copy(),
             created_at=rec.created,
             updated_at=rec.updated,
         )
@@ -245,12 +275,45 @@ class MemoryStore(BaseStore):
             if match is None or match(rec.value):
                 yield namespace, ident[1], rec
 
+    def _all_newest(self, search: _Search, now: float) -> list[tuple[tuple[str, ...], str, _Rec]]:
+        """Every live match, newest first, as one list (what a ranking scores): list
+        comprehensions over the dicts, not a generator step per item."""
+        match = core.predicate(search.conditions)
+        spaces = self._spaces(search.prefix)
+        if len(spaces) == 1:
+            namespace = spaces[0]
+            return [
+                (namespace, key, rec)
+                for key, rec in reversed(self._data[namespace].items())
+                if (rec.expires is None or rec.expires > now)
+                and (match is None or match(rec.value))
+            ]
+        if sum(len(self._data[ns]) for ns in spaces) * 4 < len(self._order):
+            # a few namespaces of a big store: theirs only, then one sort
+            hits = [
+                (namespace, key, rec)
+                for namespace in spaces
+                for key, rec in self._data[namespace].items()
+                if (rec.expires is None or rec.expires > now)
+                and (match is None or match(rec.value))
+            ]
+            hits.sort(key=lambda hit: -hit[2].updated)
+            return hits
+        n, prefix = len(search.prefix), search.prefix
+        return [
+            (ident[0], ident[1], rec)
+            for ident, rec in reversed(self._order.items())
+            if (not n or ident[0][:n] == prefix)
+            and (rec.expires is None or rec.expires > now)
+            and (match is None or match(rec.value))
+        ]
+
     @staticmethod
     def _found(namespace: tuple[str, ...], key: str, rec: _Rec) -> SearchItem:
         found = SearchItem(
             namespace=namespace,
             key=key,
-            value=core.copy_value(rec.value),
+            value=rec.copy(),
             created_at=rec.created,
             updated_at=rec.updated,
         )
@@ -277,17 +340,26 @@ class MemoryStore(BaseStore):
         # score in one comprehension, then copy only the page's values
         query = search.query
         assert query is not None
-        hits = list(self._newest(search, now))  # newest first
-        scores = [
-            (
-                sum(map(mul, query, vs[0]))
-                if len(vs) == 1
-                else max(sum(map(mul, query, v)) for v in vs)
-            )
-            if (vs := rec.vectors)
-            else None
-            for _, _, rec in hits
-        ]
+        hits = self._all_newest(search, now)
+        scores: list[float | None]
+        if _vectors.HAVE_NUMPY:
+            held = [i for i, hit in enumerate(hits) if hit[2].vectors]
+            blobs = [hits[i][2].blob or hits[i][2].packed() for i in held]
+            dots = _vectors.best_dots(query, blobs, len(query))
+            scores = [None] * len(hits)
+            for i, score in zip(held, dots, strict=True):
+                scores[i] = score
+        else:
+            scores = [
+                (
+                    sum(map(mul, query, vs[0]))
+                    if len(vs) == 1
+                    else max(sum(map(mul, query, v)) for v in vs)
+                )
+                if (vs := rec.vectors)
+                else None
+                for _, _, rec in hits
+            ]
         scored = [i for i, score in enumerate(scores) if score is not None]
         ranking: list[float] = [score or 0.0 for score in scores]
         need = search.offset + search.limit

@@ -6,8 +6,11 @@ idempotent). A put, a get and a delete are each one statement, so each lands who
 costs one round trip; a batch of several ops is one transaction. Values are ``JSONB`` (key
 order is not kept, as JSONB never keeps it); filters compare typed (numbers as
 ``numeric``, strings bytewise, as in Python).
-Semantic search ranks exactly: the candidates' float32 vectors are read and scored here
-(PostgreSQL without pgvector needs nothing installed; see docs/memory.md for its limits).
+Semantic search uses pgvector when the database has it (or the store's role may create
+it): vectors go in a ``vector`` column with an HNSW index and a search reads the nearest
+rows in distance order (see ``_pgvector``). Without pgvector, nothing needs installing: the
+candidates' float32 vectors are read and ranked exactly here (docs/memory.md says where
+each stops scaling).
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from typing_extensions import Self
 
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
-from checkpoint.store._items import _Put
-from checkpoint.store._sqlstore import SqlStore, pack
+from checkpoint.store._items import SearchItem, _Put, _Search
+from checkpoint.store._pgvector import PgVector, literal
+from checkpoint.store._sqlstore import SqlStore, pack, unpack
 
 if TYPE_CHECKING:
     import psycopg
@@ -44,6 +48,10 @@ class PostgresStore(SqlStore):
             ``search_path`` (usually ``public``).
         index: ``{"embed": ..., "dims": N, "fields": [...]}`` for semantic search.
         ttl: ``{"default_ttl": minutes, "refresh_on_read": True}``.
+        pgvector: ``None`` (the default) uses pgvector for semantic search when the
+            database has it or the role may ``CREATE EXTENSION vector``; ``False`` never
+            does (exact ranking in Python); ``True`` requires it (an error at setup if it
+            is missing).
 
     Example::
 
@@ -59,8 +67,14 @@ class PostgresStore(SqlStore):
         schema: str | None = None,
         index: Mapping[str, Any] | None = None,
         ttl: Mapping[str, Any] | None = None,
+        pgvector: bool | None = None,
     ) -> None:
         super().__init__(index=index, ttl=ttl)
+        if pgvector not in (None, True, False):
+            raise core.StoreError(f"pgvector must be None, True or False; got {pgvector!r}")
+        self._want_pgvector = pgvector
+        # set up by _ensure: pgvector as this store uses it, or None (the exact scan)
+        self.pgvector: PgVector | None = None
         if schema is not None and not _SCHEMA.match(schema):
             raise core.StoreError(
                 f"invalid schema name {schema!r}: use letters, digits and '_' (e.g. 'memory')"
@@ -74,6 +88,7 @@ class PostgresStore(SqlStore):
         self._lock = threading.RLock()
         self._ready = False
         self._in_tx = False
+        self._ef_search = 40  # pgvector's default hnsw.ef_search, set per connection
 
     @classmethod
     def from_url(cls, url: str, *, schema: str | None = None, **kw: Any) -> Self:
@@ -125,7 +140,36 @@ class PostgresStore(SqlStore):
             self._rows("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"graphagent_store:{t}"])
             for sql in ddl:
                 self._rows(sql)
+            self.pgvector = self._setup_pgvector()
         self._ready = True
+
+    def _setup_pgvector(self) -> PgVector | None:
+        """pgvector's column and index when this store ranks with it (see ``_pgvector``)."""
+        if self.index is None or self._want_pgvector is False:
+            return None
+        ext = PgVector.find(self._rows, create=True)
+        if ext is None:
+            if self._want_pgvector:
+                raise CheckpointStorageError(
+                    "PostgresStore(pgvector=True) but this database has no pgvector and the "
+                    "store's role cannot create it: install pgvector (Debian: "
+                    "postgresql-<version>-pgvector) and run CREATE EXTENSION vector as a "
+                    "superuser, or leave pgvector=None to rank without it"
+                )
+            return None
+        pgv = PgVector(ext, self.index.dims)
+        name = f"graphagent_store_hnsw_{pgv.dims}"
+        for sql in pgv.ddl(self.vectors, name):
+            self._rows(sql)
+        # vectors written before the extension existed (or by a store with pgvector=False)
+        missing = self._rows(f"SELECT ns, key, field, vec FROM {self.vectors} WHERE emb IS NULL")
+        for ns, key, field, blob in missing:
+            self._rows(
+                f"UPDATE {self.vectors} SET emb = %s::{pgv.any_vector} "
+                "WHERE ns = %s AND key = %s AND field = %s",
+                [literal(unpack(blob)), ns, key, field],
+            )
+        return pgv
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         import psycopg
@@ -227,7 +271,18 @@ class PostgresStore(SqlStore):
                 f"dv AS (DELETE FROM {v} WHERE ns = %s AND key = %s AND NOT (field = ANY(%s)))"
             )
             params += [ns, k, fields]
-        if op.vectors:
+        pgv = self.pgvector
+        if op.vectors and pgv is not None:
+            # the bytes too: they stay readable by a store that runs without pgvector
+            ctes.append(
+                f"iv AS (INSERT INTO {v} (ns, key, field, vec, emb) SELECT %s, %s, f, b, "
+                f"e::{pgv.any_vector} FROM unnest(%s::text[], %s::bytea[], %s::text[]) "
+                "AS x(f, b, e) ON CONFLICT (ns, key, field) "
+                "DO UPDATE SET vec = excluded.vec, emb = excluded.emb)"
+            )
+            params += [ns, k, fields, [pack(vec) for _, vec in op.vectors]]
+            params.append([literal(vec) for _, vec in op.vectors])
+        elif op.vectors:
             ctes.append(
                 f"iv AS (INSERT INTO {v} (ns, key, field, vec) SELECT %s, %s, f, b "
                 "FROM unnest(%s::text[], %s::bytea[]) AS x(f, b) ON CONFLICT (ns, key, field) "
@@ -240,3 +295,60 @@ class PostgresStore(SqlStore):
             [*params, now],
         )
         return bool(rows[0][0])
+
+    # ------------------------------------------------------------ semantic search
+
+    def _ranked(self, search: _Search, now: float) -> list[SearchItem]:
+        """With pgvector: the nearest rows along the HNSW index when they fill the page,
+        else an exact ranking computed in PostgreSQL; items without vectors come after."""
+        pgv = self.pgvector
+        if pgv is None:
+            return super()._ranked(search, now)
+        assert search.query is not None and self.index is not None
+        need = search.offset + search.limit
+        if need == 0:
+            return []
+        query = literal(search.query)
+        where, params = self._where(search, now, "s.")
+        if pgv.indexed:
+            # an item has a row per embedded field, and other prefixes' rows come first
+            # too: read a few times the rows the page needs
+            fetch = min(1000, 4 * need * max(1, len(self.index.fields)))
+            ef = PgVector.ef_search(fetch)
+            if ef != self._ef_search:
+                # for this connection (the store's own), so a search is one statement
+                self._rows(f"SET hnsw.ef_search = {ef}")
+                self._ef_search = ef
+            rows = self._rows(
+                pgv.nearest_sql(self.table, self.vectors, where),
+                [query, query, fetch, *params],
+            )
+            best: dict[tuple[str, str], tuple[float, float, Any]] = {}
+            for ns, key, score, updated, value, created, ttl in rows:
+                old = best.get((ns, key))
+                if old is None or score > old[0]:
+                    best[(ns, key)] = (score, updated, (ns, key, value, created, updated, ttl))
+            if len(best) >= need:
+                # the values came with the rows: the page needs no second statement
+                ordered = sorted(best.values(), key=lambda b: (-b[0], -b[1], b[2][:2]))
+                out = []
+                for score, _, row in ordered[search.offset : need]:
+                    found = self._item(SearchItem, row)
+                    found.score = score
+                    out.append(found)
+                return out
+        rows = self._rows(pgv.exact_sql(self.table, self.vectors, where), [query, *params, need])
+        scored = [(ns, key, score) for ns, key, score, _ in rows]
+        page: list[tuple[str, str, float | None]] = list(scored[search.offset :])
+        if len(scored) < need:
+            # every scored item is in `scored`: the page goes on with unscored ones
+            skip = max(0, search.offset - len(scored))
+            rows = self._rows(
+                f"SELECT s.ns, s.key FROM {self.table} s WHERE {where} AND NOT EXISTS "
+                f"(SELECT 1 FROM {self.vectors} v WHERE v.ns = s.ns AND v.key = s.key AND "
+                f"{pgv.sized}(v.emb) = {pgv.dims}) "
+                "ORDER BY s.updated_at DESC, s.ns, s.key LIMIT %s OFFSET %s",
+                [*params, search.limit - len(page), skip],
+            )
+            page += [(ns, key, None) for ns, key in rows]
+        return self._fetch_page(page)

@@ -21,6 +21,7 @@ from typing_extensions import Self
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store import _redis_lua as lua
+from checkpoint.store import _vectors
 from checkpoint.store._items import Candidate, Item, SearchItem, _Put, _Search
 from checkpoint.store._sqlstore import pack, unpack
 from checkpoint.store.base import BaseStore
@@ -178,6 +179,37 @@ class RedisStore(BaseStore):
             split = [found[j : j + dims] for j in range(0, len(found), dims)] if dims else []
             out.append((self._found(*flat[i : i + 4]), split))
         return out
+
+    def _ranked(self, search: _Search, now: float) -> list[SearchItem]:
+        """One script returns the candidates with their float32 vectors, scored here in one
+        pass (see ``_vectors``)."""
+        query = search.query
+        assert query is not None
+        flat = self._call(
+            "CANDIDATES",
+            core.encode_namespace(search.prefix),
+            repr(now),
+            self._conditions(search),
+            1,
+        )
+        # score the raw rows; decode (JSON, namespace) only the page's items
+        starts = range(0, len(flat), 5)
+        held = [i for i in starts if flat[i + 4]]
+        dots = _vectors.best_dots(query, [bytes(flat[i + 4]) for i in held], len(query))
+        ranked = sorted(
+            zip(dots, (float(flat[i + 3]) for i in held), held, strict=True),
+            key=lambda e: (-e[0], -e[1], e[2]),
+        )
+        need = search.offset + search.limit
+        page: list[SearchItem] = []
+        for score, _, i in ranked[:need]:
+            item = self._found(*flat[i : i + 4])
+            item.score = score
+            page.append(item)
+        if len(page) < need:
+            bare = sorted((i for i in starts if not flat[i + 4]), key=lambda i: -float(flat[i + 3]))
+            page += [self._found(*flat[i : i + 4]) for i in bare[: need - len(page)]]
+        return page[search.offset :]
 
     def _refresh(self, items: Sequence[Item], now: float) -> None:
         self._call("TOUCH", repr(now), *(core.encode_field(i.namespace, i.key) for i in items))

@@ -20,7 +20,7 @@ from typing_extensions import Self
 
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
-from checkpoint.store._items import SearchItem, _Put, _Search
+from checkpoint.store._items import Item, SearchItem, _Put, _Search
 from checkpoint.store._sqlstore import SqlStore, pack
 
 __all__ = ["SqliteStore"]
@@ -165,6 +165,11 @@ class SqliteStore(SqlStore):
                 return [self._one(prepared[0], self._now())]
         with self._transaction(True):
             return [self._one(op, self._now()) for op in prepared]
+
+    def _one_get(self, namespace: tuple[str, ...], key: str, refresh: bool) -> Item | None:
+        with self._lock:
+            self._ensure()
+            return self._get(namespace, key, self._now(), refresh)
 
     def _path_sql(self, cond: core.Condition) -> tuple[str, list[Any]]:
         path = _json_path(cond.path)
