@@ -280,8 +280,13 @@ class Executor:
         for run_id, task in list(self.tasks.items()):
             self.stops[run_id] = "lost"
             task.cancel()
-        for task in loops:
-            task.cancel()
+        pending = {task for task in loops if not task.done()}
+        while pending:
+            # cancelled again until it ends: on Python 3.11 a cancel landing as a loop's
+            # asyncio.wait_for ends is swallowed, and the loop would go on forever
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.1)
         for task in loops:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task

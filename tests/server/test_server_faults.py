@@ -121,7 +121,7 @@ async def test_a_worker_lost_mid_run(cluster: dict[str, Any], sig: int) -> None:
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.3)
         victim.send_signal(sig)
-        victim.wait()
+        victim.wait(timeout=30)  # a stopped worker that never exits fails here
         for tid, rid, _ in runs:
             await asyncio.wait_for(client.runs.join(tid, rid), 60)
         resumed = 0

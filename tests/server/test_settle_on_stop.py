@@ -40,3 +40,28 @@ async def test_a_run_cancelled_between_its_result_and_its_end_publishes_both() -
     seen = [e async for e in events.read("r1", "-1")]
     names = [event for _, event, _ in seen]
     assert names.count(RESULT) == 1 and names[-1] == END, names
+
+
+async def test_a_loop_that_swallows_a_cancel_still_stops() -> None:
+    """Python 3.11's ``asyncio.wait_for`` can swallow a cancel that lands as its inner wait
+    ends (the queues' loops wait that way): one such loop once kept a SIGTERMed worker
+    alive forever. Stopping cancels until the loop has really ended."""
+    swallowed = 0
+
+    async def stubborn_loop() -> None:
+        nonlocal swallowed
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                if swallowed:
+                    raise
+                swallowed += 1  # what the race in wait_for amounts to: the loop goes on
+
+    loop = asyncio.ensure_future(stubborn_loop())
+    await asyncio.sleep(0)
+    executor = Executor(None, None, LocalEvents())  # type: ignore[arg-type]
+    stopping = asyncio.ensure_future(executor.abandon([loop]))
+    await asyncio.wait({stopping}, timeout=5)  # (no wait_for: it would cancel the stop)
+    assert stopping.done(), "the stop waited forever on a loop that swallowed its cancel"
+    assert loop.done() and swallowed == 1
