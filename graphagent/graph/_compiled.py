@@ -51,7 +51,7 @@ from graphagent.graph._watch import awatched, watched
 from graphagent.graph.draw._formats import Drawing, draw, svg_bundle
 from graphagent.graph.draw._overlay import run_overlay
 
-__all__ = ["CompiledGraph"]
+__all__ = ["MODES", "CompiledGraph", "parse_modes"]
 
 ThreadId = str | int | UUID | None
 """A thread id as callers may give it: text, or an ``int`` / ``UUID`` taken as its text."""
@@ -61,7 +61,13 @@ _LIVE = frozenset({"custom", "messages"})
 _TASK = current_task()
 
 
-def _parse_modes(mode: str | Sequence[str]) -> tuple[frozenset[str], bool]:
+def parse_modes(mode: str | Sequence[str]) -> tuple[frozenset[str], bool]:
+    """The stream modes asked for, and whether events come as ``(mode, payload)`` pairs
+    (a graph's and an entrypoint's streams read modes alike).
+
+    Raises:
+        UserError: an unknown mode, or none.
+    """
     modes = (mode,) if isinstance(mode, str) else tuple(mode)
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
@@ -312,7 +318,7 @@ class CompiledGraph(Maintenance):
             for update in app.stream({"count": 0}):
                 print(update)
         """
-        modes, pairs = _parse_modes(stream_mode or mode)
+        modes, pairs = parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id, context)
         events = drive(self._program(input, cfg, modes, durability, subgraphs), self.plan.saver)
         show = Shown(modes, pairs, subgraphs)
@@ -335,7 +341,7 @@ class CompiledGraph(Maintenance):
         subgraphs: bool = False,
     ) -> AsyncGenerator[Any, None]:
         """Async :meth:`stream`."""
-        modes, pairs = _parse_modes(stream_mode or mode)
+        modes, pairs = parse_modes(stream_mode or mode)
         cfg = self._config(config, thread_id, context)
         events = adrive(self._program(input, cfg, modes, durability, subgraphs), self.plan.saver)
         show = Shown(modes, pairs, subgraphs)

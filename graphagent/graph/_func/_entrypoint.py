@@ -17,11 +17,11 @@ from graphagent.config import ConfigLike, RunnableConfig
 from graphagent.errors import UserError
 from graphagent.graph._builder import StateGraph
 from graphagent.graph._command import Command
-from graphagent.graph._compiled import CompiledGraph
+from graphagent.graph._compiled import CompiledGraph, parse_modes
 from graphagent.graph._constants import END, START
 from graphagent.graph._func._draw import drawing, tasks_named_in
 from graphagent.graph._func._node import Final, Runner, signature_of
-from graphagent.graph._func._streams import Translator, engine_modes, parse_modes
+from graphagent.graph._func._streams import Translator, engine_modes
 from graphagent.graph._snapshot import StateHistory, StateSnapshot
 from graphagent.graph._strategies import ReplaceStrategy
 from graphagent.graph.draw import Drawing

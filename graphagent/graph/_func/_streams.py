@@ -8,32 +8,14 @@ here they show the function's return value.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from graphagent.errors import UserError
 from graphagent.graph._func._journal import TaskUpdate
 
-__all__ = ["MODES", "Translator", "engine_modes", "parse_modes"]
+__all__ = ["Translator", "engine_modes"]
 
-MODES = frozenset({"values", "updates", "custom", "debug", "messages"})
 _INTERRUPT = "__interrupt__"
-
-
-def parse_modes(mode: str | Sequence[str]) -> tuple[frozenset[str], bool]:
-    """The modes asked for, and whether events come as ``(mode, payload)`` pairs.
-
-    Raises:
-        UserError: an unknown mode, or none.
-    """
-    modes = (mode,) if isinstance(mode, str) else tuple(mode)
-    unknown = [m for m in modes if m not in MODES]
-    if unknown or not modes:
-        raise UserError(
-            f"unknown stream mode(s) {unknown or modes!r}; use one or a list of: "
-            f"{', '.join(sorted(MODES))}"
-        )
-    return frozenset(modes), not isinstance(mode, str)
 
 
 def engine_modes(modes: frozenset[str]) -> list[str]:
