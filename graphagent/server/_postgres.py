@@ -247,7 +247,8 @@ class PostgresEvents:
             insert = f"INSERT INTO {table} (run_id, event, data) VALUES (%s, %s, %s)"
             await conn.execute(insert, (run_id, RESULT, dumps(result)))
             await conn.execute(insert, (run_id, END, "null"))
-        await self.db.notify("ev", run_id)
+            # delivered when the transaction commits, on the connection already held
+            await conn.execute("SELECT pg_notify(%s, %s)", (self.db.channel, f"ev:{run_id}"))
         return True
 
     async def has(self, run_id: str) -> bool:

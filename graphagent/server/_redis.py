@@ -157,20 +157,27 @@ class RedisEvents:
     async def has(self, run_id: str) -> bool:
         return bool(await self.client.exists(f"{self.base}:{run_id}"))
 
-    async def ended(self, run_id: str) -> bool:
+    async def _tail(self, run_id: str) -> tuple[bool, str]:
+        """Whether the run ended, and its stream's last id (``0-0`` when it has none), in
+        one round trip."""
         key = f"{self.base}:{run_id}"
-        if await self.client.exists(f"{key}:ended"):
-            return True
-        last = await self.client.xrevrange(key, count=1)  # ended before markers existed
-        return bool(last) and _text(last[0][1].get(b"e", b"")) == END
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.exists(f"{key}:ended")
+            pipe.xrevrange(key, count=1)
+            marked, last = await pipe.execute()
+        # a stream ended before end markers existed says so only by its last entry
+        ended = bool(marked) or (bool(last) and _text(last[0][1].get(b"e", b"")) == END)
+        return ended, _text(last[0][0]) if last else "0-0"
+
+    async def ended(self, run_id: str) -> bool:
+        return (await self._tail(run_id))[0]
 
     async def read(self, run_id: str, after: str | None) -> AsyncIterator[Event]:
         key = f"{self.base}:{run_id}"
         if after is None:  # only what is to come: after the stream's last event
-            if await self.ended(run_id):
+            ended, cursor = await self._tail(run_id)
+            if ended:
                 return  # the run is over
-            last = await self.client.xrevrange(key, count=1)
-            cursor = _text(last[0][0]) if last else "0-0"
         else:
             cursor = "0-0" if after in ("-1", "0", "") else after
         while True:
