@@ -92,6 +92,18 @@ def drop_schema(postgres_url: str, schema: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+def cluster_flags(request: pytest.FixtureRequest, kind: str, prefix: str) -> list[str]:
+    """The storage flags of a test cluster on Redis or PostgreSQL (``kind``) under
+    ``prefix``; its keys or schema are dropped when the test ends."""
+    if kind == "redis":
+        redis_url: str = request.getfixturevalue("redis_url")
+        request.addfinalizer(lambda: drop_prefix(redis_url, prefix))
+        return ["--redis", redis_url, "--prefix", prefix]
+    pg_url: str = request.getfixturevalue("postgres_url")
+    request.addfinalizer(lambda: drop_schema(pg_url, prefix))
+    return ["--postgres", pg_url, "--prefix", prefix]
+
+
 class ThreadFollower:
     """A client following a thread's stream in the background (``threads.join_stream``),
     its parts queued for the test to read; :meth:`joined` makes sure it is connected."""

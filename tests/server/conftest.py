@@ -14,8 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from _serving import (
     TARGETS,
-    drop_prefix,
-    drop_schema,
+    cluster_flags,
     free_port,
     start_server,
     stop,
@@ -47,15 +46,7 @@ def server_url(
         db = tmp_path_factory.mktemp("serve") / "server.sqlite"
         procs = [start_server(["serve", *TARGETS, "--port", str(port), "--db", str(db)])]
     else:
-        prefix = f"srvtest_{uuid.uuid4().hex[:8]}"
-        if request.param == "redis":
-            redis_url = request.getfixturevalue("redis_url")
-            cluster = ["--redis", redis_url, "--prefix", prefix]
-            request.addfinalizer(lambda: drop_prefix(redis_url, prefix))
-        else:
-            pg_url = request.getfixturevalue("postgres_url")
-            cluster = ["--postgres", pg_url, "--prefix", prefix]
-            request.addfinalizer(lambda: drop_schema(pg_url, prefix))
+        cluster = cluster_flags(request, request.param, f"srvtest_{uuid.uuid4().hex[:8]}")
         procs = [
             start_server(["serve", *TARGETS, "--port", str(port), "--no-run", *cluster]),
             start_server(["worker", *TARGETS, *cluster]),

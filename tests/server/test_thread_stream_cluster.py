@@ -9,8 +9,7 @@ import pytest
 from _serving import (
     TARGETS,
     ThreadFollower,
-    drop_prefix,
-    drop_schema,
+    cluster_flags,
     free_port,
     start_server,
     stop,
@@ -26,15 +25,7 @@ HI = {"messages": [{"role": "user", "content": "weather in Oslo"}]}
 @pytest.fixture(params=["redis", "postgres"])
 def two_servers(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """Two servers of one cluster: A API-only, B executing runs."""
-    prefix = f"srvts_{uuid.uuid4().hex[:8]}"
-    if request.param == "redis":
-        url = request.getfixturevalue("redis_url")
-        shared = ["--redis", url, "--prefix", prefix]
-        request.addfinalizer(lambda: drop_prefix(url, prefix))
-    else:
-        url = request.getfixturevalue("postgres_url")
-        shared = ["--postgres", url, "--prefix", prefix]
-        request.addfinalizer(lambda: drop_schema(url, prefix))
+    shared = cluster_flags(request, request.param, f"srvts_{uuid.uuid4().hex[:8]}")
     ports = free_port(), free_port()
     procs = [start_server(["serve", *TARGETS, "--port", str(ports[0]), "--no-run", *shared])]
     procs.append(start_server(["serve", *TARGETS, "--port", str(ports[1]), *shared]))
