@@ -62,12 +62,7 @@ _TASK = current_task()
 
 
 def parse_modes(mode: str | Sequence[str]) -> tuple[frozenset[str], bool]:
-    """The stream modes asked for, and whether events come as ``(mode, payload)`` pairs
-    (a graph's and an entrypoint's streams read modes alike).
-
-    Raises:
-        UserError: an unknown mode, or none.
-    """
+    """The modes asked (a graph's or an entrypoint's), and whether events come as pairs."""
     modes = (mode,) if isinstance(mode, str) else tuple(mode)
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
