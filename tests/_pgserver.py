@@ -72,12 +72,20 @@ def pgvector_server(url: str) -> Iterator[str]:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         user = "postgres"
         shutil.chown(workdir, user)
+        # the venv may sit where that user cannot reach (a clone in a mode-700 mktemp
+        # directory): the server runs from a copy inside its own work directory, laid out
+        # as in site-packages (its binaries find their libraries at ../../../pgserver.libs)
+        libs = install.parent.parent / "pgserver.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, workdir / "pgserver.libs", symlinks=True)
+        install = Path(shutil.copytree(install, workdir / "pgserver" / "pginstall", symlinks=True))
     data = workdir / "data"
     subprocess.run(
         [str(install / "bin" / "initdb"), "-D", str(data), *INITDB],
         check=True,
         capture_output=True,
         user=user,
+        cwd=workdir,
     )
     log = open(workdir / "log", "wb")  # noqa: SIM115 (closed after the server stops)
     proc = subprocess.Popen(
@@ -85,6 +93,7 @@ def pgvector_server(url: str) -> Iterator[str]:
         stdout=log,
         stderr=subprocess.STDOUT,
         user=user,
+        cwd=workdir,
     )
     private = f"postgresql://postgres@/postgres?host={workdir}&port=5432"
     try:
