@@ -369,6 +369,12 @@ def compile_filter(filter: Mapping[str, Any] | None) -> list[Condition]:
                 )
             if kind == "num" and not math.isfinite(operand):
                 raise StoreError(f"filter {field!r} {op} takes a finite number; got {operand!r}")
+            if kind == "str" and _TEXT_PROBLEM.search(operand):
+                # no stored value holds one (put refuses it), and PostgreSQL cannot take it
+                raise StoreError(
+                    f"filter {field!r} {op} holds a NUL or a lone surrogate, which no stored "
+                    "value can hold"
+                )
             conditions.append(Condition(path, op, operand))
     return conditions
 
