@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from checkpoint.errors import CheckpointError
+from checkpoint.store._paths import texts_at
 
 __all__ = [
     "Condition",
@@ -280,16 +281,16 @@ def text_matches(value: Any, needle: str) -> bool:
 
 
 def field_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[tuple[str, str]]:
-    """The ``(field, text)`` pairs an index embeds for ``value`` ("$" is the whole value)."""
+    """The ``(field, text)`` pairs an index embeds for ``value`` ("$" is the whole value;
+    see ``_paths`` for the path syntax)."""
     out = []
     for field in fields:
         if field == "$":
             out.append((field, value_text(value)))
             continue
-        found, got = _lookup(value, field.split("."))
-        if not found or got is None:
-            continue
-        out.append((field, got if isinstance(got, str) else value_text(got)))
+        texts = texts_at(value, field)
+        # a field naming several texts ("items[*].text") keeps a vector for each
+        out += [(field if i == 0 else f"{field}#{i}", text) for i, text in enumerate(texts)]
     return out
 
 

@@ -119,7 +119,9 @@ def test_search_sorting(make_vector_store: MakeStore) -> None:
 
 
 @pytest.mark.parametrize("refresh_ttl", [True, False])
-def test_vector_search_with_filters_and_ttl(make_vector_store: MakeStore, refresh_ttl: bool) -> None:
+def test_vector_search_with_filters_and_ttl(
+    make_vector_store: MakeStore, refresh_ttl: bool
+) -> None:
     """postgres test_store.py::test_vector_search_with_filters (its vector store has a TTL
     with refresh_on_read, and each search passes refresh_ttl): the best match comes first
     within each filter."""
