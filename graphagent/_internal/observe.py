@@ -6,11 +6,14 @@ when the work starts and how it ends. With nobody listening they return one shar
 no-op watch: the cost is a tuple check, so an uninstrumented run pays nothing that a
 benchmark can see.
 
-Observers come from two places: global ones (:func:`add_observer`, used by
-``instrument()`` for tracing) and ones scoped to a context (:func:`observing`, used
-for a single call's progress display). A ``contextvars`` variable holds the scoped
-ones, so they follow the run into the engine's worker threads and asyncio tasks.
-Logging is an observer too, active while its logger is enabled for DEBUG.
+This is the engine's private dispatch. What listens is public: every observer here is
+a ``GraphLifecycleListener`` adapted by ``ListenerObserver``
+(:mod:`graphagent.observability._listener`), the logs, tracing and progress display
+included. Observers come from three places: global ones (:func:`add_observer`, behind
+``add_listener()`` and ``instrument()``), ones scoped to a context (:func:`observing`,
+behind ``listening()`` and ``progress()``; a ``contextvars`` variable holds them, so
+they follow the run into the engine's worker threads and asyncio tasks), and the
+loggers' (:func:`register_log`), asked while their logger is enabled for DEBUG.
 """
 
 from __future__ import annotations
