@@ -491,3 +491,12 @@ def test_a_listener_of_nodes_is_not_asked_about_calls() -> None:
         assert observe.chat("p", "m", [], [], None, stream=False) is observe.IDLE
         assert observe.tool("t", "c", "{}") is observe.IDLE
         assert observe.node("n", "node", ("n",)) is not observe.IDLE
+
+
+def test_a_method_set_on_the_listener_itself_is_called() -> None:
+    """Overriding is found on the object too, not only in its class."""
+    seen: list[str] = []
+    listener = GraphLifecycleListener()
+    listener.before_node = lambda node, state, config: seen.append(node)  # type: ignore[method-assign]
+    _one_node().compile(listeners=[listener]).invoke({"n": 0})
+    assert seen == ["a"]

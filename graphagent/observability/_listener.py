@@ -184,139 +184,165 @@ def _report(listener: GraphLifecycleListener, node: str | None, error: Any, conf
     _safely(listener, "on_error", node, error, config)
 
 
-def _overrides(listener: GraphLifecycleListener, *methods: str) -> bool:
-    kind = type(listener)
-    return any(getattr(kind, m) is not getattr(GraphLifecycleListener, m) for m in methods)
+_METHODS = tuple(m for m in vars(GraphLifecycleListener) if m[:3] in ("on_", "bef", "aft"))
+
+
+def _overridden(listener: GraphLifecycleListener) -> frozenset[str]:
+    """The methods ``listener`` has its own of (in its class, or set on itself)."""
+    out = []
+    for method in _METHODS:
+        found = getattr(listener, method)
+        if getattr(found, "__func__", found) is not getattr(GraphLifecycleListener, method):
+            out.append(method)
+    return frozenset(out)
 
 
 # the methods that make a listener want each kind of operation
-_RUN: tuple[str, ...] = ("on_start", "on_complete", "on_error", "on_run_start")
-_RUN += ("on_run_enter", "on_run_exit", "on_run_end")
-_NODES: tuple[str, ...] = ("before_node", "after_node", "on_error", "on_node_start")
-_NODES += ("on_interrupt", "on_node_error", "on_node_end")
+_RUN = frozenset({"on_start", "on_complete", "on_error", "on_run_start", "on_run_enter"})
+_RUN |= {"on_run_exit", "on_run_end"}
+_NODE = frozenset({"before_node", "after_node", "on_error", "on_node_start", "on_interrupt"})
+_NODE |= {"on_node_error", "on_node_end"}
 
 
-class _RunScope(Scope):
-    __slots__ = ("config", "info", "listener", "values")
+class _Told(Scope):
+    """A scope telling its listener the methods it overrides (the others do nothing)."""
 
-    def __init__(self, listener: GraphLifecycleListener, info: RunInfo) -> None:
-        self.listener = listener
+    __slots__ = ("info", "listener", "wanted")
+
+    def __init__(self, observer: ListenerObserver, info: Any) -> None:
+        self.listener = observer.listener
+        self.wanted = observer.wanted
         self.info = info
+
+    def tell(self, method: str, *args: Any) -> None:
+        if method in self.wanted:
+            _safely(self.listener, method, *args)
+
+    def report(self, node: str | None, error: Any, config: Any) -> None:
+        if "on_error" in self.wanted:
+            _report(self.listener, node, error, config)
+
+
+class _RunScope(_Told):
+    __slots__ = ("config", "values")
+
+    def __init__(self, observer: ListenerObserver, info: RunInfo) -> None:
+        super().__init__(observer, info)
         self.config = info.config if info.config is not None else RunnableConfig()
         self.values: Any = None
 
     def start(self) -> None:
         info = self.info
         if not info.nested:  # Spring's on_start and on_complete are the outermost run's
-            _safely(self.listener, "on_start", info.graph, info.input, self.config)
-        _safely(self.listener, "on_run_start", info)
+            self.tell("on_start", info.graph, info.input, self.config)
+        self.tell("on_run_start", info)
 
     def enter(self) -> None:
-        _safely(self.listener, "on_run_enter", self.info)
+        self.tell("on_run_enter", self.info)
 
     def exit(self) -> None:
-        _safely(self.listener, "on_run_exit", self.info)
+        self.tell("on_run_exit", self.info)
 
     def record(self, result: Any) -> None:
         self.values = result
 
     def finish(self, error: BaseException | None) -> None:
         info = self.info
-        _safely(self.listener, "on_run_end", info, self.values, error)
+        self.tell("on_run_end", info, self.values, error)
         if info.nested:  # its failure is its node's, reported there
             return
         if error is not None:
-            _report(self.listener, None, error, self.config)
+            self.report(None, error, self.config)
         else:
             values = self.values if self.values is not None else {}
-            _safely(self.listener, "on_complete", info.graph, values, self.config)
+            self.tell("on_complete", info.graph, values, self.config)
 
 
-class _NodeScope(Scope):
-    __slots__ = ("config", "info", "listener", "update")
+class _NodeScope(_Told):
+    __slots__ = ("config", "update")
 
-    def __init__(self, listener: GraphLifecycleListener, info: NodeInfo) -> None:
-        self.listener = listener
-        self.info = info
+    def __init__(self, observer: ListenerObserver, info: NodeInfo) -> None:
+        super().__init__(observer, info)
         self.config = info.config if info.config is not None else RunnableConfig()
         self.update: Any = None
 
     def start(self) -> None:
-        _safely(self.listener, "on_node_start", self.info)
-        _safely(self.listener, "before_node", self.info.name, self.info.state, self.config)
+        self.tell("on_node_start", self.info)
+        self.tell("before_node", self.info.name, self.info.state, self.config)
 
     def record(self, result: Any) -> None:
         info = self.info
         if result is INTERRUPTED:
-            _safely(self.listener, "on_interrupt", info)
+            self.tell("on_interrupt", info)
         else:
             self.update = result
-            _safely(self.listener, "after_node", info.name, info.state, result, self.config)
+            self.tell("after_node", info.name, info.state, result, self.config)
 
     def failed(self, error: BaseException | str) -> None:
         if isinstance(error, BaseException):
-            _safely(self.listener, "on_node_error", self.info, error)
-        _report(self.listener, self.info.name, error, self.config)
+            self.tell("on_node_error", self.info, error)
+        self.report(self.info.name, error, self.config)
 
     def finish(self, error: BaseException | None) -> None:
-        _safely(self.listener, "on_node_end", self.info, self.update, error)
+        self.tell("on_node_end", self.info, self.update, error)
 
 
-class _CallScope(Scope):
+class _CallScope(_Told):
     """A model or tool call: ``prefix`` names the methods (``on_model_``, ``on_tool_``)."""
 
-    __slots__ = ("info", "listener", "prefix", "result")
+    __slots__ = ("prefix", "result")
 
-    def __init__(self, listener: GraphLifecycleListener, info: Any, prefix: str) -> None:
-        self.listener = listener
-        self.info = info
+    def __init__(self, observer: ListenerObserver, info: Any, prefix: str) -> None:
+        super().__init__(observer, info)
         self.prefix = prefix
         self.result: Any = None
 
     def start(self) -> None:
-        _safely(self.listener, self.prefix + "start", self.info)
+        self.tell(self.prefix + "start", self.info)
 
     def record(self, result: Any) -> None:
         self.result = result
 
     def failed(self, error: BaseException | str) -> None:
-        _safely(self.listener, self.prefix + "error", self.info, error)
+        self.tell(self.prefix + "error", self.info, error)
 
     def finish(self, error: BaseException | None) -> None:
-        _safely(self.listener, self.prefix + "end", self.info, self.result, error)
+        self.tell(self.prefix + "end", self.info, self.result, error)
 
 
 class ListenerObserver(Observer):
     """A :class:`GraphLifecycleListener` as an engine observer (one per listener).
 
-    It asks only for the operations the listener's class overrides a method of: a
-    listener of nodes costs nothing per model or tool call.
+    It asks only for the operations the listener's class overrides a method of (a
+    listener of nodes costs nothing per model or tool call), and calls only the
+    methods it overrides.
     """
 
-    __slots__ = ("chats", "listener", "nodes", "runs", "tools")
+    __slots__ = ("chats", "listener", "nodes", "runs", "tools", "wanted")
 
     def __init__(self, listener: GraphLifecycleListener) -> None:
         self.listener = listener
-        self.runs = _overrides(listener, *_RUN)
-        self.nodes = _overrides(listener, *_NODES)
-        self.chats = _overrides(listener, "on_model_start", "on_model_end")
-        self.tools = _overrides(listener, "on_tool_start", "on_tool_error", "on_tool_end")
+        self.wanted = wanted = _overridden(listener)
+        self.runs = bool(wanted & _RUN)
+        self.nodes = bool(wanted & _NODE)
+        self.chats = bool(wanted & {"on_model_start", "on_model_end"})
+        self.tools = bool(wanted & {"on_tool_start", "on_tool_error", "on_tool_end"})
 
     def run(self, info: RunInfo) -> Scope | None:
         """Every run, nested ones included."""
-        return _RunScope(self.listener, info) if self.runs else None
+        return _RunScope(self, info) if self.runs else None
 
     def node(self, info: NodeInfo) -> Scope | None:
         """Every node, nested ones included."""
-        return _NodeScope(self.listener, info) if self.nodes else None
+        return _NodeScope(self, info) if self.nodes else None
 
     def chat(self, info: ChatInfo) -> Scope | None:
         """Every chat model request."""
-        return _CallScope(self.listener, info, "on_model_") if self.chats else None
+        return _CallScope(self, info, "on_model_") if self.chats else None
 
     def tool(self, info: ToolInfo) -> Scope | None:
         """Every tool call."""
-        return _CallScope(self.listener, info, "on_tool_") if self.tools else None
+        return _CallScope(self, info, "on_tool_") if self.tools else None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ListenerObserver) and other.listener is self.listener
