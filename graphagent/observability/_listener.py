@@ -238,10 +238,12 @@ class _RunScope(_Told):
         self.tell("on_run_start", info)
 
     def enter(self) -> None:
-        self.tell("on_run_enter", self.info)
+        if "on_run_enter" in self.wanted:
+            _safely(self.listener, "on_run_enter", self.info)
 
     def exit(self) -> None:
-        self.tell("on_run_exit", self.info)
+        if "on_run_exit" in self.wanted:
+            _safely(self.listener, "on_run_exit", self.info)
 
     def record(self, result: Any) -> None:
         self.values = result
@@ -259,24 +261,31 @@ class _RunScope(_Told):
 
 
 class _NodeScope(_Told):
+    # per node: each method asks ``wanted`` inline (no call for what is not overridden)
     __slots__ = ("config", "update")
 
     def __init__(self, observer: ListenerObserver, info: NodeInfo) -> None:
-        super().__init__(observer, info)
+        self.listener = observer.listener
+        self.wanted = observer.wanted
+        self.info = info
         self.config = info.config if info.config is not None else RunnableConfig()
         self.update: Any = None
 
     def start(self) -> None:
-        self.tell("on_node_start", self.info)
-        self.tell("before_node", self.info.name, self.info.state, self.config)
+        info = self.info
+        if "on_node_start" in self.wanted:
+            _safely(self.listener, "on_node_start", info)
+        if "before_node" in self.wanted:
+            _safely(self.listener, "before_node", info.name, info.state, self.config)
 
     def record(self, result: Any) -> None:
         info = self.info
         if result is INTERRUPTED:
             self.tell("on_interrupt", info)
-        else:
-            self.update = result
-            self.tell("after_node", info.name, info.state, result, self.config)
+            return
+        self.update = result
+        if "after_node" in self.wanted:
+            _safely(self.listener, "after_node", info.name, info.state, result, self.config)
 
     def failed(self, error: BaseException | str) -> None:
         if isinstance(error, BaseException):
@@ -284,7 +293,8 @@ class _NodeScope(_Told):
         self.report(self.info.name, error, self.config)
 
     def finish(self, error: BaseException | None) -> None:
-        self.tell("on_node_end", self.info, self.update, error)
+        if "on_node_end" in self.wanted:
+            _safely(self.listener, "on_node_end", self.info, self.update, error)
 
 
 class _CallScope(_Told):
