@@ -8,7 +8,7 @@ benchmark can see.
 
 This is the engine's private dispatch. What listens is public: every observer here is
 a ``GraphLifecycleListener`` adapted by ``ListenerObserver``
-(:mod:`graphagent.observability._listener`), the logs, tracing and progress display
+(:mod:`graphagent._internal.listen`), the logs, tracing and progress display
 included. Observers come from three places: global ones (:func:`add_observer`, behind
 ``add_listener()`` and ``instrument()``), ones scoped to a context (:func:`observing`,
 behind ``listening()`` and ``progress()``; a ``contextvars`` variable holds them, so

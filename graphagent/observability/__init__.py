@@ -21,6 +21,12 @@ call and tool call; yours can be told the same (:func:`add_listener`,
 
 from __future__ import annotations
 
+from graphagent._internal.listen import (
+    GraphLifecycleListener,
+    add_listener,
+    listening,
+    remove_listener,
+)
 from graphagent._internal.observe import (
     ChatInfo,
     NodeInfo,
@@ -31,12 +37,6 @@ from graphagent._internal.observe import (
 )
 from graphagent.observability import _logs  # noqa: F401  (registers the DEBUG loggers)
 from graphagent.observability._instrument import instrument, instrumented, uninstrument
-from graphagent.observability._listener import (
-    GraphLifecycleListener,
-    add_listener,
-    listening,
-    remove_listener,
-)
 from graphagent.observability._progress import progress, status_line
 from graphagent.observability._redact import exception_summary
 

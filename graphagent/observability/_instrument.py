@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphagent._internal.listen import GraphLifecycleListener, add_listener, remove_listener
 from graphagent._internal.observe import capture_content
 from graphagent.errors import UserError
-from graphagent.observability._listener import GraphLifecycleListener, add_listener, remove_listener
 
 __all__ = ["instrument", "instrumented", "uninstrument"]
 

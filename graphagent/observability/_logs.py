@@ -15,9 +15,9 @@ import logging
 import time
 from typing import Any
 
+from graphagent._internal.listen import GraphLifecycleListener, ListenerObserver
 from graphagent._internal.observe import ChatInfo, ToolInfo, content_captured, register_log
 from graphagent.errors import GraphBubbleUp
-from graphagent.observability._listener import GraphLifecycleListener, ListenerObserver
 
 __all__ = ["ChatLog", "ToolLog", "error_name", "usage_of"]
 

@@ -17,9 +17,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from graphagent._internal.listen import GraphLifecycleListener
 from graphagent._internal.observe import ChatInfo, NodeInfo, RunInfo, ToolInfo, content_captured
 from graphagent.errors import GraphBubbleUp
-from graphagent.observability._listener import GraphLifecycleListener
 from graphagent.observability._logs import error_name, usage_of
 from graphagent.observability._redact import exception_attributes
 

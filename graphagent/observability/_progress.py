@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
+from graphagent._internal.listen import GraphLifecycleListener, listening
 from graphagent._internal.observe import ChatInfo, NodeInfo, RunInfo, ToolInfo
 from graphagent.errors import GraphBubbleUp
-from graphagent.observability._listener import GraphLifecycleListener, listening
 from graphagent.observability._logs import error_name, usage_of
 
 __all__ = ["TerminalLine", "Tracker", "progress", "status_line"]

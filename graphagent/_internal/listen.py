@@ -2,8 +2,10 @@
 model and tool is called, and the run ends (Spring AI Alibaba's ``GraphLifecycleListener``,
 grown to what LangChain's callbacks report).
 
-The logging, tracing and progress observers of this package are listeners like any
-other: they override these methods and are registered with :func:`add_listener`
+Public as ``graphagent.graph.GraphLifecycleListener`` and in
+``graphagent.observability``. It lives here, below the engine and the observers, so that
+the logging, tracing and progress observers (``graphagent.observability``) are listeners
+like any other: they override these methods and are registered with :func:`add_listener`
 (tracing), :func:`listening` (a progress display) or while their logger is enabled
 (logging). Underneath, :class:`ListenerObserver` turns a listener into an observer of
 the engine's one hook (:mod:`graphagent._internal.observe`); with nothing registered the
