@@ -9,6 +9,7 @@ from typing import Any
 from graphagent._internal.callables import accepts_config
 from graphagent.config import RunnableConfig
 from graphagent.graph import OverAllState
+from graphagent.graph._inject import injected, with_injected
 
 __all__ = [
     "AgentHook",
@@ -95,9 +96,13 @@ class _FunctionHook(Hook):
         self.order = order
         self._name = name or fn.__name__
         self._point = point
-        self.fn = fn
         self.can_jump_to = jumps
-        self._takes_config = accepts_config(fn)
+        names = injected(fn)
+        if names:
+            # a ``store`` (or ``runtime``) parameter is handed the run's, as a node's is
+            fn = with_injected(fn, names)
+        self.fn = fn
+        self._takes_config = bool(names) or accepts_config(fn)
 
     def points(self) -> list[str]:
         return [self._point]
@@ -130,7 +135,8 @@ def _decorator(point: str) -> Callable[..., Any]:
     decorate.__name__ = point
     decorate.__doc__ = (
         f"Make a hook of a function ``(state[, config]) -> dict | None | Command`` that runs "
-        f"at ``{point}``. Use bare or as ``@{point}(name=..., can_jump_to=('end',), "
+        f"at ``{point}`` (a parameter named ``store`` gets the run's store). Use bare or as "
+        f"``@{point}(name=..., can_jump_to=('end',), "
         "order=0)`` (lower ``order`` runs first)."
     )
     return decorate
