@@ -646,3 +646,25 @@ def test_search_items(make_store: MakeStore) -> None:
     assert sorted(i.key for i in drafts) == ["item_department2", "item_user2"]
     assert store.search((base,), filter={"tags": ["draft", "final"]}) == []
     assert len(store.search((base,), filter={"tags": {"$ne": ["draft"]}})) == 2
+
+
+def test_list_and_dict_filters_compare_as_json(lt_store: BaseStore) -> None:
+    """The equality ::test_search_items relies on, pinned down alike on every backend: a
+    list or dict operand equals a stored value as JSON (object key order and 1 vs 1.0 do
+    not matter; True is not 1; order inside a list does), and $ne also matches items
+    without the field. An ordering operator on a list is refused."""
+    lt_store.put(("j",), "a", {"v": {"x": 1, "y": [1, "s", None]}, "w": [True]})
+    lt_store.put(("j",), "b", {"v": {"y": [1.0, "s", None], "x": 1.0}, "w": [1]})
+    lt_store.put(("j",), "c", {"v": {"x": 1, "y": ["s", 1, None]}, "w": "[1]"})
+    lt_store.put(("j",), "d", {"other": 1})
+    found = lambda f: sorted(i.key for i in lt_store.search(("j",), filter=f))  # noqa: E731
+    assert found({"v": {"x": 1, "y": [1, "s", None]}}) == ["a", "b"]
+    assert found({"v": {"$ne": {"x": 1, "y": [1, "s", None]}}}) == ["c", "d"]
+    assert found({"w": [True]}) == ["a"]
+    assert found({"w": [1]}) == ["b"]
+    assert found({"v.y": ["s", 1, None]}) == ["c"]
+    assert found({"w": {"$eq": [1]}, "v.x": 1}) == ["b"]
+    with pytest.raises(StoreError):
+        lt_store.search(("j",), filter={"w": {"$gt": [1]}})
+    with pytest.raises(StoreError):
+        lt_store.search(("j",), filter={"w": {1, 2}})
