@@ -216,6 +216,32 @@ def test_search_namespace_segment_boundary(lt_store: BaseStore) -> None:
     assert _namespaces(lt_store, ("fo",)) == set()
 
 
+def test_async_namespace_segment_boundary(lt_store: BaseStore) -> None:
+    """sqlite test_async_store.py::test_async_namespace_segment_boundary: the same scoping
+    through the async methods (and the SQLite function a filter on a list needs, made per
+    connection, serves them too)."""
+
+    async def run() -> None:
+        for ns in [
+            ("foo",),
+            ("foo", "child"),
+            ("foobar",),
+            ("uid", "users", "alice"),
+            ("uid", "users", "malice"),
+            ("user_1",),
+            ("userX1",),
+        ]:
+            await lt_store.aput(ns, "k", {"v": [1]})
+        found = {i.namespace for i in await lt_store.asearch(("foo",), limit=100)}
+        assert found == {("foo",), ("foo", "child")}
+        found = {i.namespace for i in await lt_store.asearch(("user_1",), filter={"v": [1]})}
+        assert found == {("user_1",)}
+        got = await lt_store.alist_namespaces(suffix=("alice",), limit=100)
+        assert got == [("uid", "users", "alice")]
+
+    asyncio.run(run())
+
+
 def test_search_empty_prefix_is_unconstrained(lt_store: BaseStore) -> None:
     """sqlite/postgres test_store.py::test_search_empty_prefix_is_unconstrained."""
     for ns in [("a",), ("b", "c"), ("d", "e", "f")]:
