@@ -6,10 +6,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from graphagent._internal.callables import accepts_config
+from graphagent._internal.callables import accepts_config, with_store
 from graphagent.config import RunnableConfig
 from graphagent.graph import OverAllState
-from graphagent.graph._inject import injected, with_injected
 
 __all__ = [
     "AgentHook",
@@ -97,12 +96,10 @@ class _FunctionHook(Hook):
         self._name = name or fn.__name__
         self._point = point
         self.can_jump_to = jumps
-        names = injected(fn)
-        if names:
-            # a ``store`` (or ``runtime``) parameter is handed the run's, as a node's is
-            fn = with_injected(fn, names)
-        self.fn = fn
-        self._takes_config = bool(names) or accepts_config(fn)
+        # a ``store`` parameter is handed the run's store, as a node's is
+        injecting = with_store(fn)
+        self.fn: Callable[..., HookResult] = injecting or fn
+        self._takes_config = injecting is not None or accepts_config(fn)
 
     def points(self) -> list[str]:
         return [self._point]
