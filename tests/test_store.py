@@ -158,11 +158,15 @@ def test_filters_compare_numbers_as_numbers_and_strings_as_strings(lt_store: Bas
 
 
 def test_filter_mistakes_are_named(lt_store: BaseStore) -> None:
-    """Unknown operators, list operands and ordering a bool are refused with the fix."""
+    """Unknown operators, ordering a list or a bool, and operands that are not JSON are
+    refused with the fix (a list or dict is compared whole by $eq and $ne, as LangGraph's
+    stores do)."""
     with pytest.raises(StoreError, match=r"unknown filter operator '\$in'"):
         lt_store.search(("f",), filter={"v": {"$in": [1]}})
     with pytest.raises(StoreError, match="takes a string, number, bool or None"):
-        lt_store.search(("f",), filter={"v": [1, 2]})
+        lt_store.search(("f",), filter={"v": {"$gt": [1, 2]}})
+    with pytest.raises(StoreError, match="takes a string, number, bool or None"):
+        lt_store.search(("f",), filter={"v": (1, 2)})
     with pytest.raises(StoreError, match="orders values"):
         lt_store.search(("f",), filter={"v": {"$gt": True}})
 

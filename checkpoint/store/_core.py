@@ -359,10 +359,13 @@ def compile_filter(filter: Mapping[str, Any] | None) -> list[Condition]:
                 )
             kind = kind_of(operand)
             if kind == "other":
-                raise StoreError(
-                    f"filter {field!r} {op} takes a string, number, bool or None; got "
-                    f"{type(operand).__name__}"
-                )
+                if type(operand) not in (list, dict) or op not in ("$eq", "$ne"):
+                    raise StoreError(
+                        f"filter {field!r} {op} takes a string, number, bool or None (or, for "
+                        f"$eq and $ne, a list or dict); got {type(operand).__name__}"
+                    )
+                # a list or dict is compared whole (json_equal), checked as a value is
+                operand = _own(operand, (None, field), 0)
             if op not in ("$eq", "$ne") and kind not in ("num", "str"):
                 raise StoreError(
                     f"filter {field!r} {op} orders values, so it takes a number or a string; "
@@ -392,6 +395,9 @@ def _holds(cond: Condition, value: Mapping[str, Any]) -> bool:
     _, got = _lookup(value, cond.path)
     same = kind_of(got) == cond.kind
     op = cond.op
+    if cond.kind == "other":
+        eq = same and json_equal(got, cond.operand)
+        return eq if op == "$eq" else not eq
     if op == "$eq":
         return same and got == cond.operand
     if op == "$ne":
@@ -405,6 +411,21 @@ def _holds(cond: Condition, value: Mapping[str, Any]) -> bool:
     if op == "$lt":
         return bool(got < cond.operand)
     return bool(got <= cond.operand)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Whether two JSON values are equal as JSON: objects whatever their key order,
+    numbers as numbers (1 == 1.0), booleans only to booleans (as PostgreSQL's jsonb)."""
+    ka, kb = kind_of(a), kind_of(b)
+    if ka != kb:
+        return False
+    if ka != "other":
+        return bool(a == b)
+    if type(a) is list and type(b) is list:
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is dict and type(b) is dict:
+        return a.keys() == b.keys() and all(json_equal(v, b[k]) for k, v in a.items())
+    return False
 
 
 def predicate(conditions: Sequence[Condition]) -> Callable[[Mapping[str, Any]], bool] | None:

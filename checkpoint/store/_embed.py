@@ -105,7 +105,13 @@ def make_index(index: Mapping[str, Any] | None) -> Index | None:
         raise StoreError(
             "index must be a dict like {'embed': embeddings, 'dims': 1536, 'fields': ['text']}"
         )
-    unknown = set(index) - {"embed", "dims", "fields"}
+    # LangGraph's names: "text_fields" for fields; "distance_type", which must be cosine
+    unknown = set(index) - {"embed", "dims", "fields", "text_fields", "distance_type"}
+    if index.get("distance_type", "cosine") != "cosine":
+        raise StoreError(
+            f"index distance_type {index['distance_type']!r}: graphagent stores rank by "
+            "cosine similarity only; leave it out or pass 'cosine'"
+        )
     if unknown:
         raise StoreError(
             f"unknown index option(s) {sorted(unknown)}: use 'embed', 'dims' and 'fields'"
@@ -125,7 +131,7 @@ def make_index(index: Mapping[str, Any] | None) -> Index | None:
         raise StoreError(f"index 'embed' string {embed!r} must look like 'provider:model'")
     if type(dims) is not int or dims < 1:
         raise StoreError(f"index needs 'dims', the vectors' length as a positive int; got {dims!r}")
-    fields = index.get("fields") or ["$"]
+    fields = index.get("fields") or index.get("text_fields") or ["$"]
     if isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields):
         raise StoreError(f"index 'fields' must be a list of field names; got {fields!r}")
     return Index(embed, dims, fields)

@@ -56,6 +56,16 @@ local function order(a, b)
   end
   return #a - #b
 end
+local function deepeq(a, b)
+  if type(a) ~= 'table' or type(b) ~= 'table' then return a == b end
+  for k, x in pairs(a) do
+    if not deepeq(x, b[k]) then return false end
+  end
+  for k in pairs(b) do
+    if a[k] == nil then return false end
+  end
+  return true
+end
 local function holds(v, c)
   local got = v
   for _, p in ipairs(c[1]) do
@@ -65,7 +75,7 @@ local function holds(v, c)
   end
   local op, want, k = c[2], c[3], c[4]
   local same = kind(got) == k
-  local eq = same and (k == 'null' or got == want)
+  local eq = same and (k == 'null' or got == want or (k == 'other' and deepeq(got, want)))
   if op == '$eq' then return eq end
   if op == '$ne' then return not eq end
   if not same then return false end

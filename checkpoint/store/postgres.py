@@ -223,6 +223,10 @@ class PostgresStore(SqlStore):
         elif kind == "bool":
             sql = "coalesce(value #> %s = %s::jsonb, false)"
             params = [path, "true" if cond.operand else "false"]
+        elif kind == "other":
+            # a list or dict: jsonb equality (key order and 1 vs 1.0 aside)
+            sql = "coalesce(value #> %s = %s::jsonb, false)"
+            params = [path, core.dumps(cond.operand)]
         elif kind == "num":
             # CASE, not AND: PostgreSQL may evaluate the cast before the type test
             sql = (

@@ -9,6 +9,7 @@ otherwise it reads the candidates' vectors and ranks them exactly in Python.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
@@ -43,6 +44,16 @@ def _bindable(operand: Any) -> Any:
         except OverflowError:
             return math.copysign(math.inf, operand)
     return operand
+
+
+def _json_equal(stored: str | None, wanted: str) -> bool:
+    """SQL ``ga_json_equal``: two JSON texts equal as JSON (``core.json_equal``)."""
+    if stored is None:
+        return False
+    try:
+        return core.json_equal(json.loads(stored), json.loads(wanted))
+    except ValueError:
+        return False
 
 
 def _load_vec(conn: sqlite3.Connection) -> bool:
@@ -105,6 +116,7 @@ class SqliteStore(SqlStore):
             self.conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             raise CheckpointStorageError(f"cannot open SQLite store {self.path!r}: {exc}") from exc
+        self.conn.create_function("ga_json_equal", 2, _json_equal, deterministic=True)
         self.vec = _load_vec(self.conn)
         self._lock = threading.RLock()
         self._ready = False
@@ -192,6 +204,13 @@ class SqliteStore(SqlStore):
         elif kind == "bool":
             sql = "coalesce(json_type(value, ?) = ?, 0)"
             params = [path, "true" if cond.operand else "false"]
+        elif kind == "other":
+            # a list or dict: compared whole, as JSON (key order and 1 vs 1.0 aside)
+            sql = (
+                "coalesce(json_type(value, ?) IN ('array', 'object') "
+                "AND ga_json_equal(json_extract(value, ?), ?), 0)"
+            )
+            params = [path, path, core.dumps(cond.operand)]
         else:
             sql = (
                 f"coalesce(json_type(value, ?) IN {_TYPES[kind]} "

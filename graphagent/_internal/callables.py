@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["accepts_config", "is_async_callable"]
+__all__ = ["accepts_config", "is_async_callable", "with_store"]
 
 
 def is_async_callable(fn: Any) -> bool:
@@ -44,3 +44,43 @@ def accepts_config(fn: Callable[..., Any]) -> bool:
         or second.default is second.empty
         or second.name == "config"
     )
+
+
+def with_store(fn: Callable[..., Any]) -> Callable[[Any, Any], Any] | None:
+    """``fn`` as a ``(state, config)`` callable that passes ``store=config.store``, when it
+    has a parameter named ``store`` (else ``None``).
+
+    A parameter *named* ``store`` is the store even as the second positional one; the
+    config is passed too when ``fn`` has a slot for it (by name when that slot comes after
+    the store's). An async ``fn`` gives back its coroutine.
+    """
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if not any(
+        p.name == "store" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params
+    ):
+        return None
+    rest = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "store"
+    ]
+    takes_config = len(rest) >= 2 and (rest[1].default is rest[1].empty or rest[1].name == "config")
+    by_name = (
+        rest[1].name
+        if takes_config
+        and rest[1].kind is rest[1].POSITIONAL_OR_KEYWORD
+        and params[1] is not rest[1]
+        else None
+    )
+
+    def call(state: Any, config: Any) -> Any:
+        if not takes_config:
+            return fn(state, store=config.store)
+        if by_name is not None:
+            return fn(state, store=config.store, **{by_name: config})
+        return fn(state, config, store=config.store)
+
+    return call

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from graphagent._internal.callables import accepts_config
+from graphagent._internal.callables import accepts_config, with_store
 from graphagent.config import RunnableConfig
 from graphagent.graph import OverAllState
 
@@ -95,9 +95,11 @@ class _FunctionHook(Hook):
         self.order = order
         self._name = name or fn.__name__
         self._point = point
-        self.fn = fn
         self.can_jump_to = jumps
-        self._takes_config = accepts_config(fn)
+        # a ``store`` parameter is handed the run's store, as a node's is
+        injecting = with_store(fn)
+        self.fn: Callable[..., HookResult] = injecting or fn
+        self._takes_config = injecting is not None or accepts_config(fn)
 
     def points(self) -> list[str]:
         return [self._point]
@@ -130,7 +132,8 @@ def _decorator(point: str) -> Callable[..., Any]:
     decorate.__name__ = point
     decorate.__doc__ = (
         f"Make a hook of a function ``(state[, config]) -> dict | None | Command`` that runs "
-        f"at ``{point}``. Use bare or as ``@{point}(name=..., can_jump_to=('end',), "
+        f"at ``{point}`` (a parameter named ``store`` gets the run's store). Use bare or as "
+        f"``@{point}(name=..., can_jump_to=('end',), "
         "order=0)`` (lower ``order`` runs first)."
     )
     return decorate

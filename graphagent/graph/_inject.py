@@ -104,10 +104,21 @@ def with_injected(fn: Callable[..., Any], names: tuple[str, ...]) -> Callable[..
     takes_config = len(positional) >= 2 and (
         positional[1].default is positional[1].empty or positional[1].name == "config"
     )
+    # a config slot after an injected one (``def node(state, store, config)``) is passed
+    # by name: passed second, it would land in the store's slot
+    config_name = (
+        positional[1].name
+        if takes_config
+        and positional[1].kind is positional[1].POSITIONAL_OR_KEYWORD
+        and params.index(positional[1]) != 1
+        else None
+    )
     runtime_name = next((n for n in names if n != "store"), None)
 
     def kwargs(config: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        if config_name is not None:
+            out[config_name] = config
         if "store" in names:
             out["store"] = config.store
         if runtime_name is not None:
@@ -118,20 +129,32 @@ def with_injected(fn: Callable[..., Any], names: tuple[str, ...]) -> Callable[..
     if is_async_callable(fn):
 
         async def call(state: Any, config: Any) -> Any:
-            if takes_config:
+            if takes_config and config_name is None:
                 return await fn(state, config, **kwargs(config))
             return await fn(state, **kwargs(config))
 
     else:
 
         def call(state: Any, config: Any) -> Any:
-            if takes_config:
+            if takes_config and config_name is None:
                 return fn(state, config, **kwargs(config))
             return fn(state, **kwargs(config))
 
-    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-        setattr(call, attr, getattr(fn, attr, None))
+    _named_like(call, fn)
     return call
+
+
+def _named_like(call: Any, fn: Any) -> None:
+    """Give ``call`` ``fn``'s name and docs (a callable object or a ``partial`` has no
+    ``__name__``: its class's name stands in)."""
+    for attr in ("__name__", "__qualname__"):
+        name = getattr(fn, attr, None)
+        if not isinstance(name, str):
+            inner = getattr(fn, "func", fn)  # a partial's function
+            name = getattr(inner, attr, None) or type(inner).__name__
+        setattr(call, attr, name)
+    call.__doc__ = getattr(fn, "__doc__", None)
+    call.__module__ = getattr(fn, "__module__", None) or call.__module__
 
 
 def is_state_class(cls: Any) -> bool:
@@ -207,6 +230,5 @@ def with_view(
         def call(state: Any, config: Any) -> Any:
             return fn(view(state), config) if takes_config else fn(view(state))
 
-    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-        setattr(call, attr, getattr(fn, attr, None))
+    _named_like(call, fn)
     return call

@@ -1,6 +1,7 @@
 """LangGraph's store tests, translated, on every backend.
 
-Origin: langgraph ``libs/checkpoint/tests/test_store.py`` (InMemoryStore cases),
+Origin: langgraph ``libs/checkpoint/tests/test_store.py`` (InMemoryStore cases, and its
+AsyncBatchedBaseStore cases as behaviour of graphagent's async methods),
 ``test_store_ttl.py`` and ``test_inmemory_store_dotted_filters.py``. Each test here runs on
 memory, SQLite, PostgreSQL (its own schema) and Redis (its own prefix). LangGraph's
 ``CharacterEmbeddings(dims=500)`` test double is ``FakeEmbeddings`` here. Deliberate
@@ -10,6 +11,7 @@ differences are named in the test that meets them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -296,3 +298,70 @@ def test_vector_search_edge_cases(make_store: MakeStore) -> None:
     store.put(("test",), "doc1", {"text": "test document"})
     for query in ["", None, "test " * 100, "test!@#$%^&*()"]:
         assert len(store.search(("test",), query=query)) == 1
+
+
+def test_async_store_survives_cancelled_calls(lt_store: BaseStore) -> None:
+    """test_store.py::test_async_batch_store_resilience and
+    ::test_async_batch_store_handles_cancellation: LangGraph cancels its batching task and
+    a pending aget; the store's next calls still work. graphagent has no background task
+    to cancel, so what is cancelled here is a caller's aget and aput mid-flight."""
+    doc = {"foo": "bar"}
+
+    async def run() -> None:
+        await lt_store.aput(("foo", "langgraph", "foo"), "bar", doc)
+        for call in (
+            lt_store.aget(("a",), "b"),
+            lt_store.aput(("c",), "d", {"x": 1}),
+            lt_store.asearch(("foo",)),
+        ):
+            pending = asyncio.ensure_future(call)
+            await asyncio.sleep(0)
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pending
+        found = await lt_store.asearch(("foo", "langgraph", "foo"))
+        assert [f.value for f in found] == [doc]
+        await lt_store.aput(("test", "namespace"), "key", {"baz": "qux"})
+        got = await lt_store.aget(("test", "namespace"), "key")
+        assert got is not None and got.value == {"baz": "qux"}
+
+    asyncio.run(run())
+    assert lt_store.get(("test", "namespace"), "key") is not None
+
+
+def test_async_concurrent_calls(lt_store: BaseStore) -> None:
+    """test_store.py::test_async_batch_store and ::test_async_batch_store_deduplication:
+    concurrent agets each get their own item (equal reads equal), concurrent aputs to one
+    key leave one whole value, concurrent equal searches agree. Difference: LangGraph
+    merges concurrent calls into one batch and keeps the last put; here each call is its
+    own, so the value left is one of the two, never a mix."""
+    same, diff = {"value": "same"}, {"value": "different"}
+
+    async def run() -> None:
+        await asyncio.gather(
+            lt_store.aput(("test",), "same", same), lt_store.aput(("test",), "different", diff)
+        )
+        a, b, c = await asyncio.gather(
+            lt_store.aget(("test",), "same"),
+            lt_store.aget(("test",), "same"),
+            lt_store.aget(("test",), "different"),
+        )
+        assert a == b and a != c
+        assert a is not None and a.value == same and c is not None and c.value == diff
+        await asyncio.gather(
+            lt_store.aput(("test",), "key", {"value": 1, "pad": "x" * 1000}),
+            lt_store.aput(("test",), "key", {"value": 2, "pad": "y" * 1000}),
+        )
+        got = await lt_store.aget(("test",), "key")
+        assert got is not None and got.value in (
+            {"value": 1, "pad": "x" * 1000},
+            {"value": 2, "pad": "y" * 1000},
+        )
+        left = got.value["value"]
+        r1, r2 = await asyncio.gather(
+            lt_store.asearch(("test",), filter={"value": left}),
+            lt_store.asearch(("test",), filter={"value": left}),
+        )
+        assert r1 == r2 and [r.key for r in r1] == ["key"]
+
+    asyncio.run(run())

@@ -216,6 +216,32 @@ def test_search_namespace_segment_boundary(lt_store: BaseStore) -> None:
     assert _namespaces(lt_store, ("fo",)) == set()
 
 
+def test_async_namespace_segment_boundary(lt_store: BaseStore) -> None:
+    """sqlite test_async_store.py::test_async_namespace_segment_boundary: the same scoping
+    through the async methods (and the SQLite function a filter on a list needs, made per
+    connection, serves them too)."""
+
+    async def run() -> None:
+        for ns in [
+            ("foo",),
+            ("foo", "child"),
+            ("foobar",),
+            ("uid", "users", "alice"),
+            ("uid", "users", "malice"),
+            ("user_1",),
+            ("userX1",),
+        ]:
+            await lt_store.aput(ns, "k", {"v": [1]})
+        found = {i.namespace for i in await lt_store.asearch(("foo",), limit=100)}
+        assert found == {("foo",), ("foo", "child")}
+        found = {i.namespace for i in await lt_store.asearch(("user_1",), filter={"v": [1]})}
+        assert found == {("user_1",)}
+        got = await lt_store.alist_namespaces(suffix=("alice",), limit=100)
+        assert got == [("uid", "users", "alice")]
+
+    asyncio.run(run())
+
+
 def test_search_empty_prefix_is_unconstrained(lt_store: BaseStore) -> None:
     """sqlite/postgres test_store.py::test_search_empty_prefix_is_unconstrained."""
     for ns in [("a",), ("b", "c"), ("d", "e", "f")]:
@@ -550,3 +576,121 @@ def test_large_batches_async(lt_store: BaseStore) -> None:
         return await asyncio.gather(*coros)
 
     assert len(asyncio.run(run())) == n * m * 6
+
+
+# ---------------------------------------------------------------- on an indexed store
+
+
+def _indexed(make_store: MakeStore) -> BaseStore:
+    from graphagent.models import FakeEmbeddings
+
+    return make_store(index={"embed": FakeEmbeddings(32), "dims": 32, "fields": ["key0", "key1"]})
+
+
+def test_basic_store_operations_indexed(make_store: MakeStore) -> None:
+    """sqlite test_store.py::test_basic_store_operations (and test_async_store.py::
+    test_basic_store_ops): the same life cycle on a store with an index whose fields the
+    values lack: nothing to find first, two items, their namespace listed, then none."""
+    store = _indexed(make_store)
+    ns = ("u1", "test", "documents")
+    assert store.search(("u1",)) == []
+    store.put(ns, "doc1", {"title": "Test Document", "content": "Hello, World!"})
+    item = store.get(ns, "doc1")
+    assert item is not None and item.created_at is not None and item.updated_at is not None
+    store.put(ns, "doc1", {"title": "Updated Test Document", "content": "Hello, LangGraph!"})
+    updated = store.get(ns, "doc1")
+    assert updated is not None and updated.value["content"] == "Hello, LangGraph!"
+    assert updated.updated_at >= item.updated_at
+    assert store.get(("u1", "test", "other_documents"), "doc1") is None
+    store.put(ns, "doc2", {"title": "Another Document", "content": "Greetings!"})
+    assert {i.key for i in store.search(("u1", "test"), limit=10)} == {"doc1", "doc2"}
+    assert ns in store.list_namespaces(prefix=("u1", "test"))
+    store.delete(ns, "doc1")
+    store.delete(ns, "doc2")
+    assert store.get(ns, "doc1") is None and store.get(ns, "doc2") is None
+    assert store.search(("u1", "test"), limit=10) == []
+
+
+def test_list_namespaces_operations(make_store: MakeStore) -> None:
+    """sqlite test_store.py::test_list_namespaces_operations (and test_async_store.py::
+    test_list_namespaces): prefixes, suffixes, both, "*" on either side, "*" between
+    fixed labels of a long suffix, depth with a wildcard prefix, pages."""
+    store = _indexed(make_store)
+    p = "pref"
+    spaces = [
+        (p, "test", "documents", "public", p),
+        (p, "test", "documents", "private", p),
+        (p, "test", "images", "public", p),
+        (p, "test", "images", "private", p),
+        (p, "prod", "documents", "public", p),
+        (p, "prod", "documents", "some", "nesting", "public", p),
+        (p, "prod", "documents", "private", p),
+    ]
+    for ns in spaces:
+        store.put(ns, "dummy", {"content": "dummy"})
+    ls = store.list_namespaces
+    assert len(ls(prefix=(p, "test"))) == 4
+    assert len(ls(prefix=(p, "test", "documents"))) == 2
+    public = ls(suffix=("public", p))
+    assert len(public) == 4 and all(ns[-2] == "public" for ns in public)
+    assert len(ls(prefix=(p, "test"), suffix=("public", p))) == 2
+    docs = ls(prefix=(p, "*", "documents"))
+    assert len(docs) == 5 and all(ns[2] == "documents" for ns in docs)
+    assert len(ls(suffix=("*", "public", p))) == 4
+    assert ls(suffix=("some", "*", "public", p)) == [spaces[5]]
+    assert all(len(ns) <= 3 for ns in ls(max_depth=3))
+    deep = ls(max_depth=4, prefix=(p, "*", "documents"))
+    assert len(set(deep)) == len(deep) == 5
+    assert len(ls(prefix=(p,), limit=3)) == 3
+    assert len(ls(prefix=(p,), offset=3)) == len(spaces) - 3
+    assert set(ls(prefix=(p,))) == set(spaces)
+
+
+def test_search_items(make_store: MakeStore) -> None:
+    """sqlite test_store.py::test_search_items (and test_async_store.py's): by namespace,
+    disjoint pages, a field filter, and a filter equal to a list."""
+    store = _indexed(make_store)
+    base = "test_search_items"
+    for ns, author, tag in [
+        ((base, "documents", "user1"), "John Doe", "important"),
+        ((base, "documents", "user2"), "Jane Smith", "draft"),
+        ((base, "reports", "department1"), "John Doe", "final"),
+        ((base, "reports", "department2"), "Alice Johnson", "draft"),
+    ]:
+        value = {"title": ns[-1], "author": author, "tags": [tag]}
+        store.put(ns, f"item_{ns[-1]}", value)
+    docs = store.search((base, "documents"))
+    assert len(docs) == 2 and all(i.namespace[1] == "documents" for i in docs)
+    assert len(store.search((base, "reports"))) == 2
+    page1 = {i.key for i in store.search((base,), limit=2, offset=0)}
+    page2 = {i.key for i in store.search((base,), limit=2, offset=2)}
+    assert len(page1) == len(page2) == 2 and page1.isdisjoint(page2)
+    assert len(store.search((base,))) == 4
+    john = store.search((base,), filter={"author": "John Doe"})
+    assert sorted(i.key for i in john) == ["item_department1", "item_user1"]
+    drafts = store.search((base,), filter={"tags": ["draft"]})
+    assert sorted(i.key for i in drafts) == ["item_department2", "item_user2"]
+    assert store.search((base,), filter={"tags": ["draft", "final"]}) == []
+    assert len(store.search((base,), filter={"tags": {"$ne": ["draft"]}})) == 2
+
+
+def test_list_and_dict_filters_compare_as_json(lt_store: BaseStore) -> None:
+    """The equality ::test_search_items relies on, pinned down alike on every backend: a
+    list or dict operand equals a stored value as JSON (object key order and 1 vs 1.0 do
+    not matter; True is not 1; order inside a list does), and $ne also matches items
+    without the field. An ordering operator on a list is refused."""
+    lt_store.put(("j",), "a", {"v": {"x": 1, "y": [1, "s", None]}, "w": [True]})
+    lt_store.put(("j",), "b", {"v": {"y": [1.0, "s", None], "x": 1.0}, "w": [1]})
+    lt_store.put(("j",), "c", {"v": {"x": 1, "y": ["s", 1, None]}, "w": "[1]"})
+    lt_store.put(("j",), "d", {"other": 1})
+    found = lambda f: sorted(i.key for i in lt_store.search(("j",), filter=f))  # noqa: E731
+    assert found({"v": {"x": 1, "y": [1, "s", None]}}) == ["a", "b"]
+    assert found({"v": {"$ne": {"x": 1, "y": [1, "s", None]}}}) == ["c", "d"]
+    assert found({"w": [True]}) == ["a"]
+    assert found({"w": [1]}) == ["b"]
+    assert found({"v.y": ["s", 1, None]}) == ["c"]
+    assert found({"w": {"$eq": [1]}, "v.x": 1}) == ["b"]
+    with pytest.raises(StoreError):
+        lt_store.search(("j",), filter={"w": {"$gt": [1]}})
+    with pytest.raises(StoreError):
+        lt_store.search(("j",), filter={"w": {1, 2}})

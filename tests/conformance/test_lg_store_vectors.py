@@ -235,3 +235,26 @@ def test_path_fields_on_every_backend(make_vector_store: MakeStore) -> None:
     store.put(("p",), "nested", {**NESTED, "items": [{"value": "fourth"}]})
     found = store.search(("p",), query="second")
     assert found[0].score is not None and found[0].score < 0.99  # the old vectors are gone
+
+
+def test_sqlite_memory_connection_and_langgraph_index_keys() -> None:
+    """sqlite test_store.py's ``store`` fixture and ``create_vector_store`` (a ":memory:"
+    connection as well as a file, opened with ``from_conn_string`` in a ``with`` block,
+    ``setup()`` called, an index written with ``text_fields`` and ``distance_type``) and
+    ::test_vector_store_initialization. graphagent ranks by cosine only: another distance
+    is refused by name."""
+    from checkpoint.store import SqliteStore, StoreError
+
+    fake = FakeEmbeddings(DIMS)
+    config = {"dims": DIMS, "embed": fake, "text_fields": None, "distance_type": "cosine"}
+    with SqliteStore.from_conn_string(":memory:", index=config) as store:
+        store.setup()
+        assert store.index is not None and store.index.fields == ("$",)
+        store.put(("t",), "a", {"text": "red apple"})
+        store.put(("t",), "b", {"text": "blue car"})
+        assert store.search(("t",), query="apple")[0].key == "a"
+    config = {"dims": DIMS, "embed": fake, "text_fields": ["text"]}
+    with SqliteStore.from_conn_string(":memory:", index=config) as store:
+        assert store.index is not None and store.index.fields == ("text",)
+    with pytest.raises(StoreError, match="cosine"):
+        SqliteStore.from_conn_string(":memory:", index={**config, "distance_type": "l2"})

@@ -143,6 +143,7 @@ class Task(Generic[T]):
         self.cache = cache
         self.is_async = is_async_callable(fn)
         self._wants = _wanted(fn)
+        self._slots = _positions(fn, self._wants)
         self.cache_namespace = namespace(self.name, fn)
         functools.update_wrapper(self, fn)
 
@@ -169,7 +170,7 @@ class Task(Generic[T]):
                 done.set_result(call.found)
                 return done
             return TaskFuture.done_with(call.found)
-        kwargs = self._inject(kwargs, journal)
+        kwargs = self._inject(kwargs, journal, len(args))
         if in_loop:
             future = asyncio.ensure_future(self._arun(call, journal, args, kwargs))
             if journal is not None:
@@ -256,7 +257,7 @@ class Task(Generic[T]):
         self, args: tuple[Any, ...], kwargs: dict[str, Any], journal: Journal | None
     ) -> Any:
         """A call outside any run: it runs, and nothing keeps its result."""
-        kwargs = self._inject(kwargs, journal)
+        kwargs = self._inject(kwargs, journal, len(args))
         if _running_loop() is not None:
             if self.is_async:
                 return asyncio.ensure_future(_awaited(self.fn(*args, **kwargs)))
@@ -270,15 +271,18 @@ class Task(Generic[T]):
             value = asyncio.run(_awaited(value))
         return value
 
-    def _inject(self, kwargs: dict[str, Any], journal: Journal | None) -> dict[str, Any]:
+    def _inject(
+        self, kwargs: dict[str, Any], journal: Journal | None, nargs: int = 0
+    ) -> dict[str, Any]:
         """Add the run's ``config``, ``writer`` and ``store`` for parameters of those
-        names the caller did not pass."""
+        names the caller did not pass (by keyword, or among its ``nargs`` positional
+        arguments)."""
         if not self._wants:
             return kwargs
         config = journal.config if journal is not None else None
         given = dict(kwargs)
         for name in self._wants:
-            if name in given:
+            if name in given or self._slots.get(name, nargs) < nargs:
                 continue
             if name == "config":
                 given[name] = config
@@ -324,6 +328,15 @@ def _wanted(fn: Callable[..., Any]) -> tuple[str, ...]:
         for n in _INJECTED
         if n in params and params[n].kind not in (params[n].POSITIONAL_ONLY, params[n].VAR_KEYWORD)
     )
+
+
+def _positions(fn: Callable[..., Any], names: tuple[str, ...]) -> dict[str, int]:
+    """Where each of ``names`` sits among ``fn``'s positional parameters."""
+    if not names:
+        return {}
+    params = list(inspect.signature(fn).parameters.values())
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return {name: positional.index(name) for name in names if name in positional}
 
 
 @overload
