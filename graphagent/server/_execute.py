@@ -191,10 +191,10 @@ class Executor:
         self.live.add(run_id)
         try:
             # from here on a cancel, wherever it lands, settles the run below
-            if run_id in self.stops:  # asked before the run got here
-                raise Stopped(self.stops[run_id])
             run["status"], run["updated_at"] = "running", now()
             await self.docs.put("run", run_id, run)
+            if run_id in self.stops:  # asked before the run got here
+                raise Stopped(self.stops[run_id])
             thread["status"] = "busy"
             await self.docs.put("thread", thread["_key"], thread)
             attempt = {"run_id": run_id, "attempt": run["_attempt"]}

@@ -250,3 +250,18 @@ async def test_a_run_cancelled_with_no_stop_asked_once_its_executor_stops_is_lef
     assert (await _run(service, run["run_id"]))["status"] == "running"
     assert not await service.events.ended(run["run_id"])
     await service.docs.close()
+
+
+async def test_a_cancel_there_as_a_run_starts_stops_it_once_under_way(make: Make) -> None:
+    """A cancel the executor finds as it takes the run (before the run is under way) is
+    applied once it is: it used to end the run's task unsettled, and the run was taken
+    again, and cancelled again, forever."""
+    hold = Hold()
+    service = make(hold.graph, lease_ms=900)
+    thread = await service.threads.create("", {})
+    run = await service.runs.create("", thread["thread_id"], _BODY)
+    await service.queue.cancel(run, "interrupt")  # stored before any executor took it
+    await service.runs.submit(run)
+    await service.start()
+    assert await _becomes(service, run["run_id"], "interrupted") == "interrupted"
+    await asyncio.wait_for(service.runs.outcome(run), 30)  # and its end is published

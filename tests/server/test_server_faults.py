@@ -82,22 +82,40 @@ def _events(where: dict[str, Any], run_id: str) -> list[str]:
     return [row[1][b"e"].decode() for row in entries]
 
 
-def _running_on(where: dict[str, Any], worker_pid: int) -> int:
-    """How many runs the worker with this pid holds."""
+def _held_by(where: dict[str, Any], worker_pid: int) -> list[str]:
+    """The runs the worker with this pid holds (taken, not yet acknowledged)."""
     prefix = where["prefix"]
     if where["kind"] == "postgres":
         with psycopg.connect(where["postgres"]) as conn:
             rows = conn.execute(
-                f'SELECT count(*) FROM "{prefix}".graphagent_server_queue WHERE owner LIKE %s',
+                f'SELECT run_id FROM "{prefix}".graphagent_server_queue WHERE owner LIKE %s',
                 (f"%:{worker_pid}:%",),
             ).fetchall()
-        return int(rows[0][0])
+        return [str(r[0]) for r in rows]
     client = redis.Redis.from_url(where["redis"])
+    stream = f"{prefix}:srv:queue"
     try:
-        consumers = client.xinfo_consumers(f"{prefix}:srv:queue", "executors")
+        held = []
+        for consumer in client.xinfo_consumers(stream, "executors"):
+            name = str(consumer["name"], "utf-8")
+            if f":{worker_pid}:" not in name:
+                continue
+            for entry in client.xpending_range(stream, "executors", "-", "+", 100, name):
+                ident = entry["message_id"]
+                held += [row[1][b"run"].decode() for row in client.xrange(stream, ident, ident)]
+        return held
     finally:
         client.close()
-    return sum(int(c["pending"]) for c in consumers if f":{worker_pid}:" in str(c["name"], "utf-8"))
+
+
+def _mid_run_on(where: dict[str, Any], worker_pid: int) -> bool:
+    """Whether the worker with this pid holds a run under way: begun (its metadata out)
+    and not ended (no result yet), so that stopping the worker now interrupts it."""
+    for run_id in _held_by(where, worker_pid):
+        events = _events(where, run_id)
+        if "metadata" in events and "__result__" not in events:
+            return True
+    return False
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
@@ -115,11 +133,10 @@ async def test_a_worker_lost_mid_run(cluster: dict[str, Any], sig: int) -> None:
                 run = await client.runs.create(tid, "slow_assistant", input={"messages": [message]})
                 runs.append((tid, run["run_id"], city))
         victim = cluster["workers"][0]
-        for _ in range(100):  # kill it while it holds runs
-            if _running_on(cluster, victim.pid):
+        for _ in range(400):  # kill it while a run is under way there (the tool sleeps)
+            if _mid_run_on(cluster, victim.pid):
                 break
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.3)
+            await asyncio.sleep(0.02)
         victim.send_signal(sig)
         victim.wait(timeout=30)  # a stopped worker that never exits fails here
         for tid, rid, _ in runs:
