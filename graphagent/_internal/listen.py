@@ -248,10 +248,12 @@ class _RunScope(_Told):
         self.tell("on_run_start", info)
 
     def enter(self) -> None:
-        self.tell("on_run_enter", self.info)
+        if "on_run_enter" in self.calls:
+            self.tell("on_run_enter", self.info)
 
     def exit(self) -> None:
-        self.tell("on_run_exit", self.info)
+        if "on_run_exit" in self.calls:
+            self.tell("on_run_exit", self.info)
 
     def record(self, result: Any) -> None:
         self.values = result
@@ -278,10 +280,13 @@ class _NodeScope(_Told):
         self.config = info.config if info.config is not None else RunnableConfig()
         self.update: Any = None
 
+    # per node: what the listener does not override costs a dict lookup, not a call
     def start(self) -> None:
         info = self.info
-        self.tell("on_node_start", info)
-        self.tell("before_node", info.name, info.state, self.config)
+        if "on_node_start" in self.calls:
+            self.tell("on_node_start", info)
+        if "before_node" in self.calls:
+            self.tell("before_node", info.name, info.state, self.config)
 
     def record(self, result: Any) -> None:
         info = self.info
@@ -289,7 +294,8 @@ class _NodeScope(_Told):
             self.tell("on_interrupt", info)
             return
         self.update = result
-        self.tell("after_node", info.name, info.state, result, self.config)
+        if "after_node" in self.calls:
+            self.tell("after_node", info.name, info.state, result, self.config)
 
     def failed(self, error: BaseException | str) -> None:
         if isinstance(error, BaseException):
@@ -297,7 +303,8 @@ class _NodeScope(_Told):
         self.report(self.info.name, error, self.config)
 
     def finish(self, error: BaseException | None) -> None:
-        self.tell("on_node_end", self.info, self.update, error)
+        if "on_node_end" in self.calls:
+            self.tell("on_node_end", self.info, self.update, error)
 
 
 class _CallScope(_Told):
