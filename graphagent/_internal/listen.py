@@ -168,7 +168,11 @@ def _safely(listener: GraphLifecycleListener, method: str, *args: Any) -> None:
     try:
         getattr(listener, method)(*args)
     except Exception:  # a listener's bug must not end the run it watches
-        _LOG.warning("lifecycle listener %r failed in %s", listener, method, exc_info=True)
+        _failed(listener, method)
+
+
+def _failed(listener: GraphLifecycleListener, method: str) -> None:
+    _LOG.warning("lifecycle listener %r failed in %s", listener, method, exc_info=True)
 
 
 _REPORTED = "__graphagent_reported__"
@@ -209,19 +213,23 @@ _NODE |= {"on_node_error", "on_node_end"}
 class _Told(Scope):
     """A scope telling its listener the methods it overrides (the others do nothing)."""
 
-    __slots__ = ("info", "listener", "wanted")
+    __slots__ = ("calls", "info", "listener")
 
     def __init__(self, observer: ListenerObserver, info: Any) -> None:
         self.listener = observer.listener
-        self.wanted = observer.wanted
+        self.calls = observer.calls
         self.info = info
 
     def tell(self, method: str, *args: Any) -> None:
-        if method in self.wanted:
-            _safely(self.listener, method, *args)
+        call = self.calls.get(method)
+        if call is not None:
+            try:
+                call(*args)
+            except Exception:  # a listener's bug must not end the run it watches
+                _failed(self.listener, method)
 
     def report(self, node: str | None, error: Any, config: Any) -> None:
-        if "on_error" in self.wanted:
+        if "on_error" in self.calls:
             _report(self.listener, node, error, config)
 
 
@@ -240,12 +248,12 @@ class _RunScope(_Told):
         self.tell("on_run_start", info)
 
     def enter(self) -> None:
-        if "on_run_enter" in self.wanted:
-            _safely(self.listener, "on_run_enter", self.info)
+        if "on_run_enter" in self.calls:
+            self.tell("on_run_enter", self.info)
 
     def exit(self) -> None:
-        if "on_run_exit" in self.wanted:
-            _safely(self.listener, "on_run_exit", self.info)
+        if "on_run_exit" in self.calls:
+            self.tell("on_run_exit", self.info)
 
     def record(self, result: Any) -> None:
         self.values = result
@@ -263,22 +271,22 @@ class _RunScope(_Told):
 
 
 class _NodeScope(_Told):
-    # per node: each method asks ``wanted`` inline (no call for what is not overridden)
     __slots__ = ("config", "update")
 
     def __init__(self, observer: ListenerObserver, info: NodeInfo) -> None:
         self.listener = observer.listener
-        self.wanted = observer.wanted
+        self.calls = observer.calls
         self.info = info
         self.config = info.config if info.config is not None else RunnableConfig()
         self.update: Any = None
 
+    # per node: what the listener does not override costs a dict lookup, not a call
     def start(self) -> None:
         info = self.info
-        if "on_node_start" in self.wanted:
-            _safely(self.listener, "on_node_start", info)
-        if "before_node" in self.wanted:
-            _safely(self.listener, "before_node", info.name, info.state, self.config)
+        if "on_node_start" in self.calls:
+            self.tell("on_node_start", info)
+        if "before_node" in self.calls:
+            self.tell("before_node", info.name, info.state, self.config)
 
     def record(self, result: Any) -> None:
         info = self.info
@@ -286,8 +294,8 @@ class _NodeScope(_Told):
             self.tell("on_interrupt", info)
             return
         self.update = result
-        if "after_node" in self.wanted:
-            _safely(self.listener, "after_node", info.name, info.state, result, self.config)
+        if "after_node" in self.calls:
+            self.tell("after_node", info.name, info.state, result, self.config)
 
     def failed(self, error: BaseException | str) -> None:
         if isinstance(error, BaseException):
@@ -295,8 +303,8 @@ class _NodeScope(_Told):
         self.report(self.info.name, error, self.config)
 
     def finish(self, error: BaseException | None) -> None:
-        if "on_node_end" in self.wanted:
-            _safely(self.listener, "on_node_end", self.info, self.update, error)
+        if "on_node_end" in self.calls:
+            self.tell("on_node_end", self.info, self.update, error)
 
 
 class _CallScope(_Told):
@@ -330,11 +338,13 @@ class ListenerObserver(Observer):
     methods it overrides.
     """
 
-    __slots__ = ("chats", "listener", "nodes", "runs", "tools", "wanted")
+    __slots__ = ("calls", "chats", "listener", "nodes", "runs", "tools")
 
     def __init__(self, listener: GraphLifecycleListener) -> None:
         self.listener = listener
-        self.wanted = wanted = _overridden(listener)
+        wanted = _overridden(listener)
+        # bound once: the listener's own methods, by name (the others do nothing)
+        self.calls = {method: getattr(listener, method) for method in wanted}
         self.runs = bool(wanted & _RUN)
         self.nodes = bool(wanted & _NODE)
         self.chats = bool(wanted & {"on_model_start", "on_model_end"})

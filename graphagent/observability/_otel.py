@@ -207,7 +207,8 @@ class Tracing(GraphLifecycleListener):
 
     def on_node_start(self, node: NodeInfo) -> None:
         """Open the node's span, current while the node runs."""
-        self._start(node, self.node_span(node))
+        span = self.spans[node] = self.node_span(node)
+        span.start()
 
     def on_interrupt(self, node: NodeInfo) -> None:
         """Mark the span paused."""
@@ -219,7 +220,7 @@ class Tracing(GraphLifecycleListener):
 
     def on_node_end(self, node: NodeInfo, update: Any, error: BaseException | None) -> None:
         """Close the node's span."""
-        self._end(node, error)
+        self.spans.pop(node).finish(error)
 
     # -- model and tool calls ------------------------------------------------------------
 
