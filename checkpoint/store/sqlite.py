@@ -21,6 +21,7 @@ from typing_extensions import Self
 
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
+from checkpoint.store import base as _base
 from checkpoint.store._items import Item, SearchItem, _Put, _Search, new_item
 from checkpoint.store._sqlstore import SqlStore, pack
 
@@ -118,6 +119,10 @@ class SqliteStore(SqlStore):
         self._cache: dict[tuple[tuple[str, ...], str], tuple[Any, bool, float, float]] = {}
         self._seen: tuple[int, int] = (-1, -1)
         self._version = self.conn.cursor()
+        self._get_sql = (
+            f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
+            "WHERE ns = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)"
+        )
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], **kw: Any) -> Self:
@@ -232,12 +237,26 @@ class SqliteStore(SqlStore):
                     return item
             namespace = core.check_namespace(namespace)
             core.check_key(key)
-            refresh = self.refresh_on_read if refresh_ttl is None else bool(refresh_ttl)
-            row = self._get_row(namespace, key, self._now(), refresh)
+            now = _base.time.time()  # type: ignore[attr-defined]  # (tests move base's clock)
+            try:
+                row = self._version.execute(
+                    self._get_sql, (core.encode_namespace(namespace), core.escape_key(key), now)
+                ).fetchone()
+            except sqlite3.Error as exc:
+                raise CheckpointStorageError(f"SQLite store failed: {exc}") from exc
             if row is None:
                 return None
-            value, created, updated, ttl = row
-            if ttl is None:
+            raw, created, updated, ttl = row
+            value = core.loads(raw, namespace, key)
+            if ttl is not None:
+                refresh = self.refresh_on_read if refresh_ttl is None else refresh_ttl
+                if refresh:  # restart the TTL: the second statement only such items need
+                    self._rows(
+                        f"UPDATE {self.table} SET expires_at = ? + ttl_minutes * 60.0 "
+                        "WHERE ns = ? AND key = ? AND ttl_minutes IS NOT NULL",
+                        [now, core.encode_namespace(namespace), core.escape_key(key)],
+                    )
+            else:
                 if len(cache) >= CACHED_ITEMS:
                     del cache[next(iter(cache))]  # the oldest entry
                 flat = _CONTAINERS.isdisjoint(map(type, value.values()))
