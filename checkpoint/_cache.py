@@ -287,7 +287,7 @@ class ReadPlan:
     def _build(self, blobs: Sequence[bytes | None]) -> dict[str, Any]:
         record, cache = self._record, self._cache
         serde = cache.serde
-        loads, loads_all, unshareable = serde.loads, serde.loads_all, serde.unshareable
+        loads, loads_shared = serde.loads, serde.loads_shared
         it = iter(blobs)
         fresh_sets = {name[2:]: _present(next(it), "?") for name in self.singles}
         sets = {**self._sets, **fresh_sets} if fresh_sets else self._sets
@@ -327,11 +327,10 @@ class ReadPlan:
                 if len(got) < end - first or None in got:
                     _present(None, key)
                 chunk = cast("list[bytes]", got)
-                items = loads_all(chunk)
+                items, changeable = loads_shared(chunk)
                 plain = items
                 if ids is not None:
                     _index(ids, items, first - start)
-                changeable = unshareable(items)
                 if changeable:
                     plain = list(items)
                     for i in changeable:

@@ -22,7 +22,7 @@ from checkpoint._library import StoredObject
 from checkpoint._stored import STORED_WAY_OUT
 from checkpoint.errors import SerializationError
 
-__all__ = ["MAX_DEPTH", "Loading"]
+__all__ = ["MAX_DEPTH", "FramesDecoder", "Loading"]
 
 _TUPLE, _SET, _FROZENSET, _DATETIME, _DATE, _TIMEDELTA, _UUID = 1, 2, 3, 4, 5, 6, 7
 _MODEL, _ENUM, _DATACLASS, _ENCODED = 8, 9, 10, 11
@@ -40,6 +40,9 @@ _PAUSE_GC_FROM = 256
 _LONE = "surrogatepass"
 
 _Decode = Callable[[Any], Any]
+# a batch decoder (see Serde.register): frames -> their values and the positions of those
+# not known to be shareable
+FramesDecoder = Callable[[list[Any], Callable[[Any, Any], Any]], tuple[list[Any], list[int]]]
 
 # Bumped by every registration anywhere, so a Serde knows when to merge its layers again.
 _registrations = [0]
@@ -56,20 +59,46 @@ class Loading:
     _seen: int
     _types: dict[str, type]
     _decoders: dict[str, _Decode]
+    _many: FramesDecoder | None
     _hooks: list[Callable[[int, bytes], Any]]
     _strict_hooks: list[Callable[[int, bytes], Any]]
 
     def _current(self) -> None:
         raise NotImplementedError
 
+    def unshareable(self, values: Sequence[Any]) -> list[int]:
+        raise NotImplementedError
+
     def loads_all(self, blobs: Sequence[bytes]) -> list[Any]:
         """``[self.loads(b) for b in blobs]``, faster: the stored messages among them (each
         one frame of its own) are unpacked by one msgpack call and go straight to their
-        decoders, without the calls :meth:`loads` makes around each.
+        decoders (or a batch decoder, see :meth:`register`), without the calls
+        :meth:`loads` makes around each.
 
         Raises:
             SerializationError: as :meth:`loads` would for the first blob it refuses.
         """
+        return self._loads_all(blobs)[0]
+
+    def loads_shared(self, blobs: Sequence[bytes]) -> tuple[list[Any], list[int]]:
+        """:meth:`loads_all`, and the positions of the values that are not
+        :meth:`shareable` (``unshareable`` of them, with no pass over the values a batch
+        decoder built itself).
+
+        Raises:
+            SerializationError: as :meth:`loads` would for the first blob it refuses.
+        """
+        values, slow = self._loads_all(blobs)
+        if slow is None:
+            return values, self.unshareable(values)
+        if not slow:
+            return values, []
+        check = self.unshareable([values[i] for i in slow])
+        return values, [slow[i] for i in check]
+
+    def _loads_all(self, blobs: Sequence[bytes]) -> tuple[list[Any], list[int] | None]:
+        """The values of ``blobs`` and the positions among them a batch decoder did not
+        build (``None``: any may be unshareable)."""
         if self._seen != _registrations[0]:
             self._current()
         # a long batch makes several objects per message, none of them in a cycle: the
@@ -85,10 +114,17 @@ class Loading:
                 # a msgpack timestamp needs a 0xff type byte: with none anywhere, no frame
                 # needs loads' strict path (the usual case: one memchr over them all)
                 if 255 not in joined:
-                    decoded = self._frames(joined, list(accumulate(map(len, payloads))))
-                    if decoded is not None:
-                        return decoded
-            return self._loads_each(blobs)
+                    many = self._many
+                    ends = list(accumulate(map(len, payloads)))
+                    if many is not None:
+                        got = self._batch(many, joined, ends)
+                        if got is not None:
+                            return got
+                    else:
+                        decoded = self._frames(joined, ends)
+                        if decoded is not None:
+                            return decoded, None
+            return self._loads_each(blobs), None
         finally:
             if pause:
                 gc.enable()
@@ -134,13 +170,29 @@ class Loading:
             out[i] = self.loads(blobs[i])
         return out
 
-    def _frames(self, joined: bytes, ends: list[int]) -> list[Any] | None:
-        """The values of the encoded frames in ``joined`` (each ending where ``ends`` says),
-        or ``None`` when any is not a well-formed one (the caller then decodes each on its
-        own, which names what is wrong)."""
+    def _batch(
+        self, many: FramesDecoder, joined: bytes, ends: list[int]
+    ) -> tuple[list[Any], list[int]] | None:
+        """:meth:`_frames` through the batch decoder ``many``: its values and the positions
+        of those it did not build, or ``None`` as :meth:`_frames`."""
+        unpacker = self._unpacker(joined)
+        tell = unpacker.tell
+        frames: list[Any] = []
+        append = frames.append
         decoders = self._decoders
+        try:
+            for end, frame in zip(ends, unpacker, strict=True):
+                if tell() != end:
+                    return None
+                append(frame)
+            return many(frames, lambda name, payload: decoders[name](payload))
+        except Exception:
+            return None
+
+    def _unpacker(self, joined: bytes) -> msgpack.Unpacker:
+        """An unpacker fed ``joined``: what a frame nested in a message's frame needs."""
         unpacker = msgpack.Unpacker(
-            ext_hook=self._hooks[2],  # what a frame nested in a message's frame needs
+            ext_hook=self._hooks[2],
             raw=False,
             strict_map_key=False,
             use_list=True,
@@ -148,6 +200,14 @@ class Loading:
             max_buffer_size=max(len(joined), 1),
         )
         unpacker.feed(joined)
+        return unpacker
+
+    def _frames(self, joined: bytes, ends: list[int]) -> list[Any] | None:
+        """The values of the encoded frames in ``joined`` (each ending where ``ends`` says),
+        or ``None`` when any is not a well-formed one (the caller then decodes each on its
+        own, which names what is wrong)."""
+        decoders = self._decoders
+        unpacker = self._unpacker(joined)
         out: list[Any] = []
         append = out.append
         tell = unpacker.tell

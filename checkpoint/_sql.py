@@ -405,7 +405,9 @@ def _in_plan_order(plan: ReadPlan, found: Sequence[Sequence[Any]]) -> list[bytes
         if named and type(next(iter(named))) is not bytes:
             named = {bytes(f): v for f, v in named.items()}
         prefix = encode_text(layout.log_stem(key, branch))
-        part = [named.get(prefix + b"%d" % i) for i in range(start, end)]
+        # each name made and looked up in C (maps), not by a loop of bytecode
+        names = map(prefix.__add__, map(b"%d".__mod__, range(start, end)))
+        part = list(map(named.get, names))
         if named and type(next(iter(named.values()))) is not bytes:  # one driver: one type
             part = [None if v is None else bytes(v) for v in part]
         blobs.extend(part)

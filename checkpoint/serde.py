@@ -111,6 +111,7 @@ class _Entry(NamedTuple):
     encode: _Encode | None = None
     decode: _Decode | None = None
     shareable: Callable[[Any], bool] | None = None
+    frames: _load.FramesDecoder | None = None
 
 
 def _ext(code: int, data: bytes) -> bytes:
@@ -171,6 +172,7 @@ class Serde(_load.Loading):
         self._encoders: dict[type, tuple[str, _Encode]] = {}
         self._decoders: dict[str, _Decode] = {}
         self._shareable: dict[type, Callable[[Any], bool]] = {}
+        self._many: _load.FramesDecoder | None = None
         # made once: the fast path's encoders by frames left, the decoders by depth
         self._fast = [partial(self._default, None, room) for room in range(_FAST_FRAMES + 1)]
         self._hooks = [partial(self._ext_hook, depth) for depth in range(MAX_DEPTH + 2)]
@@ -218,6 +220,12 @@ class Serde(_load.Loading):
         self._shareable = {
             cls: entry.shareable for cls, entry in merged.items() if entry.shareable is not None
         }
+        # one batch decoder, used while each entry registered with it is still the one
+        # its name loads through (a layer that registers one of its classes again, or two
+        # batch decoders: frame by frame)
+        batched = [e for layer in self._layers() for e in layer._own.values() if e.frames]
+        live = all(merged.get(types.get(e.name)) is e for e in batched)  # type: ignore[arg-type]
+        self._many = batched[0].frames if live and len({e.frames for e in batched}) == 1 else None
         self._seen = seen
 
     def register(
@@ -229,6 +237,7 @@ class Serde(_load.Loading):
         encode: _Encode | None = None,
         decode: _Decode | None = None,
         shareable: Callable[[Any], bool] | None = None,
+        decode_frames: _load.FramesDecoder | None = None,
     ) -> T:
         """Let instances of ``cls`` (pydantic model, enum or dataclass) be stored and loaded.
 
@@ -254,6 +263,12 @@ class Serde(_load.Loading):
                 what they hold are immutable), so savers may hand the same decoded object
                 to every read of a thread instead of decoding it again (see
                 :meth:`shareable`). Without it, instances are decoded for each read.
+            decode_frames: with ``decode``: a batch decoder several classes may share
+                (the library's messages do): ``decode_frames(frames, one)`` takes a list
+                of ``[name, data]`` pairs and returns their values and the positions of
+                those it does not know to be :meth:`shareable`, decoding any frame it
+                does not build itself with ``one(name, data)``. A long read then makes
+                one call for all its frames instead of one per frame.
 
         Raises:
             SerializationError: ``cls`` is not a supported kind, the name is taken, or
@@ -280,7 +295,9 @@ class Serde(_load.Loading):
                 f"the serde name {key!r} is already registered for {_qualname(taken)}; "
                 "pass name= to register under another name"
             )
-        self._own[cls] = _Entry(key, shallow, encode, decode, shareable)
+        if decode_frames is not None and decode is None:
+            raise SerializationError(f"cannot register {cls!r}: decode_frames needs decode")
+        self._own[cls] = _Entry(key, shallow, encode, decode, shareable, decode_frames)
         _registrations[0] += 1
         return cls
 

@@ -21,14 +21,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from graphagent._internal import stored_messages as stored
 from graphagent._internal.ids import new_message_id
-from graphagent._internal.parts import (
-    ContentPart,
-    FilePart,
-    ImagePart,
-    part_from_stored,
-    stored_part,
-)
+from graphagent._internal.parts import ContentPart, FilePart, ImagePart
 
 __all__ = [
     "REMOVE_ALL_MESSAGES",
@@ -281,7 +276,6 @@ _STORED_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {
     ToolResponseMessage: ("content", "id", "metadata", "tool_call_id", "name"),
     ToolCall: ("id", "name", "arguments"),
 }
-_CALL_FIELDS = _STORED_FIELDS[ToolCall]
 # A field stored only when it is not empty, after the others (parts, reasoning): a message
 # without it keeps its stored shape, and threads stored before it load unchanged.
 _OPTIONAL: dict[type[BaseModel], str] = {
@@ -289,293 +283,13 @@ _OPTIONAL: dict[type[BaseModel], str] = {
     AssistantMessage: "reasoning",
     ToolResponseMessage: "parts",
 }
-_UNSET: dict[type[BaseModel], dict[str, Any]] = {
-    cls: {name: cls.model_fields[name].default} for cls, name in _OPTIONAL.items()
-}
-
-
-def _encode_simple(message: Any) -> list[Any]:
-    d = message.__dict__
-    return [d["content"], d["id"], d["metadata"]]
-
-
-def _encode_user(message: Any) -> list[Any]:
-    d = message.__dict__
-    if d["parts"]:
-        return [d["content"], d["id"], d["metadata"], [stored_part(p) for p in d["parts"]]]
-    return [d["content"], d["id"], d["metadata"]]
-
-
-def _encode_assistant(message: Any) -> list[Any]:
-    d = message.__dict__
-    calls = [[c.id, c.name, c.arguments] for c in d["tool_calls"]]
-    if d["reasoning"]:
-        return [d["content"], d["id"], d["metadata"], calls, d["reasoning"]]
-    return [d["content"], d["id"], d["metadata"], calls]
-
-
-def _encode_tool(message: Any) -> list[Any]:
-    d = message.__dict__
-    out = [d["content"], d["id"], d["metadata"], d["tool_call_id"], d["name"]]
-    if d["parts"]:
-        out.append([stored_part(p) for p in d["parts"]])
-    return out
-
-
-def _encode_call(call: Any) -> list[Any]:
-    d = call.__dict__
-    return [d["id"], d["name"], d["arguments"]]
-
-
-class _ReadOnlyDict(dict):  # type: ignore[type-arg]
-    """The metadata of a message read from a checkpoint: read-only, as the message is.
-
-    Savers hand the same decoded messages to every read of a thread (see
-    ``checkpoint.ReadCache``), so what one caller could change in place, every later
-    read would see. ``dict(m.metadata)`` is a copy to change; copies, ``deepcopy`` and
-    pickles of it are plain dicts.
-    """
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(
-            "the metadata of a message read from a checkpoint is read-only (messages are "
-            "immutable and shared between reads): make a changed copy, e.g. "
-            "message.model_copy(update={'metadata': {**message.metadata, 'key': value}})"
-        )
-
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
-    __ior__ = _refuse
-
-    def __reduce__(self) -> Any:
-        return (dict, (dict(self),))
-
-
-class _ReadOnlyList(list):  # type: ignore[type-arg]
-    """A list inside read-only message metadata (see :class:`_ReadOnlyDict`)."""
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        return _ReadOnlyDict._refuse(self)  # type: ignore[arg-type]
-
-    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = _refuse
-    sort = reverse = __iadd__ = __imul__ = _refuse
-
-    def __reduce__(self) -> Any:
-        return (list, (list(self),))
-
-
-_EMPTY = _ReadOnlyDict()
-_PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
-_CANNOT = object()  # _freeze's answer for a value it cannot make read-only
-
-
-def _freeze(value: Any) -> Any:
-    """``value`` (decoded metadata) with its dicts and lists read-only; ``_CANNOT`` when it
-    holds something else that could change (then the message keeps a plain dict)."""
-    cls = type(value)
-    if cls is dict:
-        out = None
-        for key, item in value.items():
-            if type(item) in _PLAIN:
-                continue
-            frozen = _freeze(item)
-            if frozen is _CANNOT:
-                return _CANNOT
-            if out is None:
-                out = dict(value)
-            out[key] = frozen
-        return _ReadOnlyDict(value if out is None else out)
-    if cls is list or cls is tuple:
-        items = list(value)
-        for i, item in enumerate(items):
-            if type(item) in _PLAIN:
-                continue
-            frozen = _freeze(item)
-            if frozen is _CANNOT:
-                return _CANNOT
-            items[i] = frozen
-        return _ReadOnlyList(items) if cls is list else tuple(items)
-    if cls in _PLAIN or (cls is frozenset and all(type(v) in _PLAIN for v in value)):
-        return value
-    return _CANNOT
-
-
-def _metadata(stored: Any) -> Any:
-    """Stored metadata made read-only, or ``None`` when it is not a map of text keys (the
-    validated path then decides: it refuses it)."""
-    if type(stored) is not dict:
-        return None
-    if not stored:
-        return _EMPTY
-    flat = True
-    for key, value in stored.items():
-        if type(key) is not str:
-            return None
-        if flat and type(value) not in _PLAIN:
-            flat = False
-    if flat:
-        return _ReadOnlyDict(stored)
-    frozen = _freeze(stored)
-    return stored if frozen is _CANNOT else frozen
-
-
-def _shareable(message: Any) -> bool:
-    """Whether a decoded message can change in no way (its metadata is read-only), so
-    readers may share it."""
-    return type(message.__dict__["metadata"]) is _ReadOnlyDict
-
-
-def _always(value: Any) -> bool:
-    return True
-
-
-_new = object.__new__
-_put = BaseModel.__dict__["__dict__"].__set__  # the instance dict, set without a look-up
-# BaseModel's slots, set through their descriptors (object.__setattr__ looks each one up)
-_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
-def _built(cls: type[BaseModel], fields: dict[str, Any]) -> Any:
-    """An instance of ``cls`` holding ``fields``, already checked: what ``model_construct``
-    does, without its per-field alias look-ups. The instances of a class share one set of
-    fields set: pydantic changes it only on a model that is not frozen, and ``model_copy``
-    copies it first."""
-    message = _new(cls)
-    _put(message, fields)
-    _fields_set(message, _ALL_SET[cls])
-    _extra(message, None)
-    _private(message, None)
-    return message
-
-
-def _calls(stored: Any) -> tuple[ToolCall, ...] | None:
-    """Stored tool calls as ``ToolCall`` objects, or ``None`` when any is not three texts."""
-    if type(stored) is not list:
-        return None
-    calls = []
-    for call in stored:
-        if type(call) is not list or len(call) != 3:
-            return None
-        cid, name, arguments = call
-        if type(cid) is not str or type(name) is not str or type(arguments) is not str:
-            return None
-        calls.append(_built(ToolCall, {"id": cid, "name": name, "arguments": arguments}))
-    return tuple(calls)
-
-
-def _decoder(cls: type[BaseModel]) -> Any:
-    """The stored-list decoder of ``cls``. What this library stored (texts where texts go,
-    metadata a map of text keys, tool calls of three texts) is built directly, several
-    times faster than validating it; anything else goes through pydantic's validation,
-    which coerces or refuses it as before."""
-    names = _STORED_FIELDS[cls]
-    size = len(names)
-    optional = _OPTIONAL.get(cls)
-    unset = _UNSET.get(cls, {})
-    fields_set = _ALL_SET[cls]
-    key, default = next(iter(unset.items())) if unset else (None, None)  # parts, reasoning
-
-    def validated(stored: list[Any]) -> Any:
-        named = (*names, optional) if optional and len(stored) > size else names
-        fields = dict(zip(named, stored, strict=True))
-        if cls is AssistantMessage:
-            fields["tool_calls"] = [dict(zip(_CALL_FIELDS, c, strict=True)) for c in stored[3]]
-        if optional == "parts" and len(stored) > size:
-            fields["parts"] = [part_from_stored(p) for p in stored[size]]
-        return cls(**fields)  # validated as by model_validate, without its keyword handling
-
-    def simple(stored: list[Any]) -> Any:  # a user, system or remove message
-        try:
-            content, mid, meta = stored
-        except (TypeError, ValueError):  # not three items: decode refuses or validates it
-            return decode(stored)
-        if type(content) is str and type(mid) is str and type(meta) is dict:
-            metadata = _metadata(meta) if meta else _EMPTY
-            if metadata is not None:
-                message = _new(cls)
-                fields = {"content": content, "id": mid, "metadata": metadata}
-                if key is not None:
-                    fields[key] = default
-                _put(message, fields)
-                _fields_set(message, fields_set)
-                _extra(message, None)
-                _private(message, None)
-                return message
-        return decode(stored)
-
-    def decode(stored: list[Any]) -> Any:
-        if type(stored) is not list or len(stored) != size:
-            if optional is not None and type(stored) is list and len(stored) == size + 1:
-                return validated(stored)  # with parts or reasoning: rare, so validated
-            raise ValueError(f"expected {size} stored fields, got {stored!r:.80}")
-        if cls is ToolCall:
-            if all(type(v) is str for v in stored):
-                return _built(cls, dict(zip(names, stored, strict=True)))
-            return validated(stored)
-        content, mid, meta = stored[0], stored[1], stored[2]
-        if type(content) is not str or type(mid) is not str:
-            return validated(stored)
-        metadata = _EMPTY if type(meta) is dict and not meta else _metadata(meta)
-        if metadata is None:
-            return validated(stored)
-        if size == 3:
-            return _built(cls, {"content": content, "id": mid, "metadata": metadata, **unset})
-        if cls is AssistantMessage:
-            calls = () if stored[3] == [] else _calls(stored[3])
-            if calls is None:
-                return validated(stored)
-            fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": calls}
-            return _built(cls, {**fields, **unset})
-        call_id, name = stored[3], stored[4]
-        if type(call_id) is not str or type(name) is not str:
-            return validated(stored)
-        fields = {
-            "content": content,
-            "id": mid,
-            "metadata": metadata,
-            "tool_call_id": call_id,
-            "name": name,
-            **unset,
-        }
-        return _built(cls, fields)
-
-    def assistant(stored: list[Any]) -> Any:  # an assistant message without tool calls
-        try:
-            content, mid, meta, calls = stored
-        except (TypeError, ValueError):
-            return decode(stored)
-        if type(content) is str and type(mid) is str and type(meta) is dict and calls == []:
-            metadata = _metadata(meta) if meta else _EMPTY
-            if metadata is not None:
-                message = _new(cls)
-                fields = {"content": content, "id": mid, "metadata": metadata, "tool_calls": ()}
-                fields[key] = default  # type: ignore[index]
-                _put(message, fields)
-                _fields_set(message, fields_set)
-                _extra(message, None)
-                _private(message, None)
-                return message
-        return decode(stored)
-
-    if names == ("content", "id", "metadata"):
-        return simple
-    return assistant if cls is AssistantMessage else decode
-
-
-_ALL_SET: dict[type[BaseModel], set[str]] = {cls: set(cls.model_fields) for cls in _STORED_FIELDS}
-
 _ENCODERS: dict[type[BaseModel], Callable[[Any], list[Any]]] = {
-    SystemMessage: _encode_simple,
-    UserMessage: _encode_user,
-    RemoveMessage: _encode_simple,
-    AssistantMessage: _encode_assistant,
-    ToolResponseMessage: _encode_tool,
-    ToolCall: _encode_call,
+    SystemMessage: stored.encode_simple,
+    UserMessage: stored.encode_user,
+    RemoveMessage: stored.encode_simple,
+    AssistantMessage: stored.encode_assistant,
+    ToolResponseMessage: stored.encode_tool,
+    ToolCall: stored.encode_call,
 }
 
 
@@ -586,15 +300,15 @@ def _register_with_serde() -> None:
     # the same names.
     from checkpoint.serde import base_serde
 
-    for cls, encode in _ENCODERS.items():
-        if not base_serde.is_registered(cls):
-            base_serde.register(
-                cls,
-                name=f"graphagent.{cls.__name__}",
-                encode=encode,
-                decode=_decoder(cls),
-                shareable=_always if cls is ToolCall else _shareable,
-            )
+    stored.install(
+        base_serde,
+        _STORED_FIELDS,
+        _OPTIONAL,
+        _ENCODERS,
+        user=UserMessage,
+        assistant=AssistantMessage,
+        call=ToolCall,
+    )
 
 
 _register_with_serde()

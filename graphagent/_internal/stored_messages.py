@@ -1,0 +1,418 @@
+"""How the library's messages are stored and read back (the hot path of a cold read).
+
+Each message is one flat msgpack list (its tool calls as lists inside it), so storing one
+is a single frame; :mod:`graphagent.messages` declares each class's stored fields and
+:func:`install` registers the codecs here with the serde. Reading a long conversation
+decodes every stored message, so the decoders build what this library stored (texts where
+texts go, metadata a map of text keys) directly, without pydantic's validation, and hand
+anything else to validation, which coerces or refuses it as before. A batch of frames
+(:func:`frames_decoder`) is built in one loop, the commonest messages inline.
+
+Decoded metadata is read-only (:class:`ReadOnlyDict`): savers hand the same decoded
+message to every read of a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from graphagent._internal.parts import part_from_stored, stored_part
+
+__all__ = ["ReadOnlyDict", "install"]
+
+# the stored fields every message starts with
+_HEAD = ("content", "id", "metadata")
+
+
+class ReadOnlyDict(dict):  # type: ignore[type-arg]
+    """The metadata of a message read from a checkpoint: read-only, as the message is.
+
+    Savers hand the same decoded messages to every read of a thread (see
+    ``checkpoint.ReadCache``), so what one caller could change in place, every later
+    read would see. ``dict(m.metadata)`` is a copy to change; copies, ``deepcopy`` and
+    pickles of it are plain dicts.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "the metadata of a message read from a checkpoint is read-only (messages are "
+            "immutable and shared between reads): make a changed copy, e.g. "
+            "message.model_copy(update={'metadata': {**message.metadata, 'key': value}})"
+        )
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+    __ior__ = _refuse
+
+    def __reduce__(self) -> Any:
+        return (dict, (dict(self),))
+
+
+class _ReadOnlyList(list):  # type: ignore[type-arg]
+    """A list inside read-only message metadata (see :class:`ReadOnlyDict`)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        return ReadOnlyDict._refuse(self)  # type: ignore[arg-type]
+
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = _refuse
+    sort = reverse = __iadd__ = __imul__ = _refuse
+
+    def __reduce__(self) -> Any:
+        return (list, (list(self),))
+
+
+_EMPTY = ReadOnlyDict()
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
+_CANNOT = object()  # _freeze's answer for a value it cannot make read-only
+
+
+def _freeze(value: Any) -> Any:
+    """``value`` (decoded metadata) with its dicts and lists read-only; ``_CANNOT`` when it
+    holds something else that could change (then the message keeps a plain dict)."""
+    cls = type(value)
+    if cls is dict:
+        out = None
+        for key, item in value.items():
+            if type(item) in _PLAIN:
+                continue
+            frozen = _freeze(item)
+            if frozen is _CANNOT:
+                return _CANNOT
+            if out is None:
+                out = dict(value)
+            out[key] = frozen
+        return ReadOnlyDict(value if out is None else out)
+    if cls is list or cls is tuple:
+        items = list(value)
+        for i, item in enumerate(items):
+            if type(item) in _PLAIN:
+                continue
+            frozen = _freeze(item)
+            if frozen is _CANNOT:
+                return _CANNOT
+            items[i] = frozen
+        return _ReadOnlyList(items) if cls is list else tuple(items)
+    if cls in _PLAIN or (cls is frozenset and all(type(v) in _PLAIN for v in value)):
+        return value
+    return _CANNOT
+
+
+def _metadata(stored: Any) -> Any:
+    """Stored metadata made read-only, or ``None`` when it is not a map of text keys (the
+    validated path then decides: it refuses it)."""
+    if type(stored) is not dict:
+        return None
+    if not stored:
+        return _EMPTY
+    flat = True
+    for key, value in stored.items():
+        if type(key) is not str:
+            return None
+        if flat and type(value) not in _PLAIN:
+            flat = False
+    if flat:
+        return ReadOnlyDict(stored)
+    frozen = _freeze(stored)
+    return stored if frozen is _CANNOT else frozen
+
+
+def shareable(message: Any) -> bool:
+    """Whether a decoded message can change in no way (its metadata is read-only), so
+    readers may share it."""
+    return type(message.__dict__["metadata"]) is ReadOnlyDict
+
+
+def always(value: Any) -> bool:
+    """Shareable whatever it holds (a tool call: three texts)."""
+    return True
+
+
+def encode_simple(message: Any) -> list[Any]:
+    """A system, user (without parts) or remove message's stored list."""
+    d = message.__dict__
+    return [d["content"], d["id"], d["metadata"]]
+
+
+def encode_user(message: Any) -> list[Any]:
+    """A user message's stored list (its parts last, when it has any)."""
+    d = message.__dict__
+    if d["parts"]:
+        return [d["content"], d["id"], d["metadata"], [stored_part(p) for p in d["parts"]]]
+    return [d["content"], d["id"], d["metadata"]]
+
+
+def encode_assistant(message: Any) -> list[Any]:
+    """An assistant message's stored list (its reasoning last, when it has any)."""
+    d = message.__dict__
+    calls = [[c.id, c.name, c.arguments] for c in d["tool_calls"]]
+    if d["reasoning"]:
+        return [d["content"], d["id"], d["metadata"], calls, d["reasoning"]]
+    return [d["content"], d["id"], d["metadata"], calls]
+
+
+def encode_tool(message: Any) -> list[Any]:
+    """A tool response's stored list (its parts last, when it has any)."""
+    d = message.__dict__
+    out = [d["content"], d["id"], d["metadata"], d["tool_call_id"], d["name"]]
+    if d["parts"]:
+        out.append([stored_part(p) for p in d["parts"]])
+    return out
+
+
+def encode_call(call: Any) -> list[Any]:
+    """A tool call's stored list."""
+    d = call.__dict__
+    return [d["id"], d["name"], d["arguments"]]
+
+
+_new = object.__new__
+_put = BaseModel.__dict__["__dict__"].__set__  # the instance dict, set without a look-up
+# BaseModel's slots, set through their descriptors (object.__setattr__ looks each one up)
+_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def _built(cls: type[BaseModel], fields: dict[str, Any]) -> Any:
+    """An instance of ``cls`` holding ``fields``, already checked: what ``model_construct``
+    does, without its per-field alias look-ups. The instances of a class share one set of
+    fields set: pydantic changes it only on a model that is not frozen, and ``model_copy``
+    copies it first."""
+    message = _new(cls)
+    _put(message, fields)
+    _fields_set(message, _ALL_SET[cls])
+    _extra(message, None)
+    _private(message, None)
+    return message
+
+
+_ALL_SET: dict[type[BaseModel], set[str]] = {}
+
+
+class _Shape:
+    """One class's stored shape, as :mod:`graphagent.messages` declares it."""
+
+    def __init__(
+        self, cls: type[BaseModel], names: tuple[str, ...], optional: str | None, call: type
+    ) -> None:
+        self.cls, self.names, self.optional, self.call = cls, names, optional, call
+        self.size = len(names)
+        # the optional field's value when it is not stored (parts, reasoning)
+        self.unset = {optional: cls.model_fields[optional].default} if optional else {}
+        _ALL_SET[cls] = set(cls.model_fields)
+
+
+def _calls(call: type[BaseModel], stored: Any) -> tuple[Any, ...] | None:
+    """Stored tool calls as ``call`` objects, or ``None`` when any is not three texts."""
+    if type(stored) is not list:
+        return None
+    calls = []
+    for item in stored:
+        if type(item) is not list or len(item) != 3:
+            return None
+        cid, name, arguments = item
+        if type(cid) is not str or type(name) is not str or type(arguments) is not str:
+            return None
+        calls.append(_built(call, {"id": cid, "name": name, "arguments": arguments}))
+    return tuple(calls)
+
+
+def _decoder(shape: _Shape, call_fields: tuple[str, ...]) -> Callable[[Any], Any]:
+    """The stored-list decoder of one class (see the module's docstring)."""
+    cls, names, size, optional, unset = (
+        shape.cls,
+        shape.names,
+        shape.size,
+        shape.optional,
+        shape.unset,
+    )
+    is_call = names == call_fields
+    has_calls = "tool_calls" in cls.model_fields
+
+    def validated(stored: list[Any]) -> Any:
+        named = (*names, optional) if optional and len(stored) > size else names
+        fields = dict(zip(named, stored, strict=True))
+        if has_calls:
+            fields["tool_calls"] = [dict(zip(call_fields, c, strict=True)) for c in stored[3]]
+        if optional == "parts" and len(stored) > size:
+            fields["parts"] = [part_from_stored(p) for p in stored[size]]
+        return cls(**fields)  # validated as by model_validate, without its keyword handling
+
+    def decode(stored: list[Any]) -> Any:
+        if type(stored) is not list or len(stored) != size:
+            if optional is not None and type(stored) is list and len(stored) == size + 1:
+                return validated(stored)  # with parts or reasoning: rare, so validated
+            raise ValueError(f"expected {size} stored fields, got {stored!r:.80}")
+        if is_call:
+            if all(type(v) is str for v in stored):
+                return _built(cls, dict(zip(names, stored, strict=True)))
+            return validated(stored)
+        content, mid, meta = stored[0], stored[1], stored[2]
+        if type(content) is not str or type(mid) is not str:
+            return validated(stored)
+        metadata = _metadata(meta)
+        if metadata is None:
+            return validated(stored)
+        fields = {"content": content, "id": mid, "metadata": metadata}
+        if has_calls:
+            calls = () if stored[3] == [] else _calls(shape.call, stored[3])
+            if calls is None:
+                return validated(stored)
+            fields["tool_calls"] = calls
+        elif size > 3:  # a tool response: its call's id and the tool's name
+            call_id, name = stored[3], stored[4]
+            if type(call_id) is not str or type(name) is not str:
+                return validated(stored)
+            fields["tool_call_id"], fields["name"] = call_id, name
+        return _built(cls, {**fields, **unset})
+
+    return decode
+
+
+FramesDecoder = Callable[[list[Any], Callable[[Any, Any], Any]], tuple[list[Any], list[int]]]
+
+
+def frames_decoder(
+    user: type[BaseModel], assistant: type[BaseModel], plain: Mapping[str, type[BaseModel]]
+) -> FramesDecoder:
+    """The batch decoder of the serde (``decode_frames``): ``(frames, one)`` -> the values
+    of ``frames`` (each ``[name, stored list]``) and the positions of those not known to
+    be shareable.
+
+    User messages, assistant messages without tool calls or reasoning, and ``plain``
+    (name -> a class stored as ``content, id, metadata`` alone) are built inline when they
+    hold what this library stores, with read-only metadata; every other frame goes to
+    ``one(name, stored)``, the serde's decoder of its name, which builds the same object
+    or validates it. A frame that is not a pair raises (the serde then decodes each blob
+    on its own, which names the damage).
+    """
+    user_name, assistant_name = (f"graphagent.{c.__name__}" for c in (user, assistant))
+    user_set, assistant_set = set(user.model_fields), set(assistant.model_fields)
+    plain_sets = {name: (cls, set(cls.model_fields)) for name, cls in plain.items()}
+    new, put, fields_set, extra, private = _new, _put, _fields_set, _extra, _private
+    metadata_of, empty, read_only = _metadata, _EMPTY, ReadOnlyDict
+
+    # each fast-built message's fields start as a copy of its class's (a dict copy is one
+    # memcpy, where a literal inserts each key)
+    user_fields = {"content": "", "id": "", "metadata": empty, "parts": ()}
+    assistant_fields = {
+        "content": "",
+        "id": "",
+        "metadata": empty,
+        "tool_calls": (),
+        "reasoning": "",
+    }
+    plain_fields = {"content": "", "id": "", "metadata": empty}
+
+    def decode_frames(frames: list[Any], one: Callable[[Any, Any], Any]) -> Any:
+        out: list[Any] = []
+        slow: list[int] = []
+        append = out.append
+        for name, stored in frames:
+            if type(stored) is list:
+                size = len(stored)
+                if size == 4 and name == assistant_name:
+                    content, mid, meta, calls = stored
+                    if type(content) is str and type(mid) is str and calls == []:
+                        if meta or type(meta) is not dict:
+                            meta = metadata_of(meta)
+                            if type(meta) is not read_only:
+                                slow.append(len(out))
+                                append(one(name, stored))
+                                continue
+                        else:
+                            meta = empty
+                        fields = assistant_fields.copy()
+                        fields["content"], fields["id"], fields["metadata"] = content, mid, meta
+                        message = new(assistant)
+                        put(message, fields)
+                        fields_set(message, assistant_set)
+                        extra(message, None)
+                        private(message, None)
+                        append(message)
+                        continue
+                elif size == 3:
+                    content, mid, meta = stored
+                    if type(content) is str and type(mid) is str:
+                        if meta or type(meta) is not dict:
+                            meta = metadata_of(meta)
+                            if type(meta) is not read_only:
+                                slow.append(len(out))
+                                append(one(name, stored))
+                                continue
+                        else:
+                            meta = empty
+                        if name == user_name:
+                            fields = user_fields.copy()
+                            message = new(user)
+                            fields_set(message, user_set)
+                        elif name in plain_sets:
+                            cls, names = plain_sets[name]
+                            fields = plain_fields.copy()
+                            message = new(cls)
+                            fields_set(message, names)
+                        else:
+                            slow.append(len(out))
+                            append(one(name, stored))
+                            continue
+                        fields["content"], fields["id"], fields["metadata"] = content, mid, meta
+                        put(message, fields)
+                        extra(message, None)
+                        private(message, None)
+                        append(message)
+                        continue
+            slow.append(len(out))
+            append(one(name, stored))
+        return out, slow
+
+    return decode_frames
+
+
+def install(
+    serde: Any,
+    fields: Mapping[type[BaseModel], tuple[str, ...]],
+    optional: Mapping[type[BaseModel], str],
+    encoders: Mapping[type[BaseModel], Callable[[Any], list[Any]]],
+    *,
+    user: type[BaseModel],
+    assistant: type[BaseModel],
+    call: type[BaseModel],
+) -> None:
+    """Register each message class (and ``call``, the tool call) with ``serde`` under
+    its stable name ``graphagent.<Class>``, with its encoder, its decoder and, for the
+    messages, the batch decoder they share.
+
+    Args:
+        serde: the base serde (every ``Serde`` includes it).
+        fields: each class's stored fields, in order (new fields go at the end).
+        optional: each class's field stored only when not empty, after the others.
+        encoders: each class's encoder.
+        user: the user message class (built inline by the batch decoder).
+        assistant: the assistant message class (the same).
+        call: the tool call class (always shareable: three texts).
+    """
+    plain = {
+        f"graphagent.{cls.__name__}": cls
+        for cls, names in fields.items()
+        if names == _HEAD and cls not in optional
+    }
+    many = frames_decoder(user, assistant, plain)
+    call_fields = fields[call]
+    for cls, encode in encoders.items():
+        if serde.is_registered(cls):
+            continue
+        shape = _Shape(cls, fields[cls], optional.get(cls), call)
+        serde.register(
+            cls,
+            name=f"graphagent.{cls.__name__}",
+            encode=encode,
+            decode=_decoder(shape, call_fields),
+            shareable=always if cls is call else shareable,
+            decode_frames=None if cls is call else many,
+        )
