@@ -218,6 +218,16 @@ class SqlStore(BaseStore):
         return result
 
     def _get(self, namespace: tuple[str, ...], key: str, now: float, refresh: bool) -> Item | None:
+        row = self._get_row(namespace, key, now, refresh)
+        if row is None:
+            return None
+        value, created, updated, _ = row
+        return new_item(namespace, key, value, created, updated)
+
+    def _get_row(
+        self, namespace: tuple[str, ...], key: str, now: float, refresh: bool
+    ) -> tuple[dict[str, Any], float, float, float | None] | None:
+        """``(value, created_at, updated_at, ttl_minutes)`` of a live item, or ``None``."""
         ns, k, p = core.encode_namespace(namespace), core.escape_key(key), self.P
         rows = self._rows(
             f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
@@ -235,7 +245,7 @@ class SqlStore(BaseStore):
                 [now, ns, k],
             )
         # the namespace and key asked for are the row's: nothing to decode
-        return new_item(namespace, key, core.loads(value, namespace, key), created, updated)
+        return core.loads(value, namespace, key), created, updated, ttl
 
     def _refresh(self, items: Sequence[Item], now: float) -> None:
         P = self.P

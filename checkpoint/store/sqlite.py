@@ -22,10 +22,16 @@ from typing_extensions import Self
 
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
-from checkpoint.store._items import Item, SearchItem, _Put, _Search
+from checkpoint.store import base as _base
+from checkpoint.store._items import Item, SearchItem, _Put, _Search, new_item
 from checkpoint.store._sqlstore import SqlStore, pack
 
 __all__ = ["SqliteStore"]
+
+# items kept for repeated gets (values whose reads are dropped whenever anything commits)
+CACHED_ITEMS = 4096
+_CONTAINERS = frozenset({dict, list})
+_new = object.__new__
 
 _TYPES = {"num": "('integer', 'real')", "str": "('text')"}
 _OPS = {"$eq": "=", "$ne": "=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
@@ -120,6 +126,15 @@ class SqliteStore(SqlStore):
         self.vec = _load_vec(self.conn)
         self._lock = threading.RLock()
         self._ready = False
+        # (namespace, key) -> (value, flat, created, updated) of items without a TTL, valid
+        # while _seen is what _changes() returns: see get
+        self._cache: dict[tuple[tuple[str, ...], str], tuple[Any, bool, float, float]] = {}
+        self._seen: tuple[int, int] = (-1, -1)
+        self._version = self.conn.cursor()
+        self._get_sql = (
+            f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
+            "WHERE ns = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)"
+        )
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], **kw: Any) -> Self:
@@ -189,6 +204,77 @@ class SqliteStore(SqlStore):
                 return [self._one(prepared[0], self._now())]
         with self._transaction(True):
             return [self._one(op, self._now()) for op in prepared]
+
+    def _changes(self) -> tuple[int, int]:
+        """What moves whenever anything commits: ``PRAGMA data_version`` (a commit by any
+        other connection, in this process or another) and ``total_changes`` (a row this
+        connection wrote, even in a transaction later rolled back)."""
+        try:
+            row = self._version.execute("PRAGMA data_version").fetchone()
+        except sqlite3.Error as exc:
+            raise CheckpointStorageError(f"SQLite store failed: {exc}") from exc
+        return row[0], self.conn.total_changes
+
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """The item at ``namespace``/``key`` (a copy), or ``None``.
+
+        A read of an item without a TTL is kept in memory (up to ``CACHED_ITEMS``), and a
+        later get of it costs a ``PRAGMA data_version`` instead of the ``SELECT``; the whole
+        cache is dropped as soon as any connection commits a change or this one writes,
+        so a get never returns what another process has since replaced or deleted.
+        """
+        with self._lock:
+            self._ensure()
+            changes = self._changes()  # before the SELECT: what it reads is at least this new
+            cache = self._cache
+            if changes != self._seen:
+                cache.clear()
+                self._seen = changes
+            elif type(namespace) is tuple and type(key) is str:
+                try:
+                    hit = cache.get((namespace, key))
+                except TypeError:  # an unhashable label: refused by the check below
+                    hit = None
+                if hit is not None:  # found means valid: only checked input is cached
+                    value, flat, created, updated = hit
+                    item: Item = _new(Item)
+                    item.namespace = namespace
+                    item.key = key
+                    item.value = value.copy() if flat else core.copy_value(value)
+                    item._created = created
+                    item._updated = updated
+                    item._ttl = True
+                    return item
+            namespace = core.check_namespace(namespace)
+            core.check_key(key)
+            now = _base.time.time()  # type: ignore[attr-defined]  # (tests move base's clock)
+            try:
+                row = self._version.execute(
+                    self._get_sql, (core.encode_namespace(namespace), core.escape_key(key), now)
+                ).fetchone()
+            except sqlite3.Error as exc:
+                raise CheckpointStorageError(f"SQLite store failed: {exc}") from exc
+            if row is None:
+                return None
+            raw, created, updated, ttl = row
+            value = core.loads(raw, namespace, key)
+            if ttl is not None:
+                refresh = self.refresh_on_read if refresh_ttl is None else refresh_ttl
+                if refresh:  # restart the TTL: the second statement only such items need
+                    self._rows(
+                        f"UPDATE {self.table} SET expires_at = ? + ttl_minutes * 60.0 "
+                        "WHERE ns = ? AND key = ? AND ttl_minutes IS NOT NULL",
+                        [now, core.encode_namespace(namespace), core.escape_key(key)],
+                    )
+            else:
+                if len(cache) >= CACHED_ITEMS:
+                    del cache[next(iter(cache))]  # the oldest entry
+                flat = _CONTAINERS.isdisjoint(map(type, value.values()))
+                cache[(namespace, key)] = (value, flat, created, updated)
+                value = value.copy() if flat else core.copy_value(value)
+            return new_item(namespace, key, value, created, updated)
 
     def _one_get(self, namespace: tuple[str, ...], key: str, refresh: bool) -> Item | None:
         with self._lock:

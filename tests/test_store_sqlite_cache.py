@@ -1,0 +1,129 @@
+"""SqliteStore keeps items it has read for repeated gets: every way the stored item can
+change under it (another process, another connection, this store's own writes, a TTL)
+is seen by the next get, and what a caller does with what it read changes nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _ltstores import Clock
+
+from checkpoint.store import SqliteStore
+from checkpoint.store import sqlite as sqlite_store
+
+NS = ("cache", "u1")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _other_process(path: Path, code: str) -> None:
+    script = f"from checkpoint.store import SqliteStore\ns = SqliteStore({str(path)!r})\n{code}\n"
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT, timeout=60)
+
+
+def _value(store: SqliteStore, key: str = "k") -> object:
+    item = store.get(NS, key)
+    return None if item is None else item.value
+
+
+def test_another_process_replacing_or_deleting_an_item_is_seen(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    store = SqliteStore(path)
+    store.put(NS, "k", {"v": 1})
+    assert _value(store) == {"v": 1}
+    assert _value(store) == {"v": 1}  # now from the cache
+    _other_process(path, f"s.put({NS!r}, 'k', {{'v': 2}})")
+    assert _value(store) == {"v": 2}
+    _other_process(path, f"s.put({NS!r}, 'other', {{'x': 1}})")  # any commit drops it all
+    assert _value(store) == {"v": 2}
+    _other_process(path, f"s.delete({NS!r}, 'k')")
+    assert _value(store) is None
+    _other_process(path, f"s.put({NS!r}, 'k', {{'v': 3}}, ttl=0.0001)")
+    assert _value(store) in ({"v": 3}, None)  # a TTL item is never cached
+
+
+def test_another_connection_in_this_process_is_seen(tmp_path: Path) -> None:
+    one, two = SqliteStore(tmp_path / "s.sqlite"), SqliteStore(tmp_path / "s.sqlite")
+    one.put(NS, "k", {"v": 1})
+    for round_ in range(5):
+        assert _value(two) == {"v": round_ + 1}
+        assert _value(two) == {"v": round_ + 1}
+        one.put(NS, "k", {"v": round_ + 2})
+    one.clear()
+    assert _value(two) is None
+
+
+def test_this_stores_own_writes_are_seen(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.sqlite")
+    store.put(NS, "k", {"v": 1})
+    assert _value(store) == {"v": 1}
+    store.put(NS, "k", {"v": 2})
+    assert _value(store) == {"v": 2}
+    store.batch([])
+    from checkpoint.store import PutOp
+
+    store.batch([PutOp(NS, "k", {"v": 3})])
+    assert _value(store) == {"v": 3}
+    assert store.delete(NS, "k")
+    assert _value(store) is None
+    store.put(NS, "k", {"v": 4})
+    _value(store)
+    store.clear()
+    assert _value(store) is None
+
+
+def test_a_write_rolled_back_leaves_the_item_as_it_was(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.sqlite")
+    store.put(NS, "k", {"v": 1})
+    assert _value(store) == {"v": 1}
+    with pytest.raises(ZeroDivisionError), store._transaction(True):
+        store.conn.execute(f"UPDATE {store.table} SET value = '{{\"v\": 9}}'")
+        raise ZeroDivisionError
+    assert _value(store) == {"v": 1}
+
+
+def test_what_a_caller_does_with_a_read_value_changes_nothing(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.sqlite")
+    store.put(NS, "k", {"text": "tea", "tags": ["a"], "meta": {"n": 1}})
+    store.put(NS, "flat", {"text": "tea"})
+    for _ in range(3):  # a miss, then hits
+        item = store.get(NS, "k")
+        flat = store.get(NS, "flat")
+        assert item is not None and flat is not None
+        assert item.value == {"text": "tea", "tags": ["a"], "meta": {"n": 1}}
+        assert flat.value == {"text": "tea"}
+        item.value["tags"].append("b")
+        item.value["meta"]["n"] = 2
+        item.value["text"] = "coffee"
+        flat.value["text"] = "coffee"
+
+
+def test_ttl_items_expire_and_refresh_as_without_a_cache(tmp_path: Path, clock: Clock) -> None:
+    store = SqliteStore(tmp_path / "s.sqlite", ttl={"default_ttl": 10, "refresh_on_read": True})
+    store.put(NS, "k", {"v": 1})
+    clock.advance(8)
+    assert _value(store) == {"v": 1}  # restarts the 10 minutes
+    clock.advance(8)
+    assert _value(store) == {"v": 1}
+    clock.advance(11)
+    assert _value(store) is None
+    store.put(NS, "never", {"v": 1}, ttl=None)
+    assert _value(store, "never") == {"v": 1}
+    clock.advance(1000)
+    assert _value(store, "never") == {"v": 1}
+
+
+def test_more_items_than_the_cache_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_store, "CACHED_ITEMS", 4)
+    store = SqliteStore(tmp_path / "s.sqlite")
+    for i in range(10):
+        store.put(NS, f"k{i}", {"i": i})
+    for _ in range(2):
+        for i in range(10):
+            assert _value(store, f"k{i}") == {"i": i}
+    assert len(store._cache) <= 4
+    assert _value(store, "missing") is None
+    with pytest.raises(Exception, match="namespace"):
+        store.get(("cache", ""), "k0")
