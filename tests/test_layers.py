@@ -28,8 +28,10 @@ LAYERS: dict[str, int] = {
     "graphagent.messages": 3,
     # what sibling packages share (ids, tool-call and result helpers), beside messages
     "graphagent._internal": 3,
-    # the observer hooks everything reports to, below observability that reads them
+    # the observer hooks everything reports to, below observability that reads them,
+    # and the public listener that every observer is (the engine and observability use it)
     "graphagent._internal.observe": 1,
+    "graphagent._internal.listen": 1,
     "graphagent.graph": 4,
     # durable functions (@entrypoint, @task): the engine's, offered under their own name
     "graphagent.func": 5,

@@ -12,9 +12,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from graphagent._internal import observe
-from graphagent._internal.observe import observing
 from graphagent.graph import END, START, GraphLifecycleListener, ReplaceStrategy, StateGraph
-from graphagent.observability import instrument, uninstrument
+from graphagent.observability import NodeInfo, instrument, listening, uninstrument
 from graphagent.observability._progress import Tracker
 
 
@@ -37,9 +36,9 @@ class Started(Tracker):
         super().__init__()
         self.labels: list[str] = []
 
-    def node(self, info: observe.NodeInfo) -> Any:
-        self.labels.append(info.name)
-        return super().node(info)
+    def on_node_start(self, node: NodeInfo) -> None:
+        self.labels.append(node.name)
+        super().on_node_start(node)
 
 
 def _graph() -> Any:
@@ -63,7 +62,7 @@ def test_listener_tracing_and_progress_see_the_same_nodes() -> None:
     names, tracker = Names(), Started()
     instrument(provider)
     try:
-        with observing(tracker):
+        with listening(tracker):
             assert _graph().invoke({"n": 1}, {"listeners": [names]}) == {"n": 10}
     finally:
         uninstrument()

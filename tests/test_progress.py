@@ -12,12 +12,11 @@ import nbformat
 from nbclient import NotebookClient
 
 from checkpoint import MemorySaver
-from graphagent._internal.observe import observing
 from graphagent.agent import HumanInTheLoopHook, ReactAgent
 from graphagent.errors import ModelHTTPError
 from graphagent.messages import AssistantMessage, ToolCall
 from graphagent.models import FakeChatModel, FunctionChatModel
-from graphagent.observability import progress
+from graphagent.observability import listening, progress
 from graphagent.observability._progress import Tracker
 from graphagent.tools import tool
 
@@ -56,7 +55,7 @@ def test_the_tracker_sees_nodes_tools_and_the_outcome() -> None:
     seen: list[str] = []
     tracker = Tracker()
     tracker.on_change = lambda: seen.append(tracker.line())
-    with observing(tracker):
+    with listening(tracker):
         assert researcher().call("go").text == "All found."
     assert any(line.startswith("⏳ researcher · node model") for line in seen)
     running = [line for line in seen if "running slow_search" in line]

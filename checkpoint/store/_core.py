@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from checkpoint.errors import CheckpointError
+from checkpoint.store._paths import texts_at
 
 __all__ = [
     "Condition",
@@ -280,16 +281,16 @@ def text_matches(value: Any, needle: str) -> bool:
 
 
 def field_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[tuple[str, str]]:
-    """The ``(field, text)`` pairs an index embeds for ``value`` ("$" is the whole value)."""
+    """The ``(field, text)`` pairs an index embeds for ``value`` ("$" is the whole value;
+    see ``_paths`` for the path syntax)."""
     out = []
     for field in fields:
         if field == "$":
             out.append((field, value_text(value)))
             continue
-        found, got = _lookup(value, field.split("."))
-        if not found or got is None:
-            continue
-        out.append((field, got if isinstance(got, str) else value_text(got)))
+        texts = texts_at(value, field)
+        # a field naming several texts ("items[*].text") keeps a vector for each
+        out += [(field if i == 0 else f"{field}#{i}", text) for i, text in enumerate(texts)]
     return out
 
 
@@ -369,6 +370,12 @@ def compile_filter(filter: Mapping[str, Any] | None) -> list[Condition]:
                 )
             if kind == "num" and not math.isfinite(operand):
                 raise StoreError(f"filter {field!r} {op} takes a finite number; got {operand!r}")
+            if kind == "str" and _TEXT_PROBLEM.search(operand):
+                # no stored value holds one (put refuses it), and PostgreSQL cannot take it
+                raise StoreError(
+                    f"filter {field!r} {op} holds a NUL or a lone surrogate, which no stored "
+                    "value can hold"
+                )
             conditions.append(Condition(path, op, operand))
     return conditions
 

@@ -26,7 +26,6 @@ from checkpoint.store._items import (
     SearchItem,
     _Put,
     _Search,
-    new_item,
 )
 from checkpoint.store.base import BaseStore
 
@@ -34,6 +33,9 @@ __all__ = ["InMemoryStore", "MemoryStore"]
 
 
 _CONTAINERS = frozenset({dict, list})
+_new = object.__new__
+_PLAIN_ATOMS = frozenset({int, bool, type(None)})
+_NO_VECTORS: list[list[float]] = []  # shared by records without vectors, never changed
 
 
 class _Rec:
@@ -92,6 +94,8 @@ class MemoryStore(BaseStore):
         self._order: dict[tuple[tuple[str, ...], str], _Rec] = {}
         self._deadlines: list[tuple[float, tuple[str, ...], str]] = []
         self._lock = threading.RLock()
+        # puts with nothing to embed and no expiry take the inline path
+        self._plain = self.index is None and self.default_ttl is None
 
     def _tx(self) -> AbstractContextManager[Any]:
         return self._lock
@@ -118,15 +122,22 @@ class MemoryStore(BaseStore):
         if type(namespace) is tuple and type(key) is str:
             # found means valid: only checked namespaces and keys are ever stored. A
             # lookup needs no lock (the GIL makes it atomic; a put replaces a record
-            # whole, never edits its value); only a TTL restart takes the lock
+            # whole, never edits its value; a miss while a put moves the key is looked up
+            # again below, under the lock); only a TTL restart takes the lock
             try:
-                items = self._data.get(namespace)
+                rec = self._order.get((namespace, key))
             except TypeError:  # an unhashable label: refused by the check below
-                items = None
-            rec = items.get(key) if items is not None else None
+                rec = None
             if rec is not None and rec.expires is None:
-                value = rec.value.copy() if rec.flat else core.copy_value(rec.value)
-                return new_item(namespace, key, value, rec.created, rec.updated)
+                # Item built inline: a call to a constructor was a third of this path
+                item = _new(Item)
+                item.namespace = namespace
+                item.key = key
+                item.value = rec.value.copy() if rec.flat else core.copy_value(rec.value)
+                item._created = rec.created
+                item._updated = rec.updated
+                item._ttl = True
+                return item
         namespace = core.check_namespace(namespace)
         core.check_key(key)
         with self._lock:
@@ -158,6 +169,55 @@ class MemoryStore(BaseStore):
         ttl: Any = NOT_PROVIDED,
     ) -> None:
         """Store ``value`` (a dict) at ``namespace``/``key`` (see :meth:`BaseStore.put`)."""
+        if type(value) is dict and self._plain and index is None and ttl is NOT_PROVIDED:
+            # the usual put: a namespace already held (so already checked), a value of
+            # flat atoms; checked and stored inline (the general path below costs 3x)
+            try:
+                held = type(namespace) is tuple and namespace in self._data
+            except TypeError:  # an unhashable label: refused by the general path
+                held = False
+            if held and type(key) is str and key:
+                value = value.copy()  # the private copy, checked below (not the caller's)
+                for k, v in value.items():
+                    if type(k) is not str:
+                        break
+                    t = type(v)
+                    if t is str:
+                        if v.isascii() and "\x00" not in v:
+                            continue
+                        break  # the general check names a NUL or a lone surrogate
+                    if t in _PLAIN_ATOMS or (t is float and v - v == 0.0):
+                        continue
+                    break  # a container, inf or NaN, another type: the general checks
+                else:
+                    with self._lock:  # _put's work for this case, inline
+                        now = _base.time.time()  # type: ignore[attr-defined]  # _now, inline (tests move base's clock)
+                        least = self._last_now + 1e-6
+                        if now < least:
+                            now = least
+                        self._last_now = now
+                        if self._deadlines and self._deadlines[0][0] <= now:
+                            self._sweep(now, 16)
+                        items = self._data.get(namespace)
+                        if items is None:  # emptied since the check above
+                            items = self._data[namespace] = {}
+                        ident = (namespace, key)
+                        old = items.pop(key, None)
+                        rec = _new(_Rec)  # every slot set here: no __init__ call
+                        if old is None:
+                            rec.created = now
+                        else:
+                            del self._order[ident]
+                            live = old.expires is None or old.expires > now
+                            rec.created = old.created if live else now
+                        rec.value = value
+                        rec.updated = now
+                        rec.flat = True
+                        rec.ttl = rec.expires = None
+                        rec.vectors = _NO_VECTORS
+                        rec.blob = b""
+                        items[key] = self._order[ident] = rec
+                    return
         if value is None or self.index is not None:
             super().put(namespace, key, value, index, ttl=ttl)
             return

@@ -9,6 +9,7 @@ otherwise it reads the candidates' vectors and ranks them exactly in Python.
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
@@ -31,6 +32,17 @@ _OPS = {"$eq": "=", "$ne": "=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<
 
 def _json_path(path: Sequence[str]) -> str:
     return "$" + "".join(f'."{part}"' for part in path)
+
+
+def _bindable(operand: Any) -> Any:
+    """An operand SQLite can bind: an int beyond 64 bits as the float SQLite reads such a
+    stored number as (binding the int itself overflows)."""
+    if type(operand) is int and not -(2**63) <= operand < 2**63:
+        try:
+            return float(operand)
+        except OverflowError:
+            return math.copysign(math.inf, operand)
+    return operand
 
 
 def _load_vec(conn: sqlite3.Connection) -> bool:
@@ -185,7 +197,7 @@ class SqliteStore(SqlStore):
                 f"coalesce(json_type(value, ?) IN {_TYPES[kind]} "
                 f"AND json_extract(value, ?) {_OPS[op]} ?, 0)"
             )
-            params = [path, path, cond.operand]
+            params = [path, path, _bindable(cond.operand)]
         if op == "$ne":
             sql = f"NOT {sql}"
         return sql, params

@@ -6,11 +6,14 @@ when the work starts and how it ends. With nobody listening they return one shar
 no-op watch: the cost is a tuple check, so an uninstrumented run pays nothing that a
 benchmark can see.
 
-Observers come from two places: global ones (:func:`add_observer`, used by
-``instrument()`` for tracing) and ones scoped to a context (:func:`observing`, used
-for a single call's progress display). A ``contextvars`` variable holds the scoped
-ones, so they follow the run into the engine's worker threads and asyncio tasks.
-Logging is an observer too, active while its logger is enabled for DEBUG.
+This is the engine's private dispatch. What listens is public: every observer here is
+a ``GraphLifecycleListener`` adapted by ``ListenerObserver``
+(:mod:`graphagent._internal.listen`), the logs, tracing and progress display
+included. Observers come from three places: global ones (:func:`add_observer`, behind
+``add_listener()`` and ``instrument()``), ones scoped to a context (:func:`observing`,
+behind ``listening()`` and ``progress()``; a ``contextvars`` variable holds them, so
+they follow the run into the engine's worker threads and asyncio tasks), and the
+loggers' (:func:`register_log`), asked while their logger is enabled for DEBUG.
 """
 
 from __future__ import annotations
@@ -67,10 +70,15 @@ def content_captured() -> bool:
     return _CONTENT[0]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class RunInfo:
-    """A graph run starting: ``agent`` is set when the graph is an agent's; ``input``
-    and ``config`` are what the run was given."""
+    """A graph run: ``graph`` its name, ``nested`` when it runs inside a node of
+    another run, ``agent`` the agent whose graph it is (or ``None``), ``input`` and
+    ``config`` what the run was given.
+
+    One object per operation, as for :class:`NodeInfo`, :class:`ChatInfo` and
+    :class:`ToolInfo`: a listener is handed the same one at the operation's start and
+    end, and can key what it keeps meanwhile by it (it hashes by identity)."""
 
     graph: str
     thread_id: str | None
@@ -80,11 +88,12 @@ class RunInfo:
     config: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class NodeInfo:
-    """A node starting (``path``: parent nodes down to it), with the state and config
-    it is called with; its watch records the update it returned. ``attempt`` is 1, or
-    the retry's number under a retry policy."""
+    """A node run: ``kind`` (``"node"``, ``"subgraph"``, an agent's ``"model"``, ``"tools"``,
+    ``"hook"``...), ``path`` the nodes down to it through nested graphs, the state and
+    config it is called with, and ``attempt``: 1, or the retry's number under a retry
+    policy."""
 
     name: str
     kind: str
@@ -94,9 +103,10 @@ class NodeInfo:
     attempt: int = 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ChatInfo:
-    """A request to a chat model (the messages and tools are the ones sent)."""
+    """A request to a chat model (the messages and tools are the ones sent; ``server``
+    the base URL of a remote model)."""
 
     provider: str
     model: str
@@ -107,9 +117,9 @@ class ChatInfo:
     server: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ToolInfo:
-    """A tool call starting (``arguments``: the JSON text the model sent)."""
+    """A tool call (``arguments``: the JSON text the model sent)."""
 
     name: str
     call_id: str
@@ -257,7 +267,7 @@ def remove_observer(observer: Observer) -> None:
     """Undo :func:`add_observer` (no error if it was not added)."""
     global _GLOBAL
     with _LOCK:
-        _GLOBAL = tuple(o for o in _GLOBAL if o is not observer)
+        _GLOBAL = tuple(o for o in _GLOBAL if o != observer)
         _update()
 
 

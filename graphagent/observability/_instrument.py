@@ -1,15 +1,16 @@
-"""Turning OpenTelemetry tracing on and off: one observer, added and removed."""
+"""Turning OpenTelemetry tracing on and off: one lifecycle listener, added and removed."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from graphagent._internal.observe import Observer, add_observer, capture_content, remove_observer
+from graphagent._internal.listen import GraphLifecycleListener, add_listener, remove_listener
+from graphagent._internal.observe import capture_content
 from graphagent.errors import UserError
 
 __all__ = ["instrument", "instrumented", "uninstrument"]
 
-_ACTIVE: list[Observer] = []
+_ACTIVE: list[GraphLifecycleListener] = []
 _set_content = capture_content  # instrument()'s keyword of the same name hides it
 
 
@@ -39,13 +40,13 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool | None = No
         _set_content(capture_content)
     tracing = Tracing(tracer_provider)
     _ACTIVE.append(tracing)
-    add_observer(tracing)
+    add_listener(tracing)
 
 
 def uninstrument() -> None:
     """Stop tracing (spans already started still end)."""
     while _ACTIVE:
-        remove_observer(_ACTIVE.pop())
+        remove_listener(_ACTIVE.pop())
 
 
 def instrumented() -> bool:

@@ -17,16 +17,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from graphagent._internal.observe import (
-    INTERRUPTED,
-    ChatInfo,
-    NodeInfo,
-    Observer,
-    RunInfo,
-    Scope,
-    ToolInfo,
-    content_captured,
-)
+from graphagent._internal.listen import GraphLifecycleListener
+from graphagent._internal.observe import ChatInfo, NodeInfo, RunInfo, ToolInfo, content_captured
 from graphagent.errors import GraphBubbleUp
 from graphagent.observability._logs import error_name, usage_of
 from graphagent.observability._redact import exception_attributes
@@ -42,7 +34,7 @@ def _clean(attributes: Mapping[str, Any]) -> Attributes:
     return {k: v for k, v in attributes.items() if v is not None}
 
 
-class _Span(Scope):
+class _Span:
     """One span; made current while its work runs in this context.
 
     ``current=True``: current from start to finish (work that never yields in between).
@@ -78,9 +70,11 @@ class _Span(Scope):
     def exit(self) -> None:
         otel_context.detach(self.tokens.pop())  # type: ignore[arg-type]
 
+    def interrupted(self) -> None:
+        self.span.set_attribute("graphagent.interrupted", True)
+
     def record(self, result: Any) -> None:
-        if result is INTERRUPTED:
-            self.span.set_attribute("graphagent.interrupted", True)
+        """What the operation produced (a model's answer, a tool's text)."""
 
     def failed(self, error: BaseException | str) -> None:
         name = error_name(error)
@@ -89,7 +83,7 @@ class _Span(Scope):
 
     def finish(self, error: BaseException | None) -> None:
         if isinstance(error, GraphBubbleUp):
-            self.span.set_attribute("graphagent.interrupted", True)
+            self.interrupted()
         elif error is not None and not isinstance(error, GeneratorExit):
             # not record_exception: its event carries the exception's text, which is data
             self.span.add_event("exception", exception_attributes(error))
@@ -174,13 +168,88 @@ def _agent_model(agent: Any) -> Attributes:
     )
 
 
-class Tracing(Observer):
-    """Turns the library's operations into OpenTelemetry spans."""
+class Tracing(GraphLifecycleListener):
+    """Turns the library's operations into OpenTelemetry spans: a lifecycle listener,
+    keeping each operation's span under the operation's info object."""
 
     def __init__(self, tracer_provider: Any = None) -> None:
         self.tracer = trace.get_tracer("graphagent", _VERSION, tracer_provider=tracer_provider)
+        self.spans: dict[object, _Span] = {}
 
-    def run(self, info: RunInfo) -> Scope:
+    def _start(self, key: object, span: _Span) -> None:
+        self.spans[key] = span
+        span.start()
+
+    def _end(self, key: object, error: BaseException | None) -> None:
+        span = self.spans.pop(key, None)
+        if span is not None:
+            span.finish(error)
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def on_run_start(self, run: RunInfo) -> None:
+        """Open the run's span."""
+        self._start(run, self.run_span(run))
+
+    def on_run_enter(self, run: RunInfo) -> None:
+        """The run's span is current while its work runs here."""
+        self.spans[run].enter()
+
+    def on_run_exit(self, run: RunInfo) -> None:
+        """Not while the caller handles an event."""
+        self.spans[run].exit()
+
+    def on_run_end(self, run: RunInfo, values: Any, error: BaseException | None) -> None:
+        """Close it (an exception event and the error status if it raised)."""
+        self._end(run, error)
+
+    # -- nodes ---------------------------------------------------------------------------
+
+    def on_node_start(self, node: NodeInfo) -> None:
+        """Open the node's span, current while the node runs."""
+        self._start(node, self.node_span(node))
+
+    def on_interrupt(self, node: NodeInfo) -> None:
+        """Mark the span paused."""
+        self.spans[node].interrupted()
+
+    def on_node_error(self, node: NodeInfo, error: BaseException) -> None:
+        """The error's type and status (its event is on the run's span, which it ends)."""
+        self.spans[node].failed(error)
+
+    def on_node_end(self, node: NodeInfo, update: Any, error: BaseException | None) -> None:
+        """Close the node's span."""
+        self._end(node, error)
+
+    # -- model and tool calls ------------------------------------------------------------
+
+    def on_model_start(self, call: ChatInfo) -> None:
+        """Open the request's span."""
+        self._start(call, self.chat_span(call))
+
+    def on_model_end(self, call: ChatInfo, answer: Any, error: BaseException | None) -> None:
+        """The answer's attributes, then close."""
+        if answer is not None:
+            self.spans[call].record(answer)
+        self._end(call, error)
+
+    def on_tool_start(self, call: ToolInfo) -> None:
+        """Open the call's span, current while the tool runs."""
+        self._start(call, self.tool_span(call))
+
+    def on_tool_error(self, call: ToolInfo, error: BaseException) -> None:
+        """The failure handed to the model: the error's type and status."""
+        self.spans[call].failed(error)
+
+    def on_tool_end(self, call: ToolInfo, result: Any, error: BaseException | None) -> None:
+        """The result (with content capture), then close."""
+        if result is not None:
+            self.spans[call].record(result)
+        self._end(call, error)
+
+    # -- the spans -----------------------------------------------------------------------
+
+    def run_span(self, info: RunInfo) -> _Span:
         """``invoke_agent {name}`` for an agent's graph, else ``graph {name}``."""
         attributes: Attributes = {
             "graphagent.graph.name": info.graph,
@@ -209,7 +278,7 @@ class Tracing(Observer):
             self.tracer, f"invoke_agent {name}", SpanKind.INTERNAL, attributes, current=False
         )
 
-    def node(self, info: NodeInfo) -> Scope:
+    def node_span(self, info: NodeInfo) -> _Span:
         """``node {name}``, current while the node runs (its model and tool spans nest)."""
         attributes: dict[str, Any] = {
             "graphagent.node.name": info.name,
@@ -220,7 +289,7 @@ class Tracing(Observer):
             attributes["graphagent.node.attempt"] = info.attempt
         return _Span(self.tracer, f"node {info.name}", SpanKind.INTERNAL, attributes, current=True)
 
-    def chat(self, info: ChatInfo) -> Scope:
+    def chat_span(self, info: ChatInfo) -> _Span:
         """``chat {model}``, a client span with the request's ``gen_ai.*`` attributes."""
         attributes: Attributes = {
             "gen_ai.operation.name": "chat",
@@ -243,7 +312,7 @@ class Tracing(Observer):
             current=not info.stream,
         )
 
-    def tool(self, info: ToolInfo) -> Scope:
+    def tool_span(self, info: ToolInfo) -> _Span:
         """``execute_tool {name}``, current while the tool runs."""
         attributes: Attributes = {
             "gen_ai.operation.name": "execute_tool",

@@ -1,6 +1,6 @@
 """Live progress of a run: which node, which tool, how long, updated in place.
 
-A :class:`Tracker` is an observer that keeps what a run is doing now. A view shows it:
+A :class:`Tracker` is a lifecycle listener that keeps what a run is doing now. A view shows it:
 in Jupyter one output updated in place through an IPython display handle (no widget
 extension), in a terminal one status line rewritten with ``\\r``, elsewhere a line per
 change. A ticker thread refreshes the elapsed time while nothing else changes.
@@ -17,58 +17,19 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from graphagent._internal.observe import (
-    INTERRUPTED,
-    ChatInfo,
-    NodeInfo,
-    Observer,
-    RunInfo,
-    Scope,
-    ToolInfo,
-    observing,
-)
+from graphagent._internal.listen import GraphLifecycleListener, listening
+from graphagent._internal.observe import ChatInfo, NodeInfo, RunInfo, ToolInfo
 from graphagent.errors import GraphBubbleUp
 from graphagent.observability._logs import error_name, usage_of
 
 __all__ = ["TerminalLine", "Tracker", "progress", "status_line"]
 
 
-class _Step(Scope):
-    """Adds itself to one of the tracker's tables while its operation runs."""
-
-    def __init__(self, tracker: Tracker, table: dict[int, tuple[str, float]], label: str) -> None:
-        self.tracker = tracker
-        self.table = table
-        self.label = label
-
-    def start(self) -> None:
-        with self.tracker.lock:
-            self.table[id(self)] = (self.label, time.monotonic())
-        self.tracker.changed()
-
-    def record(self, result: Any) -> None:
-        self.tracker.noted(self, result)
-
-    def finish(self, error: BaseException | None) -> None:
-        with self.tracker.lock:
-            self.table.pop(id(self), None)
-        self.tracker.ended(self, error)
-
-
-class _Run(Scope):
-    def __init__(self, tracker: Tracker, info: RunInfo) -> None:
-        self.tracker = tracker
-        self.info = info
-
-    def start(self) -> None:
-        self.tracker.run_started(self.info)
-
-    def finish(self, error: BaseException | None) -> None:
-        self.tracker.run_ended(self.info, error)
-
-
-class Tracker(Observer):
+class Tracker(GraphLifecycleListener):
     """What a run is doing now, from the library's operations; safe across threads.
+
+    A lifecycle listener: each running node, model request and tool call sits in its
+    table (keyed by the operation's info object) from its start to its end.
 
     Args:
         on_change: called (from any thread) after anything changed.
@@ -81,49 +42,28 @@ class Tracker(Observer):
         self.began: float | None = None
         self.ended_at: float | None = None
         self.depth = 0
-        self.nodes: dict[int, tuple[str, float]] = {}
-        self.tools: dict[int, tuple[str, float]] = {}
-        self.chats: dict[int, tuple[str, float]] = {}
+        self.nodes: dict[object, tuple[str, float]] = {}
+        self.tools: dict[object, tuple[str, float]] = {}
+        self.chats: dict[object, tuple[str, float]] = {}
         self.model_calls = 0
         self.tool_calls = 0
         self.tokens = 0
         self.paused = False
         self.failure: str | None = None
 
-    # -- observer ------------------------------------------------------------------------
+    # -- listener ------------------------------------------------------------------------
 
-    def run(self, info: RunInfo) -> Scope:
+    def on_run_start(self, run: RunInfo) -> None:
         """Track a run (the outermost names the display)."""
-        return _Run(self, info)
-
-    def node(self, info: NodeInfo) -> Scope:
-        """Track a node while it runs."""
-        return _Step(self, self.nodes, " > ".join(info.path))
-
-    def chat(self, info: ChatInfo) -> Scope:
-        """Track a model request while it runs."""
-        return _Step(self, self.chats, info.model)
-
-    def tool(self, info: ToolInfo) -> Scope:
-        """Track a tool call while it runs."""
-        return _Step(self, self.tools, info.name)
-
-    # -- events --------------------------------------------------------------------------
-
-    def changed(self) -> None:
-        """Tell the view."""
-        if self.on_change is not None:
-            self.on_change()
-
-    def run_started(self, info: RunInfo) -> None:
         with self.lock:
             if self.depth == 0 and self.began is None:
-                self.name = info.graph
+                self.name = run.graph
                 self.began = time.monotonic()
             self.depth += 1
         self.changed()
 
-    def run_ended(self, info: RunInfo, error: BaseException | None) -> None:
+    def on_run_end(self, run: RunInfo, values: Any, error: BaseException | None) -> None:
+        """The outermost run's end ends the display, failed or not."""
         with self.lock:
             self.depth -= 1
             if self.depth == 0:
@@ -132,21 +72,58 @@ class Tracker(Observer):
                     self.failure = error_name(error)
         self.changed()
 
-    def noted(self, step: _Step, result: Any) -> None:
-        with self.lock:
-            if result is INTERRUPTED:
-                self.paused = True
-            elif step.table is self.chats:
-                _, tokens_in, tokens_out = usage_of(result)
-                self.tokens += (tokens_in or 0) + (tokens_out or 0)
+    def on_node_start(self, node: NodeInfo) -> None:
+        """Show a node while it runs, by its path through nested graphs."""
+        self._began(self.nodes, node, " > ".join(node.path))
 
-    def ended(self, step: _Step, error: BaseException | None) -> None:
+    def on_interrupt(self, node: NodeInfo) -> None:
+        """The run waits for a human."""
         with self.lock:
-            if step.table is self.chats:
-                self.model_calls += 1
-            elif step.table is self.tools:
-                self.tool_calls += 1
+            self.paused = True
+
+    def on_node_end(self, node: NodeInfo, update: Any, error: BaseException | None) -> None:
+        """The node no longer runs."""
+        self._ended(self.nodes, node)
+
+    def on_model_start(self, call: ChatInfo) -> None:
+        """Show a model request while it runs."""
+        self._began(self.chats, call, call.model)
+
+    def on_model_end(self, call: ChatInfo, answer: Any, error: BaseException | None) -> None:
+        """Count the call and its tokens."""
+        with self.lock:
+            if answer is not None:
+                _, tokens_in, tokens_out = usage_of(answer)
+                self.tokens += (tokens_in or 0) + (tokens_out or 0)
+            self.model_calls += 1
+        self._ended(self.chats, call)
+
+    def on_tool_start(self, call: ToolInfo) -> None:
+        """Show a tool call while it runs."""
+        self._began(self.tools, call, call.name)
+
+    def on_tool_end(self, call: ToolInfo, result: Any, error: BaseException | None) -> None:
+        """Count the call."""
+        with self.lock:
+            self.tool_calls += 1
+        self._ended(self.tools, call)
+
+    # -- events --------------------------------------------------------------------------
+
+    def _began(self, table: dict[object, tuple[str, float]], key: object, label: str) -> None:
+        with self.lock:
+            table[key] = (label, time.monotonic())
         self.changed()
+
+    def _ended(self, table: dict[object, tuple[str, float]], key: object) -> None:
+        with self.lock:
+            table.pop(key, None)
+        self.changed()
+
+    def changed(self) -> None:
+        """Tell the view."""
+        if self.on_change is not None:
+            self.on_change()
 
     # -- what to show --------------------------------------------------------------------
 
@@ -354,7 +331,7 @@ def _shown(tracker: Tracker, refresh: Callable[[], None], interval: float) -> It
     tracker.on_change = refresh
     ticker = _Ticker(refresh, interval)
     try:
-        with observing(tracker):
+        with listening(tracker):
             yield
     finally:
         ticker.stop()

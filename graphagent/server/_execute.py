@@ -135,6 +135,12 @@ class Executor:
         # runs shared with other processes (a cluster's queue): check the thread's order
         # and whether another executor took a run over; a local queue needs neither
         self.shared = False
+        # this process stopped taking runs (abandon): it starts none, and a run cancelled
+        # without a stop asked (asyncio.run's teardown) is handed over, not interrupted
+        self.closing = False
+        # runs under way here (between recording them running and their outcome): a stop
+        # cancels them where they are; one asked before waits for the run to get there
+        self.live: set[str] = set()
 
     async def execute(self, run_id: str, *, recovered: bool = False) -> bool:
         """Run ``run_id`` if it is still pending (its thread's lock is the caller's).
@@ -146,6 +152,8 @@ class Executor:
             ``False`` when an older run of its thread has yet to run (the caller keeps
             it queued and tries again); ``True`` when it is settled.
         """
+        if self.closing:
+            return False  # left queued: another executor takes it
         run = await self.docs.get("run", run_id)
         if run is None:
             return True
@@ -180,8 +188,11 @@ class Executor:
         run["_attempt"] = int(run.get("_attempt") or 0) + 1
         status, errored = "success", False
         result: dict[str, Any] | None = None
+        self.live.add(run_id)
         try:
             # from here on a cancel, wherever it lands, settles the run below
+            if run_id in self.stops:  # asked before the run got here
+                raise Stopped(self.stops[run_id])
             run["status"], run["updated_at"] = "running", now()
             await self.docs.put("run", run_id, run)
             thread["status"] = "busy"
@@ -190,8 +201,10 @@ class Executor:
             await self.events.publish(run_id, "metadata", attempt)
             if not ended:  # else it had ended before its executor died: nothing to run
                 await self._drive(run, thread, assistant, progressed)
+            self.live.discard(run_id)
         except (asyncio.CancelledError, Stopped):
-            action = self.stops.pop(run_id, "interrupt")
+            self.live.discard(run_id)
+            action = self.stops.pop(run_id, "lost" if self.closing else "interrupt")
             if action == "lost":
                 return True  # another executor took the run over: it settles it
             status = "interrupted"
@@ -199,6 +212,7 @@ class Executor:
                 await self._rollback(thread, assistant, run.get("_head"))
                 status = "rollback"
         except Exception as exc:
+            self.live.discard(run_id)
             log.warning("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
             error = {"error": type(exc).__name__, "message": str(exc)}
             await self.events.publish(run_id, "error", error)
@@ -219,6 +233,18 @@ class Executor:
             await self.docs.delete("thread", thread["_key"])
         await self._publish_end(run_id, result)
         return True
+
+    def stop(self, run_id: str, action: str) -> None:
+        """Stop ``run_id`` if it executes here (``interrupt`` or ``rollback``): cancelled
+        where it is once under way, else as it gets there (a cancel landing before would
+        end its task unsettled, and the queue would retry the run, and cancel it, forever).
+        """
+        task = self.tasks.get(run_id)
+        if task is None or task.done():
+            return
+        self.stops[run_id] = action
+        if run_id in self.live:
+            task.cancel()
 
     async def _drive(
         self, run: dict[str, Any], thread: dict[str, Any], assistant: Assistant, resume: bool
@@ -275,9 +301,13 @@ class Executor:
     async def abandon(self, loops: list[asyncio.Task[Any]]) -> None:
         """Leave this process's runs to other executors (it is shutting down): they stay
         unsettled and unacknowledged, resumed from their last checkpoint by whoever takes
-        them next. ``loops``, the queue's own tasks, are cancelled and awaited, then the
-        results and ends being published are let finish before connections close."""
-        for run_id, task in list(self.tasks.items()):
+        them next. ``loops``, the queue's own tasks, are cancelled and awaited, so are the
+        runs (each cancelled once: a second cancel would cut what it stores as it stops),
+        then the results and ends being published are let finish before connections close.
+        From here on this executor starts no run (see ``closing``)."""
+        self.closing = True
+        runs = list(self.tasks.items())
+        for run_id, task in runs:
             self.stops[run_id] = "lost"
             task.cancel()
         pending = {task for task in loops if not task.done()}
@@ -290,6 +320,8 @@ class Executor:
         for task in loops:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if runs:
+            await asyncio.wait([task for _, task in runs])
         if self.ending:
             await asyncio.gather(*self.ending, return_exceptions=True)
 

@@ -1,9 +1,15 @@
-"""The run queue of a cluster on PostgreSQL (``FOR UPDATE SKIP LOCKED``), and its service."""
+"""The run queue of a cluster on PostgreSQL (``FOR UPDATE SKIP LOCKED``), and its service.
+
+A cancel reaches the executor through a row it checks and a notification: the notification
+stops the run at once; the row is read when the run starts and at each renewal of its lease
+(in the renewal's own statement), so a notification lost (the listening connection down)
+delays a cancel by a third of a lease at most. A stopping process (SIGTERM) takes no run,
+hands over the ones it executes unsettled, and frees each lease once its run stopped.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -14,6 +20,7 @@ from typing import Any
 from checkpoint import AsyncPostgresSaver, PostgresStore
 from graphagent.server._execute import Executor
 from graphagent.server._postgres import PostgresCluster, PostgresDocs, PostgresEvents
+from graphagent.server._queue import pause, stop_and_outlast
 from graphagent.server._service import Auth, Service
 
 __all__ = ["PostgresQueue", "postgres_service"]
@@ -114,7 +121,7 @@ class PostgresQueue:
 
     async def _take(self) -> None:
         wake = self.db.waiter("queue")
-        while True:
+        while not self._closing:  # (a stopping process takes nothing: see pause)
             try:
                 wake.clear()
                 free = self.concurrency - len(self._active)
@@ -124,8 +131,7 @@ class PostgresQueue:
                     for run_id, thread, taken in rows:
                         task = asyncio.ensure_future(self._execute(run_id, thread, taken > 1))
                         self._active[run_id] = task
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(wake.wait(), min(1.0, self.lease_ms / 3000))
+                await pause(wake, min(1.0, self.lease_ms / 3000))
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -137,7 +143,12 @@ class PostgresQueue:
         while True:
             await wake.wait()
             wake.clear()
-            await self._check_cancels()
+            try:
+                await self._check_cancels()
+            except Exception:
+                log.exception("checking runs for cancels failed; checking again")
+                await asyncio.sleep(1)
+                wake.set()
 
     async def _check_cancels(self) -> None:
         """Stop the runs executing here that someone asked to cancel."""
@@ -149,13 +160,7 @@ class PostgresQueue:
             mine,
         )
         for run_id, action in rows:
-            self._stop(run_id, action)
-
-    def _stop(self, run_id: str, action: str) -> None:
-        task = self.executor.tasks.get(run_id)
-        if task is not None and not task.done():
-            self.executor.stops[run_id] = action
-            task.cancel()
+            self.executor.stop(run_id, action)
 
     async def _execute(self, run_id: str, thread: str, recovered: bool) -> None:
         try:
@@ -203,32 +208,63 @@ class PostgresQueue:
     async def _under_lease(self, run_id: str, thread: str, recovered: bool) -> bool:
         task = asyncio.ensure_future(self.executor.execute(run_id, recovered=recovered))
         self.executor.tasks[run_id] = task
-        await self._check_cancels()  # asked before it started here
         try:
+            action = await self._cancel_asked(run_id)  # asked before it started here
             while not task.done():
+                if action is not None:
+                    self.executor.stop(run_id, action)
                 done, _ = await asyncio.wait({task}, timeout=self.lease_ms / 3000)
                 if done:
                     break
-                renewed = await self.db.sql(
-                    "UPDATE {s}.graphagent_server_leases SET until = now() + %s * interval "
-                    "'1 millisecond' WHERE thread = %s AND owner = %s RETURNING 1",
-                    self.lease_ms,
-                    thread,
-                    self.me,
-                )
-                await self.db.sql(
-                    "UPDATE {s}.graphagent_server_queue SET lease_until = now() + %s * "
-                    "interval '1 millisecond' WHERE run_id = %s AND owner = %s",
-                    self.lease_ms,
-                    run_id,
-                    self.me,
-                )
+                try:
+                    renewed = await self._renew(run_id, thread)
+                except Exception:  # tried again at the next renewal, within the lease
+                    log.exception("renewing the lease of run %s failed", run_id)
+                    continue
                 if not renewed:
                     log.warning("run %s lost its thread's lease; stopping it here", run_id)
-                    self._stop(run_id, "lost")
+                    self.executor.stops[run_id] = "lost"
+                    task.cancel()
+                    break
+                action = renewed[0][0]  # the cancel's notification may have been lost
             return bool(await task)
         finally:
+            # left early (this process stops): the run is handed over, and stops writing
+            # before its lease is freed
+            await stop_and_outlast(self.executor, run_id, task)
             self.executor.tasks.pop(run_id, None)
+            self.executor.stops.pop(run_id, None)
+
+    async def _cancel_asked(self, run_id: str) -> str | None:
+        try:
+            rows = await self.db.sql(
+                "SELECT action FROM {s}.graphagent_server_cancels WHERE run_id = %s", run_id
+            )
+        except Exception:  # read again at the first renewal
+            log.exception("checking run %s for a cancel failed", run_id)
+            return None
+        return str(rows[0][0]) if rows else None
+
+    async def _renew(self, run_id: str, thread: str) -> list[tuple[Any, ...]]:
+        """Extend the run's thread lease and queue entry; one row (the cancel asked for
+        the run, or ``None``) if this executor still held the lease, none if it lost it."""
+        renewed = await self.db.sql(
+            "UPDATE {s}.graphagent_server_leases SET until = now() + %s * interval "
+            "'1 millisecond' WHERE thread = %s AND owner = %s RETURNING (SELECT action "
+            "FROM {s}.graphagent_server_cancels WHERE run_id = %s)",
+            self.lease_ms,
+            thread,
+            self.me,
+            run_id,
+        )
+        await self.db.sql(
+            "UPDATE {s}.graphagent_server_queue SET lease_until = now() + %s * "
+            "interval '1 millisecond' WHERE run_id = %s AND owner = %s",
+            self.lease_ms,
+            run_id,
+            self.me,
+        )
+        return renewed
 
     async def close(self) -> None:
         self._closing = True

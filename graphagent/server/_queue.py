@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from graphagent.server._execute import Executor
 
-__all__ = ["LocalQueue", "Queue"]
+__all__ = ["LocalQueue", "Queue", "pause", "stop_and_outlast"]
 
 
 class Queue(Protocol):
@@ -30,6 +30,41 @@ class Queue(Protocol):
 
     async def close(self) -> None:
         """Stop taking runs; let the running ones stop."""
+
+
+async def pause(event: asyncio.Event, timeout: float) -> None:
+    """Wait until ``event`` is set or ``timeout`` seconds passed.
+
+    Not ``asyncio.wait_for``: on Python 3.11 it swallows a cancel landing as the event is
+    set, and a stopping worker's loop went round once more that way, starting runs after
+    the stop had handed them over (which asyncio.run's teardown then settled as
+    interrupted).
+    """
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=timeout)
+    finally:
+        waiter.cancel()
+
+
+async def stop_and_outlast(executor: Executor, run_id: str, task: asyncio.Task[Any]) -> None:
+    """Stop ``task``, the execution of ``run_id`` that a cluster's queue holds a lease for,
+    as ``lost`` (handed over, unsettled) unless a stop was asked, and wait until it ended,
+    whatever cancels the caller meanwhile (re-raised once it ended): the lease is released
+    after, so that the next executor never runs the thread beside one still writing."""
+    if task.done():
+        return
+    if run_id not in executor.stops:  # else stopping already: a second cancel would cut
+        executor.stops[run_id] = "lost"  # what it stores as it stops
+        task.cancel()
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 class LocalQueue:

@@ -9,7 +9,12 @@
   resumes the run from its last checkpoint. An executor whose lease was taken over
   stops its run at once, so a run is executed by one process at a time, and its entry is
   acknowledged once, when it ended.
-- Cancel reaches the executor through a key it checks and a pub/sub message.
+- Cancel reaches the executor through a key and a pub/sub message: the message stops the
+  run at once; the key is read when the run starts and at each renewal of its lease, so a
+  message lost (a pub/sub connection down, a listener failing) delays a cancel by a third
+  of a lease at most, never loses it.
+- A stopping process (SIGTERM) starts no run, hands over the ones it executes unsettled,
+  and releases each thread's lease only once its run stopped writing.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from redis import asyncio as aredis
 from redis.exceptions import ResponseError
 
 from graphagent.server._execute import Executor
+from graphagent.server._queue import pause, stop_and_outlast
 
 __all__ = ["RedisQueue"]
 
@@ -121,7 +127,7 @@ class RedisQueue:
 
     async def _take(self) -> None:
         """Read new entries and start them."""
-        while True:
+        while not self._closing:
             try:
                 await self.slots.acquire()
                 self.slots.release()
@@ -140,10 +146,9 @@ class RedisQueue:
     async def _reclaim(self) -> None:
         """Take over entries whose consumer went quiet for longer than a lease, and retry
         this consumer's entries that waited for their thread."""
-        while True:
+        while not self._closing:
             try:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._kick.wait(), min(1.0, self.lease_ms / 3000))
+                await pause(self._kick, min(1.0, self.lease_ms / 3000))
                 self._kick.clear()
                 _, claimed, *_ = await self.client.xautoclaim(
                     self.stream, self.group, self.consumer, min_idle_time=self.lease_ms, count=16
@@ -168,27 +173,34 @@ class RedisQueue:
                 log.exception("reclaiming runs failed; retrying")
 
     async def _listen(self) -> None:
-        """Cancel requests for runs executing here."""
-        pubsub = self.client.pubsub()
-        await pubsub.subscribe(f"{self.base}:cancels")
-        try:
-            async for message in pubsub.listen():
-                if message.get("type") == "message":
-                    await self._check_cancel(_text(message["data"]))
-        finally:
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()
+        """Cancel requests for runs executing here; after a failure (the connection lost,
+        a read failing) it subscribes again and checks every run here for what it missed."""
+        while not self._closing:
+            pubsub = self.client.pubsub()
+            try:
+                await pubsub.subscribe(f"{self.base}:cancels")
+                for run_id in list(self.executor.tasks):
+                    await self._check_cancel(run_id)
+                async for message in pubsub.listen():
+                    if message.get("type") == "message":
+                        await self._check_cancel(_text(message["data"]))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("listening for cancels failed; subscribing again")
+                await asyncio.sleep(1)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
 
     async def _check_cancel(self, run_id: str) -> None:
         action = await self.client.get(f"{self.base}:cancel:{run_id}")
-        task = self.executor.tasks.get(run_id)
-        if action is not None and task is not None and not task.done():
-            self.executor.stops[run_id] = _text(action)
-            task.cancel()
+        if action is not None:
+            self.executor.stop(run_id, _text(action))
 
     def _start(self, ident: str, fields: dict[Any, Any], recovered: bool = False) -> None:
-        if ident in self._running:
-            return
+        if self._closing or ident in self._running:
+            return  # (a stopping process starts nothing: a loop may outlive its cancel)
         run_id, thread = _text(fields[b"run"]), _text(fields[b"thread"])
         self._running[ident] = asyncio.ensure_future(
             self._execute(ident, run_id, thread, recovered)
@@ -221,20 +233,35 @@ class RedisQueue:
     async def _under_lease(self, run_id: str, lease: str, token: str, recovered: bool) -> bool:
         task = asyncio.ensure_future(self.executor.execute(run_id, recovered=recovered))
         self.executor.tasks[run_id] = task
-        await self._check_cancel(run_id)
         try:
             while not task.done():
+                # on starting (asked before the run started here), then at each renewal:
+                # the cancel's message may have been lost, its key is not
+                try:
+                    await self._check_cancel(run_id)
+                except Exception:
+                    log.exception("checking run %s for a cancel failed", run_id)
                 done, _ = await asyncio.wait({task}, timeout=self.lease_ms / 3000)
                 if done:
                     break
-                if not await self._renew(keys=[lease], args=[token, self.lease_ms]):
+                try:
+                    renewed = await self._renew(keys=[lease], args=[token, self.lease_ms])
+                except Exception:  # tried again at the next renewal, within the lease
+                    log.exception("renewing the lease of run %s failed", run_id)
+                    continue
+                if not renewed:
                     # the lease went to another executor: this one must not write on
                     log.warning("run %s lost its thread's lease; stopping it here", run_id)
                     self.executor.stops[run_id] = "lost"
                     task.cancel()
+                    break
             return bool(await task)
         finally:
+            # left early (this process stops): the run is handed over, and stops writing
+            # before its lease is released
+            await stop_and_outlast(self.executor, run_id, task)
             self.executor.tasks.pop(run_id, None)
+            self.executor.stops.pop(run_id, None)
 
     async def close(self) -> None:
         self._closing = True

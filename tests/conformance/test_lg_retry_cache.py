@@ -24,18 +24,19 @@ from _support import thread
 
 from checkpoint.base import CheckpointSaver
 from checkpoint.cache import BaseCache, MemoryCache, RedisCache, SqliteCache
-from graphagent._internal import observe
 from graphagent.graph import (
     END,
     START,
     CachePolicy,
     Command,
+    GraphLifecycleListener,
     RetryPolicy,
     Send,
     StateGraph,
     default_retry_on,
     interrupt,
 )
+from graphagent.observability import NodeInfo, listening
 
 Run = Callable[..., Any]
 
@@ -310,14 +311,14 @@ def test_each_attempt_is_logged_traced_and_streamed(caplog: pytest.LogCaptureFix
 
     seen: list[tuple[str, int]] = []
 
-    class Spans(observe.Observer):
-        def node(self, info: observe.NodeInfo) -> None:
-            seen.append((info.name, info.attempt))
+    class Spans(GraphLifecycleListener):
+        def on_node_start(self, node: NodeInfo) -> None:
+            seen.append((node.name, node.attempt))
 
     policy = RetryPolicy(initial_interval=0.001, jitter=False)
     g = StateGraph(Foo).add_node("flaky", flaky, retry=policy).add_edge(START, "flaky")
     app = g.add_edge("flaky", END).compile()
-    with caplog.at_level(logging.WARNING, logger="graphagent.graph"), observe.observing(Spans()):
+    with caplog.at_level(logging.WARNING, logger="graphagent.graph"), listening(Spans()):
         events = list(app.stream({"foo": ""}, mode="debug"))
     retries = [e for e in events if e["type"] == "task_retry"]
     assert [(e["node"], e["attempt"], e["error"]) for e in retries] == [

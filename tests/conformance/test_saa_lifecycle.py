@@ -1,5 +1,6 @@
 """Graph lifecycle listeners, ported from Spring AI Alibaba's
-spring-ai-alibaba-graph-core/src/test/java/com/alibaba/cloud/ai/graph/NodeAfterListenerTest.java.
+spring-ai-alibaba-graph-core/src/test/java/com/alibaba/cloud/ai/graph/NodeAfterListenerTest.java
+and the listener cases of StateGraphTest.java (same directory).
 
 Spring's ``after(nodeId, state, ...)`` hands the state with the node's update applied;
 graphagent's ``after_node(node, state, update, config)`` hands the node's input state and
@@ -14,7 +15,16 @@ import threading
 from collections import Counter
 from typing import Any
 
-from graphagent.graph import END, START, AppendStrategy, GraphLifecycleListener, StateGraph
+import pytest
+
+from graphagent.graph import (
+    END,
+    START,
+    AppendStrategy,
+    GraphLifecycleListener,
+    ReplaceStrategy,
+    StateGraph,
+)
 
 
 class _Recorder(GraphLifecycleListener):
@@ -106,3 +116,68 @@ def test_after_receives_each_nodes_own_state() -> None:
     for i, n in enumerate(("node1", "node2", "node3")):
         assert rec.updates[n] == {"log": [f"{n}_data"]}
         assert len(rec.inputs[n]) == i
+
+
+# The three cases below come from spring-ai-alibaba
+# spring-ai-alibaba-graph-core/src/test/java/com/alibaba/cloud/ai/graph/StateGraphTest.java,
+# whose graph is one node "agent_1" writing prop1 = "test" after the input.
+
+
+class _Ends(GraphLifecycleListener):
+    def __init__(self, name: str, heard: list[tuple[str, ...]]) -> None:
+        self.name = name
+        self.heard = heard
+
+    def on_start(self, graph: str, input: Any, config: Any) -> None:
+        self.heard.append((self.name, "start", graph))
+
+    def on_complete(self, graph: str, values: Any, config: Any) -> None:
+        self.heard.append((self.name, "complete", dict(values)["prop1"]))
+
+    def on_error(self, node: str | None, error: BaseException, config: Any) -> None:
+        self.heard.append((self.name, "error", str(node), type(error).__name__))
+
+
+def _agent_1(fail: bool = False) -> StateGraph:
+    def agent_1(state: Any) -> dict[str, Any]:
+        if fail:
+            _ = 1 / 0  # Spring's test divides by zero too
+        return {"prop1": "test"}
+
+    g = StateGraph({"prop1": ReplaceStrategy(), "input": ReplaceStrategy()})
+    return g.add_node("agent_1", agent_1).add_edge(START, "agent_1").add_edge("agent_1", END)
+
+
+# origin: spring-ai-alibaba StateGraphTest::testLifecycleListenerGraphWithCompleteAndStart
+def test_start_and_complete_are_heard() -> None:
+    """onStart and onComplete fire once each, around the run, with its final state."""
+    heard: list[tuple[str, ...]] = []
+    app = _agent_1().compile(name="g", listeners=[_Ends("l", heard)])
+    assert app.invoke({"input": "test1"}) == {"input": "test1", "prop1": "test"}
+    assert heard == [("l", "start", "g"), ("l", "complete", "test")]
+
+
+# origin: spring-ai-alibaba StateGraphTest::testLifecycleListenerGraphWithError
+def test_error_is_heard_and_raised() -> None:
+    """A node dividing by zero: the run raises, onError names the node, no onComplete."""
+    heard: list[tuple[str, ...]] = []
+    app = _agent_1(fail=True).compile(name="g", listeners=[_Ends("l", heard)])
+    with pytest.raises(ZeroDivisionError):
+        app.invoke({"input": "test1"})
+    assert heard == [("l", "start", "g"), ("l", "error", "agent_1", "ZeroDivisionError")]
+
+
+# origin: spring-ai-alibaba StateGraphTest::testLifecycleListenerGraphWithLIFO
+def test_two_listeners_nest_like_context_managers() -> None:
+    """Two listeners both hear the run. Spring calls its listeners last-registered
+    first (a deque); graphagent's nest like ``with`` blocks: the first registered
+    hears the start first and the end last, so it sees the whole of the second's."""
+    heard: list[tuple[str, ...]] = []
+    first, second = _Ends("listener1", heard), _Ends("listener2", heard)
+    _agent_1().compile(listeners=[first, second]).invoke({"input": "test1"})
+    assert heard == [
+        ("listener1", "start", "graph"),
+        ("listener2", "start", "graph"),
+        ("listener2", "complete", "test"),
+        ("listener1", "complete", "test"),
+    ]
