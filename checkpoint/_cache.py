@@ -22,8 +22,8 @@ is read-only once decoded; see :meth:`~checkpoint.serde.Serde.shareable`); other
 keep their bytes and are decoded for each read, and so are value maps (``set`` keys).
 Lists and the state dict are new on every read.
 
-Bounded by threads and by the stored bytes of what it holds, least recently read first
-out.
+Bounded by threads and by the stored bytes of what it holds (with its id index), least
+recently read first out.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class _Window:
         self.items: list[Any] = []
         self.ids: dict[Any, int] = {}
         self.raw = 0  # how many items are _Raw
-        self.size = 0  # stored bytes of the items
+        self.size = 0  # stored bytes of the items, and their index's entries
 
     @property
     def hi(self) -> int:
@@ -96,8 +96,9 @@ class ReadCache:
     Args:
         serde: the saver's codec.
         max_threads: threads held at most; the least recently read goes first.
-        max_bytes: stored bytes of the items held at most (decoded objects take a few
-            times more memory); a thread larger than this alone is not held.
+        max_bytes: stored bytes of the items held, plus :attr:`ID_ENTRY_BYTES` per
+            entry of their message-id index, at most (decoded objects take a few times
+            more memory); a thread larger than this alone is not held.
 
     Example:
         >>> from checkpoint import MemorySaver
@@ -105,6 +106,10 @@ class ReadCache:
         >>> saver.read_cache.max_threads
         1024
     """
+
+    ID_ENTRY_BYTES = 48
+    """What one entry of a log's message-id index counts toward ``max_bytes`` (a dict
+    entry and its position: ~33-48 bytes measured for 100-10,000 ids)."""
 
     def __init__(self, serde: Serde, *, max_threads: int = 1024, max_bytes: int = 64 << 20) -> None:
         self.serde = serde
@@ -116,7 +121,7 @@ class ReadCache:
 
     @property
     def size(self) -> int:
-        """Stored bytes of what is held now."""
+        """Bytes counted for what is held now (see ``max_bytes``)."""
         return self._size
 
     def __len__(self) -> int:
@@ -379,22 +384,25 @@ class ReadPlan:
                     skip = window.hi - first  # another read may have extended it meanwhile
                     if skip < len(items):
                         more = items[skip:]
+                        indexed = len(window.ids)
                         _index(window.ids, plain[skip:], window.hi - window.lo)
                         window.items.extend(more)
                         window.raw += sum(1 for i in more if type(i) is _Raw) if raw else 0
                         share = size * len(more) // len(items)
+                        share += (len(window.ids) - indexed) * ReadCache.ID_ENTRY_BYTES
                         window.size += share
                         grown += share
                     continue
                 if window is not None:  # held elsewhere in the branch: replaced
                     grown -= window.size
                 window = held.windows[slot] = _Window(first)
-                window.items, window.raw, window.size = items, raw, size
+                window.items, window.raw = items, raw
                 if ids is not None:
                     window.ids = ids.copy()
                 else:
                     _index(window.ids, plain, 0)
-                grown += size
+                window.size = size + len(window.ids) * ReadCache.ID_ENTRY_BYTES
+                grown += window.size
             logs = self._record.logs
             held.last = tuple((key, ranges[-1][0]) for key, ranges in logs.items() if ranges)
             held.size += grown

@@ -35,6 +35,8 @@ _HEAP_FRAMES_FROM = 4
 # Batches this long are decoded with the cyclic garbage collector paused (see loads_all):
 # 10,000 chat messages decode ~13% faster, more in a process holding many objects.
 _PAUSE_GC_FROM = 256
+# Frames handed to a batch decoder at a time (see Loading._batch).
+_BATCH = 64
 # Any Python str is stored: lone surrogates as the bytes "surrogatepass" gives them, which
 # valid UTF-8 never contains, so every string keeps its own encoding and comes back as itself.
 _LONE = "surrogatepass"
@@ -177,17 +179,31 @@ class Loading:
         of those it did not build, or ``None`` as :meth:`_frames`."""
         unpacker = self._unpacker(joined)
         tell = unpacker.tell
-        frames: list[Any] = []
-        append = frames.append
         decoders = self._decoders
+
+        def one(name: Any, payload: Any) -> Any:
+            return decoders[name](payload)
+
+        values: list[Any] = []
+        slow: list[int] = []
         try:
-            for end, frame in zip(ends, unpacker, strict=True):
-                if tell() != end:
-                    return None
-                append(frame)
-            return many(frames, lambda name, payload: decoders[name](payload))
+            # a few frames at a time: their lists are freed (and their memory reused)
+            # before the next are unpacked, where holding all of them costs more
+            for at in range(0, len(ends), _BATCH):
+                frames: list[Any] = []
+                append = frames.append
+                for end, frame in zip(ends[at : at + _BATCH], unpacker, strict=False):
+                    if tell() != end:
+                        return None
+                    append(frame)
+                done, others = many(frames, one)
+                values += done
+                slow += [at + i for i in others]
+            if len(values) != len(ends) or tell() != len(joined):
+                return None
         except Exception:
             return None
+        return values, slow
 
     def _unpacker(self, joined: bytes) -> msgpack.Unpacker:
         """An unpacker fed ``joined``: what a frame nested in a message's frame needs."""

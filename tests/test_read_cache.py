@@ -355,6 +355,23 @@ def test_the_cache_is_bounded_by_threads_and_bytes() -> None:
     assert len(cache) == 0
 
 
+def test_the_byte_bound_counts_the_id_index_too() -> None:
+    """What a thread holds is counted with its message-id index (an entry per message,
+    as large as a short message's stored bytes), not the items' stored bytes alone."""
+    saver = MemorySaver()
+    app = chat(saver)
+    app.invoke({"messages": [UserMessage(f"{i}") for i in range(200)]}, {"thread_id": "t"})
+    state = saver.get("t")
+    assert state is not None
+    stored = sum(len(saver.serde.dumps(m)) for m in state.values["messages"])
+    saver.read_cache = cache = ReadCache(saver.serde)
+    saver.get("t")
+    assert cache.size >= stored + 200 * ReadCache.ID_ENTRY_BYTES
+    saver.read_cache = cache = ReadCache(saver.serde, max_bytes=stored + 1000)
+    saver.get("t")
+    assert len(cache) == 0  # the index does not fit beside the items
+
+
 def test_sqlite_reader_in_another_process_sees_a_pruned_and_regrown_thread(tmp_path: Path) -> None:
     """keep_last prunes under a warm reader: the reader's next read is the stored state."""
     path = tmp_path / "t.sqlite"
