@@ -1,7 +1,8 @@
 """What a node function is handed besides the state, read from its signature.
 
 - A parameter named ``store`` gets the run's store, one named ``runtime`` (or annotated
-  ``Runtime[...]``) the run's :class:`~graphagent.graph._runtime.Runtime`.
+  ``Runtime[...]``) the run's :class:`~graphagent.graph._runtime.Runtime`, a keyword-only
+  one named ``config`` the run's config (as LangGraph passes it).
 - A first parameter annotated with a state class other than the graph's own (a
   TypedDict, a pydantic model or a dataclass: the node's *input schema*) makes the node
   see only that class's keys; a pydantic model or a dataclass is built from them, as is
@@ -67,13 +68,15 @@ def _is_runtime(hint: Any) -> bool:
 
 
 def injected(fn: Any) -> tuple[str, ...]:
-    """The names among ``store`` and ``runtime`` that ``fn`` takes by keyword (a
-    parameter annotated ``Runtime[...]`` counts as ``runtime`` whatever its name)."""
+    """The names among ``store``, ``runtime`` and a keyword-only ``config`` that ``fn``
+    takes by keyword (a parameter annotated ``Runtime[...]`` counts as ``runtime``
+    whatever its name)."""
     params = _parameters(fn)
     names = [
         p.name
         for p in params
-        if p.name in _NAMES and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        if (p.name in _NAMES and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+        or (p.name == "config" and p.kind is p.KEYWORD_ONLY)
     ]
     if "runtime" not in names and any("runtime" in str(p.annotation) for p in params):
         hints = _hints(fn)
@@ -113,12 +116,14 @@ def with_injected(fn: Callable[..., Any], names: tuple[str, ...]) -> Callable[..
         and params.index(positional[1]) != 1
         else None
     )
-    runtime_name = next((n for n in names if n != "store"), None)
+    runtime_name = next((n for n in names if n not in ("store", "config")), None)
 
     def kwargs(config: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if config_name is not None:
             out[config_name] = config
+        if "config" in names:  # keyword-only: never taken as the second positional
+            out["config"] = config
         if "store" in names:
             out["store"] = config.store
         if runtime_name is not None:
