@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["accepts_config", "is_async_callable", "with_store"]
+__all__ = ["accepts_config", "config_slot", "is_async_callable", "with_store"]
 
 
 def is_async_callable(fn: Any) -> bool:
@@ -46,6 +46,31 @@ def accepts_config(fn: Callable[..., Any]) -> bool:
     )
 
 
+def config_slot(
+    params: list[inspect.Parameter], injected: tuple[str, ...]
+) -> tuple[bool, str | None]:
+    """Where a callable whose parameters ``injected`` are passed by keyword takes the
+    config: ``(takes_config, by_name)``.
+
+    ``takes_config``: its second positional parameter besides the injected ones has no
+    default or is named ``config``. ``by_name``: that parameter's name when it must be
+    passed by keyword because an injected one comes before it (``def f(state, store,
+    config)``: passed second, the config would land in the store's slot), else ``None``.
+    """
+    rest = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in injected
+    ]
+    takes = len(rest) >= 2 and (rest[1].default is rest[1].empty or rest[1].name == "config")
+    by_name = (
+        rest[1].name
+        if takes and rest[1].kind is rest[1].POSITIONAL_OR_KEYWORD and params[1] is not rest[1]
+        else None
+    )
+    return takes, by_name
+
+
 def with_store(fn: Callable[..., Any]) -> Callable[[Any, Any], Any] | None:
     """``fn`` as a ``(state, config)`` callable that passes ``store=config.store``, when it
     has a parameter named ``store`` (else ``None``).
@@ -62,19 +87,7 @@ def with_store(fn: Callable[..., Any]) -> Callable[[Any, Any], Any] | None:
         p.name == "store" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params
     ):
         return None
-    rest = [
-        p
-        for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "store"
-    ]
-    takes_config = len(rest) >= 2 and (rest[1].default is rest[1].empty or rest[1].name == "config")
-    by_name = (
-        rest[1].name
-        if takes_config
-        and rest[1].kind is rest[1].POSITIONAL_OR_KEYWORD
-        and params[1] is not rest[1]
-        else None
-    )
+    takes_config, by_name = config_slot(params, ("store",))
 
     def call(state: Any, config: Any) -> Any:
         if not takes_config:

@@ -20,6 +20,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from graphagent._internal.callables import config_slot
 from graphagent.graph._nodes import is_async_callable
 from graphagent.graph._runtime import Runtime
 
@@ -99,23 +100,7 @@ def with_injected(fn: Callable[..., Any], names: tuple[str, ...]) -> Callable[..
     for p in params:
         if p.name in names and p.kind is p.POSITIONAL_ONLY:
             raise TypeError(f"{fn!r}: a {p.name!r} parameter must be passable by keyword")
-    positional = [
-        p
-        for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in names
-    ]
-    takes_config = len(positional) >= 2 and (
-        positional[1].default is positional[1].empty or positional[1].name == "config"
-    )
-    # a config slot after an injected one (``def node(state, store, config)``) is passed
-    # by name: passed second, it would land in the store's slot
-    config_name = (
-        positional[1].name
-        if takes_config
-        and positional[1].kind is positional[1].POSITIONAL_OR_KEYWORD
-        and params.index(positional[1]) != 1
-        else None
-    )
+    takes_config, config_name = config_slot(params, names)
     runtime_name = next((n for n in names if n not in ("store", "config")), None)
 
     def kwargs(config: Any) -> dict[str, Any]:
