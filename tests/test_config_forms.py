@@ -197,10 +197,14 @@ def _routers() -> dict[str, Any]:
     def store_second(state, store):  # type: ignore[no-untyped-def]
         return "yes" if isinstance(store, MemoryStore) else "no"
 
+    def with_runtime(state, runtime):  # type: ignore[no-untyped-def]
+        return "yes" if isinstance(runtime.store, MemoryStore) else "no"
+
     def no_config(state):  # type: ignore[no-untyped-def]
         return "yes"
 
     return {
+        "with_runtime": with_runtime,
         "positional": positional,
         "keyword_only": keyword_only,
         "keyword_beside_store": keyword_beside_store,
