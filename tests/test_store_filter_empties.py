@@ -28,6 +28,9 @@ TAGS: dict[str, Any] = {
     "text": "[]",
     "text_in_dict": {"x": "[]", "y": "{}"},
     "full": ["a"],
+    # what the Lua rewriting must leave alone: [] inside strings and keys, escapes
+    "escaped": {"x": 'q"[]\\', "y": [], "z": '\\"[]'},
+    "key_brackets": {"[]": [], "{}": {}, "é[]": ["[]"]},
 }
 
 OPERANDS: dict[str, Any] = {
@@ -40,6 +43,10 @@ OPERANDS: dict[str, Any] = {
     "dict_in_dict": {"x": {}},
     "text": "[]",
     "text_in_dict": {"x": "[]", "y": "{}"},
+    "escaped": {"x": 'q"[]\\', "y": [], "z": '\\"[]'},
+    "escaped_other": {"x": 'q"[]\\', "y": {}, "z": '\\"[]'},
+    "key_brackets": {"[]": [], "{}": {}, "é[]": ["[]"]},
+    "key_brackets_swapped": {"[]": {}, "{}": [], "é[]": ["[]"]},
 }
 
 
@@ -83,7 +90,10 @@ def test_nested_path_tells_empties_apart(lt_store: BaseStore) -> None:
     assert _keys(lt_store.search(NS, filter={"tags.x": {}})) == {"dict_in_dict"}
     assert _keys(lt_store.search(NS, filter={"tags.x": "[]"})) == {"text_in_dict"}
     # every item without a tags.x (a list has no field x) counts as null there
-    nulls = set(TAGS) - {"list_in_dict", "dict_in_dict", "text_in_dict"}
+    nulls = {k for k, v in TAGS.items() if not (isinstance(v, dict) and "x" in v)}
+    assert _keys(lt_store.search(NS, filter={"tags.y": []})) == {"escaped"}
+    assert _keys(lt_store.search(NS, filter={"tags.[]": {}})) == set()
+    assert _keys(lt_store.search(NS, filter={"tags.{}": {}})) == {"key_brackets"}
     assert _keys(lt_store.search(NS, filter={"tags.x": None}, limit=50)) == nulls
 
 
