@@ -152,3 +152,20 @@ def test_forks_rewinds_and_update_state_on_a_long_log(tmp_path: Path) -> None:
     assert texts(cold, "t") == after
     assert {old, head_id} <= {cp.id for cp in cold.list("t")}
     assert texts(SqliteSaver(path), "t", head_id) == head
+
+
+def test_a_read_of_a_long_thread_counts_no_rows(tmp_path: Path) -> None:
+    """Neither a cold nor a warm read of a 5,000-message thread counts the thread's stored
+    rows (a damaged record's claim is counted only when its range comes back short)."""
+    path = tmp_path / "t.sqlite"
+    saver = SqliteSaver(path)
+    app = chat(saver)
+    fill(app, "t", 5000)
+    reader = SqliteSaver(path)
+    reader.head("t")
+    seen: list[str] = []
+    reader._connection().set_trace_callback(seen.append)
+    reader.get("t")  # cold
+    chat(reader).invoke({"messages": [UserMessage("next")]}, {"thread_id": "t"})  # warm
+    assert seen
+    assert not [s for s in seen if "count(" in s.lower()]
