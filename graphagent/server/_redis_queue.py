@@ -30,8 +30,9 @@ from typing import Any
 from redis import asyncio as aredis
 from redis.exceptions import ResponseError
 
+from graphagent._internal.waiting import pause
 from graphagent.server._execute import Executor
-from graphagent.server._queue import pause, stop_and_outlast
+from graphagent.server._queue import stop_and_outlast
 
 __all__ = ["RedisQueue"]
 
