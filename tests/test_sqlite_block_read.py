@@ -4,6 +4,7 @@ length, where it starts, what else is stored under its prefix, and how the file 
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -93,15 +94,22 @@ def test_rows_under_the_prefix_that_are_no_items_name_change_nothing(tmp_path: P
 
 
 def test_an_item_missing_inside_a_block_is_refused(tmp_path: Path) -> None:
-    """A long log with one item deleted from the middle reads as damaged, naming the key,
-    never as a shorter or shifted history."""
+    """A long log with one item deleted from the middle, and the block copy holding it,
+    reads as damaged, naming the key, never as a shorter or shifted history; with the
+    block still there, the item is read from it."""
     path = tmp_path / "t.sqlite"
-    fill(chat(SqliteSaver(path)), "t", 1500)
+    expected = fill(chat(SqliteSaver(path)), "t", 1500)
     stem, _ = stem_of(SqliteSaver(path), "t")
     with sqlite3.connect(path) as conn:
         conn.execute(
             "DELETE FROM graphagent_data WHERE thread_id = ? AND field = ?",
             (encode_text("t"), encode_text(stem + "1234")),
+        )
+    assert texts(SqliteSaver(path), "t") == expected
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "DELETE FROM graphagent_data WHERE thread_id = ? AND field = ?",
+            (encode_text("t"), encode_text("k" + stem[1:] + str(1234 // 256))),
         )
     with pytest.raises(SerializationError, match="messages"):
         SqliteSaver(path).get("t")
@@ -169,3 +177,75 @@ def test_a_read_of_a_long_thread_counts_no_rows(tmp_path: Path) -> None:
     chat(reader).invoke({"messages": [UserMessage("next")]}, {"thread_id": "t"})  # warm
     assert seen
     assert not [s for s in seen if "count(" in s.lower()]
+
+
+def blocks_of(path: Path, thread: str) -> list[bytes]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT field FROM graphagent_data WHERE thread_id = ? AND field >= ? AND field < ?",
+            (encode_text(thread), b"k|", b"k}"),
+        ).fetchall()
+    return [bytes(r[0]) for r in rows]
+
+
+def without_blocks(saver: SqliteSaver) -> SqliteSaver:
+    """``saver`` writing as graphagent did before blocks (item fields only)."""
+    saver.logic.dialect = dataclasses.replace(saver.logic.dialect, item_blocks=False)
+    return saver
+
+
+def test_a_file_written_before_blocks_reads_whole_and_grows_blocks(tmp_path: Path) -> None:
+    """A thread stored without blocks reads whole; turns written by this version on top
+    store blocks only for what they complete, and the mixed thread reads whole cold."""
+    path = tmp_path / "t.sqlite"
+    old = without_blocks(SqliteSaver(path))
+    expected = fill(chat(old), "t", 1000)
+    assert blocks_of(path, "t") == []
+    assert texts(SqliteSaver(path), "t") == expected
+    app = chat(SqliteSaver(path))
+    for i in range(15):
+        out = app.invoke({"messages": [UserMessage(f"t {i}")]}, {"thread_id": "t"})
+    expected = [m.text for m in out["messages"]]
+    assert len(expected) == 1031
+    assert len(blocks_of(path, "t")) == 1  # items 768..1023, completed by a turn
+    assert texts(SqliteSaver(path), "t") == expected
+
+
+def test_turns_of_one_message_seal_blocks_and_read_them(tmp_path: Path) -> None:
+    """Turns of two messages each fill blocks from items stored by earlier turns; a
+    cold reader reads them (and a damaged block falls back to the items)."""
+    path = tmp_path / "t.sqlite"
+    app = chat(SqliteSaver(path))
+    fill(app, "t", 500)
+    for i in range(20):
+        out = app.invoke({"messages": [UserMessage(f"t {i}")]}, {"thread_id": "t"})
+    expected = [m.text for m in out["messages"]]
+    assert len(blocks_of(path, "t")) == 2
+    assert texts(SqliteSaver(path), "t") == expected
+    with sqlite3.connect(path) as conn:
+        for n, junk in enumerate([b"\x09" + bytes(2000), b"\x01" + bytes(100)]):
+            conn.execute(
+                "UPDATE graphagent_data SET value = ? WHERE thread_id = ? AND field = ?",
+                (junk, encode_text("t"), blocks_of(path, "t")[n]),
+            )
+    assert texts(SqliteSaver(path), "t") == expected
+
+
+def test_a_prune_deletes_the_blocks_of_the_items_it_deletes(tmp_path: Path) -> None:
+    """keep_last drops a fork's abandoned line: its items and the blocks holding them
+    go, the kept line's blocks stay, and every kept checkpoint reads whole."""
+    path = tmp_path / "t.sqlite"
+    saver = SqliteSaver(path, keep_last=3)
+    app = chat(saver)
+    fill(app, "t", 300)
+    base = saver.head("t")
+    app.invoke({"messages": [UserMessage(f"a {i}") for i in range(600)]}, {"thread_id": "t"})
+    before = set(blocks_of(path, "t"))
+    app.update_state({"thread_id": "t", "checkpoint_id": base}, {"messages": [UserMessage("b")]})
+    for i in range(4):
+        app.invoke({"messages": [UserMessage(f"c {i}")]}, {"thread_id": "t"})
+    after = set(blocks_of(path, "t"))
+    assert after < before  # the blocks of the abandoned line's items are gone
+    cold = SqliteSaver(path)
+    for cp in cold.list("t"):
+        assert texts(SqliteSaver(path), "t", cp.id) == [m.text for m in cp.values["messages"]]
