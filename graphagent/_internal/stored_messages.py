@@ -241,13 +241,28 @@ def _decoder(shape: _Shape, call_fields: tuple[str, ...]) -> Callable[[Any], Any
         if has_calls:
             fields["tool_calls"] = [dict(zip(call_fields, c, strict=True)) for c in stored[3]]
         if optional == "parts" and len(stored) > size:
-            fields["parts"] = [part_from_stored(p) for p in stored[size]]
-        return cls(**fields)  # validated as by model_validate, without its keyword handling
+            parts = stored[size]
+            fields["parts"] = [part_from_stored(p) for p in parts] if type(parts) is list else parts
+        message = cls(**fields)  # validated as by model_validate, without its keyword handling
+        if not is_call:
+            # what validation made is the reader's own: its metadata made read-only, the
+            # message can be shared as a fast-built one is (its other fields are texts and
+            # tuples of frozen models)
+            metadata = _metadata(message.__dict__["metadata"])
+            if type(metadata) is ReadOnlyDict:
+                message.__dict__["metadata"] = metadata
+        return message
 
     def decode(stored: list[Any]) -> Any:
         if type(stored) is not list or len(stored) != size:
             if optional is not None and type(stored) is list and len(stored) == size + 1:
-                return validated(stored)  # with parts or reasoning: rare, so validated
+                if optional != "reasoning" or type(stored[size]) is not str:
+                    return validated(stored)  # with parts: rare (and large), so validated
+                message = decode(stored[:size])
+                if type(message) is cls and type(message.__dict__["metadata"]) is ReadOnlyDict:
+                    message.__dict__["reasoning"] = stored[size]  # built here, not yet shared
+                    return message
+                return validated(stored)
             raise ValueError(f"expected {size} stored fields, got {stored!r:.80}")
         if is_call:
             if all(type(v) is str for v in stored):
