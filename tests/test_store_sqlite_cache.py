@@ -188,3 +188,26 @@ def test_first_reads_after_this_stores_write_stay_cached(tmp_path: Path) -> None
     assert _value(store, "k2") == {"i": 2}
     assert _value(store, "k0") == {"i": 9}
     assert set(store._cache) == {(NS, "k0"), (NS, "k2"), (NS, "k3")}
+
+
+def test_brackets_inside_text_and_nested_values_are_copied_for_each_read(tmp_path: Path) -> None:
+    """Whether a cached value is copied shallow or deep, no reader reaches what is kept."""
+    store = SqliteStore(tmp_path / "s.sqlite")
+    values = {
+        "text": {"text": "a [b] {c}", "n": 1},
+        "nested": {"t": "x", "n": {"a": [1, {"b": 2}]}},
+        "list": {"l": [1, 2]},
+    }
+    for key, value in values.items():
+        store.put(NS, key, value)
+    for _ in range(4):  # first read, the read that takes the version, then hits
+        for key, value in values.items():
+            item = store.get(NS, key)
+            assert item is not None and item.value == value
+            for field in list(item.value):
+                inner = item.value[field]
+                if isinstance(inner, dict):
+                    inner["a"] = "changed"
+                elif isinstance(inner, list):
+                    inner.append("changed")
+                item.value[field] = "changed"
