@@ -14,11 +14,13 @@ takes, never by a clock.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
+from itertools import chain
 from typing import Any, TypeVar
 
 from checkpoint import _layout as layout
+from checkpoint import _sqlblocks as blocks
 from checkpoint._cache import ReadPlan
 from checkpoint._history import History, needed_fields
 from checkpoint._program import Program
@@ -39,6 +41,7 @@ T = TypeVar("T")
 # a turn of a chat or a tool loop appends fewer
 _GUESS = 16
 _CHUNK = 500  # parameters per IN (...) list: below every SQLite build's limit
+_MAX_BLOCKS = 4096  # blocks a read names at most (~1M items)
 _AFTER_SEP = bytes([ord(layout.SEP) + 1])  # the byte after '|': ends a field-prefix range
 
 
@@ -254,7 +257,6 @@ class SqlLogic(SqlPut):
         """Rebuild each record's state, reading only what the read cache lacks (on a warm
         thread: the items written since its last read), in one batch per record."""
         tid = encode_text(thread_id)
-        yield from self._check_claims(tid, records)
         out = []
         for record in records:
             plan = self.cache.plan(thread_id, record)
@@ -262,8 +264,14 @@ class SqlLogic(SqlPut):
             batch = [
                 self._data(tid, singles[i : i + _CHUNK]) for i in range(0, len(singles), _CHUNK)
             ]
-            for key, branch, start, end in plan.spans:
-                batch.extend(self._span(tid, key, branch, start, end))
+            by_block = self._by_block(plan)
+            for n, (key, branch, start, end) in enumerate(plan.spans):
+                if n not in by_block:
+                    batch.extend(self._span(tid, key, branch, start, end))
+            for names in by_block.values():
+                batch.extend(
+                    self._data(tid, names[i : i + _CHUNK]) for i in range(0, len(names), _CHUNK)
+                )
             batch.append(
                 self.stmt(
                     "SELECT checkpoint_id, task, value FROM {t}graphagent_writes "
@@ -273,10 +281,45 @@ class SqlLogic(SqlPut):
                 )
             )
             *found, writes = yield tuple(batch)
-            values = plan.build(_in_plan_order(plan, found))
+            cut = len(found) - _statements(by_block)
+            found, done = found[:cut], _from_blocks(plan, by_block, found[cut:])
+            again = [n for n in by_block if n not in done]
+            if again:  # a block missing or unreadable (a file written before blocks)
+                reread = yield tuple(self._span(tid, *plan.spans[n])[0] for n in again)
+                found = _with_reread(plan, found, done, dict(zip(again, reread, strict=True)))
+            blobs, short = _in_plan_order(plan, found, done)
+            if short:
+                # a range came back with fewer rows than it names: refuse a damaged
+                # record's claim as such (counted only now: a count of the thread's rows
+                # on every read cost as much as reading 2,000 of them); else the build
+                # names the missing item
+                yield from self._check_claims(tid, [record])
+            values = plan.build(blobs)
             pending = {decode_text(task): bytes(value) for _, task, value in writes}
             writes_of = layout.group_writes(pending, self.serde.loads)
             out.append(layout.to_checkpoint(thread_id, record, values, writes_of))
+        return out
+
+    def _by_block(self, plan: ReadPlan) -> dict[int, list[str]]:
+        """The spans of ``plan`` read by block (SQLite, long ranges), by their position:
+        the fields to read, the items before the first block, then the blocks, then the
+        items after the last (see ``_sqlblocks``)."""
+        if not self.dialect.item_blocks:
+            return {}
+        out = {}
+        for n, (key, branch, start, end) in enumerate(plan.spans):
+            span = blocks.blocks_in(start, end)
+            # (a range of more blocks than that is read by range: a damaged record's
+            # claim of 10^9 items is refused before any name is made for it)
+            if end - start > _CHUNK and 0 < len(span) <= _MAX_BLOCKS:
+                stem = layout.log_stem(key, branch)
+                head = range(start, span.start * blocks.BLOCK)
+                tail = range(span.stop * blocks.BLOCK, end)
+                out[n] = [
+                    *(f"{stem}{i}" for i in head),
+                    *(blocks.block_field(key, branch, b) for b in span),
+                    *(f"{stem}{i}" for i in tail),
+                ]
         return out
 
     def _span(self, tid: bytes, key: str, branch: str, start: int, end: int) -> list[Stmt]:
@@ -384,21 +427,34 @@ class SqlLogic(SqlPut):
         return len(rows)
 
 
-def _in_plan_order(plan: ReadPlan, found: Sequence[Sequence[Any]]) -> list[bytes | None]:
+def _in_plan_order(
+    plan: ReadPlan,
+    found: Sequence[Sequence[Any]],
+    done: Mapping[int, list[bytes | None]] | None = None,
+) -> tuple[list[bytes | None], bool]:
     """The bytes of ``plan.fields``, in its order, from the rows the batch of
-    :meth:`SqlLogic._load` read (``None``: not stored)."""
+    :meth:`SqlLogic._load` read (``None``: not stored), and whether a range read came
+    back with fewer rows than the items it names (the list then ends with ``None`` at
+    that range: no name is built for a claim the rows cannot meet)."""
     rows = iter(found)
     singles = {
         decode_text(f): bytes(v) for _ in range(0, len(plan.singles), _CHUNK) for f, v in next(rows)
     }
     blobs: list[bytes | None] = [singles.get(f) for f in plan.singles]
-    for key, branch, start, end in plan.spans:
+    for n, (key, branch, start, end) in enumerate(plan.spans):
+        read = done.get(n) if done else None
+        if read is not None:  # read by block
+            blobs.extend(read)
+            continue
         got = next(rows)
         if end - start <= _CHUNK:  # read by name: only items came back
             by_name = {decode_text(f): bytes(v) for f, v in got}
             stem = layout.log_stem(key, branch)
             blobs.extend([by_name.get(f"{stem}{i}") for i in range(start, end)])
             continue
+        if len(got) < end - start:
+            blobs.append(None)
+            return blobs, True
         # read by range: look each item up by its own name (a stranger under the
         # prefix, "007" or "x", is no item's name); a dict of the rows is built in C
         named: dict[Any, Any] = dict(got)
@@ -406,9 +462,75 @@ def _in_plan_order(plan: ReadPlan, found: Sequence[Sequence[Any]]) -> list[bytes
             named = {bytes(f): v for f, v in named.items()}
         prefix = encode_text(layout.log_stem(key, branch))
         # each name made and looked up in C (maps), not by a loop of bytecode
-        names = map(prefix.__add__, map(b"%d".__mod__, range(start, end)))
+        names = map(prefix.__add__, _numerals(start, end))
         part = list(map(named.get, names))
         if named and type(next(iter(named.values()))) is not bytes:  # one driver: one type
             part = [None if v is None else bytes(v) for v in part]
         blobs.extend(part)
-    return blobs
+    return blobs, False
+
+
+def _statements(by_block: Mapping[int, list[str]]) -> int:
+    """How many statements :meth:`SqlLogic._load` adds for the spans read by block."""
+    return sum(-(-len(names) // _CHUNK) for names in by_block.values())
+
+
+def _from_blocks(
+    plan: ReadPlan, by_block: Mapping[int, list[str]], found: Sequence[Sequence[Any]]
+) -> dict[int, list[bytes | None]]:
+    """The items of each span read by block, from the rows of its statements (a span
+    with a block missing or unreadable is left out; an item missing is ``None``)."""
+    rows = iter(found)
+    out: dict[int, list[bytes | None]] = {}
+    for n, names in by_block.items():
+        got = {
+            decode_text(f): bytes(v) for _ in range(0, len(names), _CHUNK) for f, v in next(rows)
+        }
+        key, branch, start, end = plan.spans[n]
+        span = blocks.blocks_in(start, end)
+        items = blocks.assemble(got, key, branch, span)
+        if items is None:
+            continue
+        head = span.start * blocks.BLOCK - start
+        tail = len(names) - head - len(span)
+        out[n] = [
+            *map(got.get, names[:head]),
+            *items,
+            *map(got.get, names[len(names) - tail :]),
+        ]
+    return out
+
+
+def _with_reread(
+    plan: ReadPlan,
+    found: Sequence[Sequence[Any]],
+    done: Mapping[int, Any],
+    reread: Mapping[int, Sequence[Any]],
+) -> list[Sequence[Any]]:
+    """``found`` with the rows of the spans read again put in their spans' places."""
+    singles = -(-len(plan.singles) // _CHUNK)
+    rest = iter(found[singles:])
+    spans = range(len(plan.spans))
+    return [
+        *found[:singles],
+        *(reread[n] if n in reread else next(rest) for n in spans if n not in done),
+    ]
+
+
+_NUMERALS: list[bytes] = []
+_NUMERALS_HELD = 1 << 16  # ~3 MB of short bytes at most
+
+
+def _numerals(start: int, end: int) -> Iterable[bytes]:
+    """``b"%d" % i`` for ``start <= i < end``: made once per process for the first
+    65,536 (formatting each was ~0.7k of the ~3.3k instructions per item that matching
+    a long log's rows to its items cost)."""
+    global _NUMERALS
+    held = _NUMERALS
+    if end > len(held) and len(held) < _NUMERALS_HELD:
+        size = min(max(end, 2 * len(held), 1024), _NUMERALS_HELD)
+        # a new list, swapped in whole: a reader on another thread keeps the one it took
+        held = _NUMERALS = list(map(b"%d".__mod__, range(size)))
+    if end <= len(held):
+        return held[start:end]
+    return chain(held[start:], map(b"%d".__mod__, range(max(start, len(held)), end)))

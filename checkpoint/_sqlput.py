@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from checkpoint import _layout as layout
+from checkpoint import _sqlblocks as blocks
 from checkpoint._program import Program
 from checkpoint._sqlbase import SqlBase
-from checkpoint._sqlschema import Stmt, encode_text, storable_id
+from checkpoint._sqlschema import Stmt, decode_text, encode_text, storable_id
 from checkpoint.base import CheckpointWrite, chain_of, refuse_if_deleted
 from checkpoint.errors import CheckpointError, CheckpointNotFoundError
 
@@ -73,6 +74,8 @@ class SqlPut(SqlBase):
             yield self.many(
                 "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?)", data
             )
+        if self.dialect.item_blocks:
+            yield from self._seal(tid, parent, plans)
         for p in plans:
             layout.log_put(thread_id, p)
         if first.parent_id is not None:
@@ -85,6 +88,39 @@ class SqlPut(SqlBase):
             self._records.keep((thread_id, w.id), p.record)
         if self.keep_last is not None and moved > self.keep_last:
             yield from self._prune(thread_id, self.keep_last)
+
+    def _seal(
+        self, tid: bytes, parent: layout.Record | None, plans: Sequence[layout.PutPlan]
+    ) -> Program[None]:
+        """Store the blocks of log items this write completed (see ``_sqlblocks``): the
+        items it wrote, and those stored before it, read back by name."""
+        todo = blocks.sealed(parent, plans[-1].record)
+        if not todo:
+            return
+        have: dict[str, bytes] = {f: v for p in plans for f, v in p.data.items()}
+        need = [f for b in todo for f in blocks.items_of(*b) if f not in have]
+        for i in range(0, len(need), 500):
+            names = need[i : i + 500]
+            rows = yield self.stmt(
+                "SELECT field, value FROM {t}graphagent_data WHERE thread_id = ? AND field IN ("
+                + ", ".join("?" * len(names))
+                + ")",
+                tid,
+                *map(encode_text, names),
+            )
+            have.update((decode_text(f), bytes(v)) for f, v in rows)
+        rows = []
+        for key, branch, n in todo:
+            items = [have.get(f) for f in blocks.items_of(key, branch, n)]
+            if None not in items:  # else an item is gone (pruned): no block
+                field = encode_text(blocks.block_field(key, branch, n))
+                rows.append((tid, field, blocks.pack(cast("list[bytes]", items))))
+        if rows:
+            yield self.many(
+                "INSERT INTO {t}graphagent_data (thread_id, field, value) VALUES (?, ?, ?) "
+                "ON CONFLICT (thread_id, field) DO NOTHING",
+                rows,
+            )
 
     def _not_deleted(self, thread_id: str, first: CheckpointWrite) -> Program[None]:
         """Refuse a new thread's first write minted before the thread's delete; forget the
@@ -285,6 +321,8 @@ class SqlPut(SqlBase):
             "DELETE FROM {t}graphagent_writes WHERE thread_id = ? AND checkpoint_id = ?",
             [(tid, cid) for cid in drop],
         )
+        if fields and self.dialect.item_blocks:
+            fields = [*fields, *blocks.dropped_blocks(fields)]
         if fields:
             yield self.many(
                 "DELETE FROM {t}graphagent_data WHERE thread_id = ? AND field = ?",

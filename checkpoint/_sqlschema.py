@@ -81,6 +81,8 @@ class Dialect:
         share_rows: what ends a query that must lock the rows it reads against a
             concurrent delete until the transaction ends (nothing where a write
             transaction already locks the whole database).
+        item_blocks: writes also store each full block of log items in one field, and
+            long reads fetch those (see ``_sqlblocks``).
     """
 
     name: str
@@ -98,6 +100,7 @@ class Dialect:
     returning: bool = True
     cte_put: bool = False
     share_rows: str = ""
+    item_blocks: bool = False
 
 
 # Numbered migrations: entry N-1 takes the schema from version N-1 to N. Never edit a

@@ -53,6 +53,7 @@ _SQLITE = Dialect(
     table_exists="SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?",
     extra_ddl=" WITHOUT ROWID",
     returning=sqlite3.sqlite_version_info >= (3, 35, 0),
+    item_blocks=True,
 )
 
 

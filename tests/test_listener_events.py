@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from _scripted import failing_after
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -31,7 +32,7 @@ from graphagent.graph import (
     interrupt,
 )
 from graphagent.messages import AssistantMessage, ToolCall
-from graphagent.models import FakeChatModel, FunctionChatModel
+from graphagent.models import FakeChatModel
 from graphagent.observability import (
     ChatInfo,
     NodeInfo,
@@ -171,14 +172,8 @@ def _agent_run() -> None:
         ToolCall(id="c1", name="lookup", arguments='{"query": "a"}'),
         ToolCall(id="c2", name="lookup", arguments='{"query": "bad"}'),
     ]
-    answers = iter([AssistantMessage(tool_calls=calls)])
-
-    def model(messages: Any, tools: Any) -> Any:
-        for answer in answers:
-            return answer
-        raise ModelHTTPError("http://llm answered HTTP 503", status_code=503)
-
-    agent = ReactAgent(name="unlucky", model=FunctionChatModel(model), tools=[lookup])
+    model = failing_after(AssistantMessage(tool_calls=calls))
+    agent = ReactAgent(name="unlucky", model=model, tools=[lookup])
     with pytest.raises(ModelHTTPError):
         agent.call("go")
 

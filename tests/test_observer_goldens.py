@@ -26,17 +26,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _scripted import failing_after
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from checkpoint import MemorySaver
 from graphagent.agent import HumanInTheLoopHook, ReactAgent
-from graphagent.errors import ModelHTTPError
 from graphagent.graph import END, START, Command, ReplaceStrategy, RetryPolicy, StateGraph
 from graphagent.graph import interrupt as pause
 from graphagent.messages import AssistantMessage, ToolCall
-from graphagent.models import FakeChatModel, FunctionChatModel
+from graphagent.models import FakeChatModel
 from graphagent.observability import capture_content, instrument, progress, uninstrument
 from graphagent.tools import tool
 
@@ -305,14 +305,8 @@ def test_node_error(observed: Callable[..., dict[str, Any]]) -> None:
 def test_model_and_tool_errors(observed: Callable[..., dict[str, Any]]) -> None:
     """A tool error handed to the model, then a model that fails over HTTP."""
     calls = [ToolCall(id="b1", name="broken", arguments='{"query": "x"}')]
-    answers = iter([AssistantMessage(tool_calls=calls)])
-
-    def model(messages: Any, tools: Any) -> Any:
-        for answer in answers:
-            return answer
-        raise ModelHTTPError("http://llm answered HTTP 503", status_code=503)
-
-    agent = ReactAgent(name="unlucky", model=FunctionChatModel(model), tools=[broken])
+    model = failing_after(AssistantMessage(tool_calls=calls))
+    agent = ReactAgent(name="unlucky", model=model, tools=[broken])
     _check("errors", observed(lambda: agent.call("go").text))
 
 

@@ -8,6 +8,13 @@ KEYS, all under one hash tag (so one Cluster slot): 1 items (field -> value JSON
 Filters are checked here with the same typed rules as ``_core``: numbers with numbers,
 strings with strings compared byte by byte (not with ``strcoll``, which follows the
 server's locale), a missing field equal to null.
+
+cjson decodes ``[]`` and ``{}`` alike, as an empty table. A condition whose list or dict
+operand holds an empty one is sent flagged, with each empty list as the string ``"\0"``
+(no stored string holds a NUL: put refuses it); a value is then read with each ``[]``
+outside its strings rewritten to that string first, so ``deepeq`` tells the two apart.
+Without such a condition an empty table can only meet an operand's non-empty one or a
+scalar, which differ from it either way, so values are decoded as they are.
 """
 
 from __future__ import annotations
@@ -37,13 +44,40 @@ local function restart(f, now)
   local t = redis.call('HGET', K[5], f)
   if t then redis.call('ZADD', K[4], string.format('%.17g', now + tonumber(t) * 60), f) end
 end
+local EMPTY_LIST = string.char(0)
 local function kind(x)
   if x == nil or x == cjson.null then return 'null' end
   local t = type(x)
   if t == 'boolean' then return 'bool' end
   if t == 'number' then return 'num' end
-  if t == 'string' then return 'str' end
+  if t == 'string' then return x == EMPTY_LIST and 'other' or 'str' end
   return 'other'
+end
+-- raw JSON with each empty array outside a string as "\u0000" (see the module docstring);
+-- the stored text is compact (no blanks inside '[]')
+local function marked(raw)
+  if not string.find(raw, '[]', 1, true) then return raw end
+  local out, from, i = {}, 1, 1
+  while true do
+    local s = string.find(raw, '["%[]', i)
+    if not s then break end
+    if string.byte(raw, s) == 34 then
+      -- a string: skip to its closing quote, past escaped characters
+      local j = s + 1
+      while true do
+        local q = string.find(raw, '["\\]', j)
+        if string.byte(raw, q) == 92 then j = q + 2 else i = q + 1 break end
+      end
+    elseif string.byte(raw, s + 1) == 93 then
+      out[#out + 1] = string.sub(raw, from, s - 1)
+      out[#out + 1] = '"\\u0000"'
+      from, i = s + 2, s + 2
+    else
+      i = s + 1
+    end
+  end
+  out[#out + 1] = string.sub(raw, from)
+  return table.concat(out)
 end
 local function order(a, b)
   if type(a) == 'number' then
@@ -85,11 +119,20 @@ local function holds(v, c)
 end
 local function passes(raw, conds)
   if not conds then return true end
-  local v = cjson.decode(raw)
+  local v = cjson.decode(conds.empties and marked(raw) or raw)
   for _, c in ipairs(conds) do
     if not holds(v, c) then return false end
   end
   return true
+end
+-- the conditions JSON ('' none): each [path, op, operand, kind, empties flag]
+local function conditions(text)
+  if text == '' then return nil end
+  local conds = cjson.decode(text)
+  for _, c in ipairs(conds) do
+    if c[5] == 1 then conds.empties = true end
+  end
+  return conds
 end
 -- walk live items under prefix p, newest first, calling visit(f, value, expires) until it
 -- returns true
@@ -168,8 +211,7 @@ PAGE = (
     + r"""
 local p, now = ARGV[1], tonumber(ARGV[2])
 local skip, want = tonumber(ARGV[3]), tonumber(ARGV[4])
-local conds = nil
-if ARGV[5] ~= '' then conds = cjson.decode(ARGV[5]) end
+local conds = conditions(ARGV[5])
 local out = {}
 if want <= 0 then return out end
 walk(p, now, conds, function(f, v, e)
@@ -192,8 +234,7 @@ CANDIDATES = (
     _COMMON
     + r"""
 local p, now = ARGV[1], tonumber(ARGV[2])
-local conds = nil
-if ARGV[3] ~= '' then conds = cjson.decode(ARGV[3]) end
+local conds = conditions(ARGV[3])
 local out = {}
 walk(p, now, conds, function(f, v, e)
   out[#out + 1] = f

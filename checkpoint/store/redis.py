@@ -40,6 +40,25 @@ def _blob(vectors: Sequence[tuple[str, list[float]]]) -> bytes:
     return b"".join(pack(vec) for _, vec in vectors)
 
 
+def _has_empty(value: Any) -> bool:
+    """Whether a list or dict is, or holds at any depth, an empty list or dict."""
+    if type(value) is dict:
+        return not value or any(_has_empty(v) for v in value.values())
+    if type(value) is list:
+        return not value or any(_has_empty(v) for v in value)
+    return False
+
+
+def _marked(value: Any) -> Any:
+    """``value`` with each empty list as ``"\0"``, as the Lua reads stored values when a
+    condition is flagged (a NUL never occurs in a stored or filter string)."""
+    if type(value) is dict:
+        return {k: _marked(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_marked(v) for v in value] if value else "\0"
+    return value
+
+
 @contextmanager
 def _mapped() -> Iterator[None]:
     try:
@@ -133,9 +152,18 @@ class RedisStore(BaseStore):
 
     @staticmethod
     def _conditions(search: _Search) -> str:
+        """The conditions as the Lua reads them: ``[path, op, operand, kind, empties]``,
+        a list or dict operand holding an empty one flagged and its empty lists marked
+        (``_redis_lua``'s docstring says why)."""
         if not search.conditions:
             return ""
-        return json.dumps([[list(c.path), c.op, c.operand, c.kind] for c in search.conditions])
+        out = []
+        for c in search.conditions:
+            if c.kind == "other" and _has_empty(c.operand):
+                out.append([list(c.path), c.op, _marked(c.operand), c.kind, 1])
+            else:
+                out.append([list(c.path), c.op, c.operand, c.kind, 0])
+        return json.dumps(out)
 
     @staticmethod
     def _found(field: bytes | str, value: bytes, created: bytes, updated: bytes) -> SearchItem:

@@ -53,13 +53,18 @@ def _bindable(operand: Any) -> Any:
     return operand
 
 
-def _json_equal(stored: str | None, wanted: str) -> bool:
-    """SQL ``ga_json_equal``: two JSON texts equal as JSON (``core.json_equal``)."""
-    if stored is None:
+def _json_equal(stored: object, wanted: str) -> bool:
+    """SQL ``ga_json_equal``: two JSON texts equal as JSON (``core.json_equal``).
+
+    Never raises, whatever SQLite hands it: SQL's ``AND`` does not promise to skip this
+    call when the ``json_type`` guard beside it is false, so ``stored`` may be the bare
+    number, text or NULL that ``json_extract`` gives for a scalar (no match, then).
+    """
+    if not isinstance(stored, str):
         return False
     try:
         return core.json_equal(json.loads(stored), json.loads(wanted))
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return False
 
 

@@ -10,7 +10,14 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["accepts_config", "config_slot", "is_async_callable", "with_store"]
+__all__ = [
+    "accepts_config",
+    "as_state_config",
+    "config_keyword",
+    "config_slot",
+    "is_async_callable",
+    "with_keywords",
+]
 
 
 def is_async_callable(fn: Any) -> bool:
@@ -71,29 +78,56 @@ def config_slot(
     return takes, by_name
 
 
-def with_store(fn: Callable[..., Any]) -> Callable[[Any, Any], Any] | None:
-    """``fn`` as a ``(state, config)`` callable that passes ``store=config.store``, when it
-    has a parameter named ``store`` (else ``None``).
+def config_keyword(params: list[inspect.Parameter]) -> bool:
+    """Whether a callable with these parameters takes the config by keyword: it has a
+    keyword-only parameter named ``config`` (as LangGraph passes it)."""
+    return any(p.name == "config" and p.kind is p.KEYWORD_ONLY for p in params)
+
+
+def with_keywords(fn: Callable[..., Any]) -> Callable[[Any, Any], Any] | None:
+    """``fn`` as a ``(state, config)`` callable that passes ``store=config.store`` and/or
+    ``config=config`` by keyword, when it has a parameter named ``store`` or a
+    keyword-only one named ``config`` (else ``None``).
 
     A parameter *named* ``store`` is the store even as the second positional one; the
-    config is passed too when ``fn`` has a slot for it (by name when that slot comes after
-    the store's). An async ``fn`` gives back its coroutine.
+    config is passed positionally too when ``fn`` has a slot for it (by name when that
+    slot comes after the store's). An async ``fn`` gives back its coroutine.
     """
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return None
-    if not any(
+    store = any(
         p.name == "store" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params
-    ):
+    )
+    keyword = config_keyword(params)
+    if not store and not keyword:
         return None
-    takes_config, by_name = config_slot(params, ("store",))
+    takes_config, by_name = config_slot(params, ("store",) if store else ())
+
+    def kwargs(config: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"store": config.store} if store else {}
+        if keyword:
+            out["config"] = config
+        if by_name is not None:
+            out[by_name] = config
+        return out
 
     def call(state: Any, config: Any) -> Any:
-        if not takes_config:
-            return fn(state, store=config.store)
-        if by_name is not None:
-            return fn(state, store=config.store, **{by_name: config})
-        return fn(state, config, store=config.store)
+        if takes_config and by_name is None:
+            return fn(state, config, **kwargs(config))
+        return fn(state, **kwargs(config))
 
     return call
+
+
+def as_state_config(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """``fn`` as a ``(state, config)`` callable, however it takes the config: second
+    positional (then it is ``fn`` itself), keyword-only as ``config``, beside a ``store``
+    parameter, or not at all. An async ``fn`` gives back its coroutine."""
+    injecting = with_keywords(fn)
+    if injecting is not None:
+        return injecting
+    if accepts_config(fn):
+        return fn
+    return lambda state, config: fn(state)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from graphagent._internal.callables import accepts_config, with_store
+from graphagent._internal.callables import as_state_config
 from graphagent.config import RunnableConfig
 from graphagent.graph import OverAllState
 
@@ -37,7 +37,9 @@ class Hook:
     Each overridden point becomes a node of the agent's graph named
     ``"<hook name>.<point>"`` (or just the hook's name when it implements one point).
     A point returns a state update, ``None``, or a jump:
-    ``Command(goto="end" | "model" | "tools", update=...)``.
+    ``Command(goto="end" | "model" | "tools", update=...)``. It may be ``async``, and
+    take the config as shown, keyword-only (``def before_model(self, state, *, config)``)
+    or not at all (``def before_model(self, state)``), as a node does.
 
     ``before_*`` points run in list order; ``after_*`` points in reverse (the onion).
     ``order`` sorts hooks first (lower first, Spring AI Alibaba's ``getOrder()``); hooks
@@ -96,16 +98,14 @@ class _FunctionHook(Hook):
         self._name = name or fn.__name__
         self._point = point
         self.can_jump_to = jumps
-        # a ``store`` parameter is handed the run's store, as a node's is
-        injecting = with_store(fn)
-        self.fn: Callable[..., HookResult] = injecting or fn
-        self._takes_config = injecting is not None or accepts_config(fn)
+        # the config and a ``store`` parameter are handed over as a node's are
+        self.fn: Callable[[OverAllState, RunnableConfig], HookResult] = as_state_config(fn)
 
     def points(self) -> list[str]:
         return [self._point]
 
     def _run(self, state: OverAllState, config: RunnableConfig) -> HookResult:
-        return self.fn(state, config) if self._takes_config else self.fn(state)
+        return self.fn(state, config)
 
     def before_agent(self, state: OverAllState, config: RunnableConfig) -> HookResult:
         return self._run(state, config)
@@ -131,8 +131,9 @@ def _decorator(point: str) -> Callable[..., Any]:
 
     decorate.__name__ = point
     decorate.__doc__ = (
-        f"Make a hook of a function ``(state[, config]) -> dict | None | Command`` that runs "
-        f"at ``{point}`` (a parameter named ``store`` gets the run's store). Use bare or as "
+        f"Make a hook of a function ``(state[, config]) -> dict | None | Command``, sync or "
+        f"async, that runs at ``{point}`` (a keyword-only ``config`` gets the run's config, "
+        f"a parameter named ``store`` the run's store). Use bare or as "
         f"``@{point}(name=..., can_jump_to=('end',), "
         "order=0)`` (lower ``order`` runs first)."
     )

@@ -8,12 +8,14 @@ START -> [before_agent] -> [before_model] -> model -> [after_model]
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
 from checkpoint.base import CheckpointSaver
+from graphagent._internal.callables import as_state_config
 from graphagent._internal.calls import unique_call_ids
 from graphagent.agent._base import BaseAgent, agent_schema, compile_agent
 from graphagent.agent._hooks import Hook
@@ -78,6 +80,11 @@ def _order(item: Any) -> int:
         what = "hook" if isinstance(item, Hook) else "interceptor"
         raise UserError(f"{what} {item!r} has order {order!r}; order must be an int (lower first)")
     return order
+
+
+async def _then(result: Awaitable[Any], then: Callable[[Any], Any]) -> Any:
+    """``then`` of what ``result`` gives once awaited (an async hook point's jump)."""
+    return then(await result)
 
 
 class ReactAgent(ToolsStep, BaseAgent):
@@ -361,10 +368,16 @@ class ReactAgent(ToolsStep, BaseAgent):
     def _hook_fn(
         self, hook: Hook, point: str, jumps: Mapping[str, str | None]
     ) -> Callable[[OverAllState, RunnableConfig], Any]:
-        method = getattr(hook, point)
+        # a point may take the config positionally, keyword-only or not at all
+        method = as_state_config(getattr(hook, point))
 
         def run(state: OverAllState, config: RunnableConfig) -> Any:
             result = method(state, config)
+            if inspect.isawaitable(result):  # an async point: read its jump once awaited
+                return _then(result, jump)
+            return jump(result)
+
+        def jump(result: Any) -> Any:
             # a Command for the parent graph (a handoff) passes through as it is
             if isinstance(result, Command) and result.goto is not None and result.graph is None:
                 goto = [result.goto] if isinstance(result.goto, str) else list(result.goto)

@@ -335,6 +335,10 @@ class StateGraph:
     ) -> StateGraph:
         """Route from ``source`` by ``router(state)`` (or ``router(state, config)``).
 
+        The router is handed what a node is: the config as its second parameter or as a
+        keyword-only ``config``, the store to a parameter named ``store``, the runtime to
+        one named ``runtime``.
+
         The router returns a key of ``path_map``, a node name (when there is no map),
         ``END``, or a list of those to fan out; or :class:`Send` objects, one task each
         (a router annotated ``-> list[Send]`` has its edges drawn as fan-out edges; a
@@ -357,7 +361,11 @@ class StateGraph:
         else:
             mapping = {name: name for name in path_map}
         fan_out = returns_sends(router)
-        self.branches.append(Branch(source, router, accepts_config(router), mapping, fan_out))
+        # the config, a store and a runtime reach a router as they reach a node
+        names = injected(router)
+        call = with_injected(router, names) if names else router
+        takes_config = bool(names) or accepts_config(router)
+        self.branches.append(Branch(source, call, takes_config, mapping, fan_out))
         return self
 
     def set_entry_point(self, node: str) -> StateGraph:

@@ -8,11 +8,11 @@ import signal
 from collections.abc import Iterable
 from typing import Any
 
-from redis import asyncio as aredis
+import redis
 
 from checkpoint import AsyncRedisSaver, RedisStore
 from graphagent.server._execute import Executor
-from graphagent.server._redis import RedisDocs, RedisEvents
+from graphagent.server._redis import SOCKET_TIMEOUT, RedisDocs, RedisEvents, client_for
 from graphagent.server._redis_queue import RedisQueue
 from graphagent.server._service import Auth, Service
 
@@ -45,8 +45,10 @@ def redis_service(
         auth: ``auth(headers) -> user id`` (a server's).
         name: the server's name.
     """
-    client = aredis.Redis.from_url(url)
-    saver = AsyncRedisSaver.from_url(url, prefix=prefix)
+    client = client_for(url)
+    saver = AsyncRedisSaver.from_url(
+        url, prefix=prefix, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT
+    )
 
     def queue(executor: Executor) -> RedisQueue:
         return RedisQueue(
@@ -56,9 +58,14 @@ def redis_service(
     return Service(
         targets,
         saver,
-        store=RedisStore.from_url(url, prefix=prefix),
+        store=RedisStore(
+            redis.Redis.from_url(
+                url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT
+            ),
+            prefix=prefix,
+        ),
         docs=RedisDocs(client, prefix),
-        events=RedisEvents(aredis.Redis.from_url(url), prefix),
+        events=RedisEvents(client_for(url), prefix),
         queue=queue,
         auth=auth,
         name=name,

@@ -312,8 +312,9 @@ class Executor:
             task.cancel()
         pending = {task for task in loops if not task.done()}
         while pending:
-            # cancelled again until it ends: on Python 3.11 a cancel landing as a loop's
-            # asyncio.wait_for ends is swallowed, and the loop would go on forever
+            # cancelled again until it ends: the loops wait with _internal.waiting, which
+            # never swallows a cancel, but a cancel landing as something else they await
+            # ends may still be (asyncio.wait_for on Python 3.11 did), and a loop would go on
             for task in pending:
                 task.cancel()
             _, pending = await asyncio.wait(pending, timeout=0.1)

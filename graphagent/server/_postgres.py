@@ -21,6 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
+from graphagent._internal.waiting import pause
 from graphagent.server._docs import dumps
 from graphagent.server._events import END, RESULT, Event
 
@@ -293,8 +294,7 @@ class PostgresEvents:
                     yield str(seq), event, json.loads(data)
                     if event == END:
                         return
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(wake.wait(), 1.0)
+                await pause(wake, 1.0)  # not wait_for: it can swallow a cancel
         finally:
             self.db.forget(f"ev:{run_id}", wake)
 

@@ -18,9 +18,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from checkpoint import AsyncPostgresSaver, PostgresStore
+from graphagent._internal.waiting import pause
 from graphagent.server._execute import Executor
 from graphagent.server._postgres import PostgresCluster, PostgresDocs, PostgresEvents
-from graphagent.server._queue import pause, stop_and_outlast
+from graphagent.server._queue import stop_and_outlast
 from graphagent.server._service import Auth, Service
 
 __all__ = ["PostgresQueue", "postgres_service"]

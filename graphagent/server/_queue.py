@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from graphagent.server._execute import Executor
 
-__all__ = ["LocalQueue", "Queue", "pause", "stop_and_outlast"]
+__all__ = ["LocalQueue", "Queue", "stop_and_outlast"]
 
 
 class Queue(Protocol):
@@ -30,21 +30,6 @@ class Queue(Protocol):
 
     async def close(self) -> None:
         """Stop taking runs; let the running ones stop."""
-
-
-async def pause(event: asyncio.Event, timeout: float) -> None:
-    """Wait until ``event`` is set or ``timeout`` seconds passed.
-
-    Not ``asyncio.wait_for``: on Python 3.11 it swallows a cancel landing as the event is
-    set, and a stopping worker's loop went round once more that way, starting runs after
-    the stop had handed them over (which asyncio.run's teardown then settled as
-    interrupted).
-    """
-    waiter = asyncio.ensure_future(event.wait())
-    try:
-        await asyncio.wait({waiter}, timeout=timeout)
-    finally:
-        waiter.cancel()
 
 
 async def stop_and_outlast(executor: Executor, run_id: str, task: asyncio.Task[Any]) -> None:

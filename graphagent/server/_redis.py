@@ -17,7 +17,30 @@ from redis import asyncio as aredis
 from graphagent.server._docs import dumps
 from graphagent.server._events import END, RESULT, Event
 
-__all__ = ["RedisDocs", "RedisEvents"]
+__all__ = ["SOCKET_TIMEOUT", "RedisDocs", "RedisEvents", "blocking_ms", "client_for"]
+
+SOCKET_TIMEOUT = 5.0
+"""Seconds the cluster's clients wait for a reply or a connection (redis-py 8's default,
+set explicitly: before redis-py 8 there was none, and a stalled Redis hung a server); the
+URL's own ``socket_timeout`` / ``socket_connect_timeout`` win."""
+
+
+def client_for(url: str) -> aredis.Redis:
+    """A client of the cluster's Redis at ``url``, with explicit timeouts."""
+    return aredis.Redis.from_url(
+        url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT
+    )
+
+
+def blocking_ms(client: Any, wanted: int = 1000) -> int:
+    """How long one blocking read (``XREAD``/``XREADGROUP`` ``BLOCK``) on ``client`` may
+    wait: ``wanted``, or half the client's ``socket_timeout`` when that is shorter, since
+    redis-py cuts a command waiting longer than it as a ``TimeoutError``."""
+    timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+    if timeout is None:
+        return wanted
+    return max(1, min(wanted, int(timeout * 500)))
+
 
 _KEEP_EVENTS = 24 * 3600
 """Seconds a finished run's events stay readable (for join_stream and late readers)."""
@@ -133,13 +156,14 @@ class RedisEvents:
     Args:
         client: a ``redis.asyncio.Redis`` client (blocking reads take a connection each).
         prefix: the key prefix shared by the cluster.
-        block_ms: how long one blocking read waits before checking again.
+        block_ms: how long one blocking read waits before checking again (at most half
+            the client's ``socket_timeout``).
     """
 
     def __init__(self, client: aredis.Redis, prefix: str, block_ms: int = 1000) -> None:
         self.client: Any = client  # redis-py's reply types are too loose to check
         self.base = f"{prefix}:srv:ev"
-        self.block_ms = block_ms
+        self.block_ms = blocking_ms(client, block_ms)
         self._end = self.client.register_script(_END)
 
     async def publish(self, run_id: str, event: str, data: Any) -> str:

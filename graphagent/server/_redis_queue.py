@@ -30,8 +30,10 @@ from typing import Any
 from redis import asyncio as aredis
 from redis.exceptions import ResponseError
 
+from graphagent._internal.waiting import pause
 from graphagent.server._execute import Executor
-from graphagent.server._queue import pause, stop_and_outlast
+from graphagent.server._queue import stop_and_outlast
+from graphagent.server._redis import blocking_ms
 
 __all__ = ["RedisQueue"]
 
@@ -87,6 +89,7 @@ class RedisQueue:
         self.run = run
         self.slots = asyncio.Semaphore(concurrency)
         self.lease_ms = lease_ms
+        self._block = blocking_ms(client)  # a read inside the client's socket_timeout
         self._loops: list[asyncio.Task[Any]] = []
         self._closing = False
         self._running: dict[str, asyncio.Task[Any]] = {}  # entry id -> its task
@@ -132,7 +135,7 @@ class RedisQueue:
                 await self.slots.acquire()
                 self.slots.release()
                 found = await self.client.xreadgroup(
-                    self.group, self.consumer, {self.stream: ">"}, count=8, block=1000
+                    self.group, self.consumer, {self.stream: ">"}, count=8, block=self._block
                 )
                 for _, entries in found or ():
                     for ident, fields in entries:

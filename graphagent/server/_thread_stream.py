@@ -14,11 +14,10 @@ server of a cluster is seen within :data:`POLL` seconds.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from graphagent._internal.waiting import pause
 from graphagent.server._events import Event
 from graphagent.server._records import ACTIVE
 from graphagent.server._runs import Runs
@@ -76,8 +75,7 @@ async def follow_thread(
             wake.clear()
             todo = []
             while not todo:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(wake.wait(), POLL)
+                await pause(wake, POLL)  # not wait_for: it can swallow a cancel
                 wake.clear()
                 if await runs.docs.get("thread", key) is None:
                     return  # the thread was deleted

@@ -14,6 +14,7 @@ from graphagent._executor import call_with_timeout, run_all
 from graphagent._internal import observe
 from graphagent._internal.calls import arguments_of, clip_name, unique_call_ids
 from graphagent._internal.results import split_output
+from graphagent._internal.waiting import within
 from graphagent.config import ConfigLike
 from graphagent.errors import GraphBubbleUp, ToolArgumentsError, ToolExecutionError, UserError
 from graphagent.messages import AssistantMessage, Message, ToolCall, ToolResponseMessage
@@ -476,7 +477,7 @@ class ToolCallingManager:
                     pending = invoke(p.call, p.tool, p.context)
                 else:
                     pending = acall_tool(p.tool, p.call.arguments, p.context)
-                value = await asyncio.wait_for(pending, self.timeout)
+                value = await within(pending, self.timeout)  # never loses a cancel
             except _STOP:
                 raise
             except BaseException as exc:
