@@ -78,26 +78,26 @@ def _freeze(value: Any) -> Any:
     holds something else that could change (then the message keeps a plain dict)."""
     cls = type(value)
     if cls is dict:
-        out = None
+        frozen = None
         for key, item in value.items():
             if type(item) in _PLAIN:
                 continue
-            frozen = _freeze(item)
-            if frozen is _CANNOT:
+            held = _freeze(item)
+            if held is _CANNOT:
                 return _CANNOT
-            if out is None:
-                out = dict(value)
-            out[key] = frozen
-        return ReadOnlyDict(value if out is None else out)
+            if frozen is None:
+                frozen = dict(value)
+            frozen[key] = held
+        return ReadOnlyDict(value if frozen is None else frozen)
     if cls is list or cls is tuple:
         items = list(value)
         for i, item in enumerate(items):
             if type(item) in _PLAIN:
                 continue
-            frozen = _freeze(item)
-            if frozen is _CANNOT:
+            held = _freeze(item)
+            if held is _CANNOT:
                 return _CANNOT
-            items[i] = frozen
+            items[i] = held
         return _ReadOnlyList(items) if cls is list else tuple(items)
     if cls in _PLAIN or (cls is frozenset and all(type(v) in _PLAIN for v in value)):
         return value
@@ -106,21 +106,42 @@ def _freeze(value: Any) -> Any:
 
 def _metadata(stored: Any) -> Any:
     """Stored metadata made read-only, or ``None`` when it is not a map of text keys (the
-    validated path then decides: it refuses it)."""
+    validated path then decides: it refuses it). ``stored`` is what this read decoded:
+    when all of it can be made read-only, its changeable values are replaced in place
+    before it is copied read-only (one copy of it, not two)."""
     if type(stored) is not dict:
         return None
     if not stored:
         return _EMPTY
-    flat = True
+    frozen = None  # (key, read-only value) of each value that is not plain
+    cannot = False
     for key, value in stored.items():
         if type(key) is not str:
             return None
-        if flat and type(value) not in _PLAIN:
-            flat = False
-    if flat:
-        return ReadOnlyDict(stored)
-    frozen = _freeze(stored)
-    return stored if frozen is _CANNOT else frozen
+        if cannot or type(value) in _PLAIN:
+            continue
+        if type(value) is dict:  # a map of plain values (usage counts): no call
+            for item in value.values():
+                if type(item) not in _PLAIN:
+                    held = _freeze(value)
+                    break
+            else:
+                held = ReadOnlyDict(value)
+        else:
+            held = _freeze(value)
+        if held is _CANNOT:
+            cannot = True  # the keys are still checked: a key not a text is refused
+        elif held is not value:
+            if frozen is None:
+                frozen = [(key, held)]
+            else:
+                frozen.append((key, held))
+    if cannot:
+        return stored
+    if frozen is not None:
+        for key, held in frozen:
+            stored[key] = held
+    return ReadOnlyDict(stored)
 
 
 def shareable(message: Any) -> bool:
