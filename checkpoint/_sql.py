@@ -41,6 +41,7 @@ T = TypeVar("T")
 # a turn of a chat or a tool loop appends fewer
 _GUESS = 16
 _CHUNK = 500  # parameters per IN (...) list: below every SQLite build's limit
+_MAX_BLOCKS = 4096  # blocks a read names at most (~1M items)
 _AFTER_SEP = bytes([ord(layout.SEP) + 1])  # the byte after '|': ends a field-prefix range
 
 
@@ -308,7 +309,9 @@ class SqlLogic(SqlPut):
         out = {}
         for n, (key, branch, start, end) in enumerate(plan.spans):
             span = blocks.blocks_in(start, end)
-            if end - start > _CHUNK and span:
+            # (a range of more blocks than that is read by range: a damaged record's
+            # claim of 10^9 items is refused before any name is made for it)
+            if end - start > _CHUNK and 0 < len(span) <= _MAX_BLOCKS:
                 stem = layout.log_stem(key, branch)
                 head = range(start, span.start * blocks.BLOCK)
                 tail = range(span.stop * blocks.BLOCK, end)
