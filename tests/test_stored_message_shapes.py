@@ -204,3 +204,14 @@ def test_odd_shapes_are_refused_alike_alone_and_in_a_batch(blob: bytes) -> None:
     with pytest.raises(SerializationError) as batch:
         default_serde.loads_all([frame(U, ["q", "x", {}])] * 300 + [blob])
     assert str(batch.value) == str(alone.value)
+
+
+def test_metadata_that_cannot_be_made_read_only_is_left_as_stored() -> None:
+    """Metadata holding a set beside a map is not made read-only in part: the message keeps
+    plain, changeable metadata (and is decoded for each read), alone and in a batch."""
+    message = UserMessage("hi", metadata={"usage": {"in": 1}, "seen": {1, 2}})
+    blob = default_serde.dumps(message)
+    for got in (default_serde.loads(blob), default_serde.loads_all([blob] * 300)[-1]):
+        assert got == message
+        assert type(got.metadata) is dict and type(got.metadata["usage"]) is dict
+        assert not default_serde.shareable(got)

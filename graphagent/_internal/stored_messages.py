@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from graphagent._internal.parts import part_from_stored, stored_part
+from graphagent._internal.parts import FilePart, ImagePart, part_from_stored, stored_part
 from graphagent._internal.stored_build import Maker, maker
 
 __all__ = ["ReadOnlyDict", "install"]
@@ -78,26 +78,26 @@ def _freeze(value: Any) -> Any:
     holds something else that could change (then the message keeps a plain dict)."""
     cls = type(value)
     if cls is dict:
-        out = None
+        frozen = None
         for key, item in value.items():
             if type(item) in _PLAIN:
                 continue
-            frozen = _freeze(item)
-            if frozen is _CANNOT:
+            held = _freeze(item)
+            if held is _CANNOT:
                 return _CANNOT
-            if out is None:
-                out = dict(value)
-            out[key] = frozen
-        return ReadOnlyDict(value if out is None else out)
+            if frozen is None:
+                frozen = dict(value)
+            frozen[key] = held
+        return ReadOnlyDict(value if frozen is None else frozen)
     if cls is list or cls is tuple:
         items = list(value)
         for i, item in enumerate(items):
             if type(item) in _PLAIN:
                 continue
-            frozen = _freeze(item)
-            if frozen is _CANNOT:
+            held = _freeze(item)
+            if held is _CANNOT:
                 return _CANNOT
-            items[i] = frozen
+            items[i] = held
         return _ReadOnlyList(items) if cls is list else tuple(items)
     if cls in _PLAIN or (cls is frozenset and all(type(v) in _PLAIN for v in value)):
         return value
@@ -106,21 +106,42 @@ def _freeze(value: Any) -> Any:
 
 def _metadata(stored: Any) -> Any:
     """Stored metadata made read-only, or ``None`` when it is not a map of text keys (the
-    validated path then decides: it refuses it)."""
+    validated path then decides: it refuses it). ``stored`` is what this read decoded:
+    when all of it can be made read-only, its changeable values are replaced in place
+    before it is copied read-only (one copy of it, not two)."""
     if type(stored) is not dict:
         return None
     if not stored:
         return _EMPTY
-    flat = True
+    frozen = None  # (key, read-only value) of each value that is not plain
+    cannot = False
     for key, value in stored.items():
         if type(key) is not str:
             return None
-        if flat and type(value) not in _PLAIN:
-            flat = False
-    if flat:
-        return ReadOnlyDict(stored)
-    frozen = _freeze(stored)
-    return stored if frozen is _CANNOT else frozen
+        if cannot or type(value) in _PLAIN:
+            continue
+        if type(value) is dict:  # a map of plain values (usage counts): no call
+            for item in value.values():
+                if type(item) not in _PLAIN:
+                    held = _freeze(value)
+                    break
+            else:
+                held = ReadOnlyDict(value)
+        else:
+            held = _freeze(value)
+        if held is _CANNOT:
+            cannot = True  # the keys are still checked: a key not a text is refused
+        elif held is not value:
+            if frozen is None:
+                frozen = [(key, held)]
+            else:
+                frozen.append((key, held))
+    if cannot:
+        return stored
+    if frozen is not None:
+        for key, held in frozen:
+            stored[key] = held
+    return ReadOnlyDict(stored)
 
 
 def shareable(message: Any) -> bool:
@@ -214,6 +235,34 @@ def _calls(call: type[BaseModel], stored: Any) -> tuple[Any, ...] | None:
     return tuple(_MAKERS[call](triples))
 
 
+def _parts(stored: Any) -> tuple[Any, ...] | None:
+    """Stored parts (see :func:`~graphagent._internal.parts.stored_part`) as parts, or
+    ``None`` when any is not what this library stores (validation then decides)."""
+    if type(stored) is not list or not stored:
+        return None
+    parts = []
+    for item in stored:
+        if type(item) is not list or len(item) != 5:
+            return None
+        kind, mime, data, url, name = item
+        if type(mime) is not str or not mime:
+            return None
+        if data is None:
+            if type(url) is not str:
+                return None
+        elif type(data) is not bytes or url is not None:
+            return None
+        if kind == "image" and name is None:
+            fields = {"data": data, "url": url, "mime_type": mime, "kind": "image"}
+            parts.append(_built(ImagePart, fields))
+        elif kind == "file" and (name is None or type(name) is str):
+            fields = {"data": data, "url": url, "mime_type": mime, "kind": "file", "name": name}
+            parts.append(_built(FilePart, fields))
+        else:
+            return None
+    return tuple(parts)
+
+
 def _decoder(shape: _Shape, call_fields: tuple[str, ...]) -> Callable[[Any], Any]:
     """The stored-list decoder of one class (see the module's docstring)."""
     cls, names, size, optional, unset = (
@@ -224,6 +273,7 @@ def _decoder(shape: _Shape, call_fields: tuple[str, ...]) -> Callable[[Any], Any
         shape.unset,
     )
     is_call = names == call_fields
+    every = _ALL_SET[cls]
     has_calls = "tool_calls" in cls.model_fields
 
     def validated(stored: list[Any]) -> Any:
@@ -247,12 +297,19 @@ def _decoder(shape: _Shape, call_fields: tuple[str, ...]) -> Callable[[Any], Any
     def decode(stored: list[Any]) -> Any:
         if type(stored) is not list or len(stored) != size:
             if optional is not None and type(stored) is list and len(stored) == size + 1:
-                if optional != "reasoning" or type(stored[size]) is not str:
-                    return validated(stored)  # with parts: rare (and large), so validated
-                message = decode(stored[:size])
-                if type(message) is cls and type(message.__dict__["metadata"]) is ReadOnlyDict:
-                    message.__dict__["reasoning"] = stored[size]  # built here, not yet shared
-                    return message
+                # with reasoning or parts: built as without, and the field added (to a
+                # message made here, not yet shared) when it holds what this library stores
+                extra = stored[size]
+                if optional == "parts":
+                    extra = _parts(extra)
+                elif type(extra) is not str:
+                    extra = None
+                if extra is not None:
+                    message = decode(stored[:size])
+                    # built here, not validated (those hold a fields set of their own)
+                    if message.__pydantic_fields_set__ is every and shareable(message):
+                        message.__dict__[optional] = extra
+                        return message
                 return validated(stored)
             raise ValueError(f"expected {size} stored fields, got {stored!r:.80}")
         if is_call:
@@ -448,6 +505,9 @@ def install(
         tool: the tool response class (the same).
         call: the tool call class (always shareable: three texts).
     """
+    for part in (ImagePart, FilePart):
+        if part not in _MAKERS:
+            _ALL_SET[part], _MAKERS[part] = set(part.model_fields), maker(part)
     shapes = {
         cls: _Shape(cls, fields[cls], optional.get(cls), call)
         for cls in encoders
