@@ -1,0 +1,235 @@
+"""A cluster's readers and loops ride out a short outage of their Redis or PostgreSQL.
+
+A run's event stream read from Redis ended with the client's ``TimeoutError`` (Redis busy
+past ``socket_timeout``) or ``ConnectionError`` (Redis restarting), though the run went on
+and its events were still in the stream; the PostgreSQL reader ended on the first failed
+query. Now each reader tries again with growing waits, from the last event it delivered
+(every event reaches the client once), and gives up with a
+:class:`~checkpoint.CheckpointStorageError` only after ``outage_ms``; the queue's loops
+never give up. The faults are played two ways: a client that fails its next calls, and a
+private redis-server crashed and started again (with its append-only file, as in
+production).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import psycopg
+import pytest
+import redis.asyncio as aredis
+from _serving import drop_prefix
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from checkpoint import CheckpointStorageError
+from graphagent.graph import END, START, StateGraph
+from graphagent.server import redis_service
+from graphagent.server._events import END as END_EVENT
+from graphagent.server._outage import Backoff, transient
+from graphagent.server._postgres import PostgresCluster, PostgresEvents
+from graphagent.server._redis import RedisEvents
+
+pytestmark = pytest.mark.ours
+
+
+class Faults:
+    """Makes the next ``count`` calls of a method fail with ``error`` (then passes them)."""
+
+    def __init__(self, owner: Any, name: str, when: Callable[..., bool] = lambda *a: True):
+        self.owner, self.name, self.when = owner, name, when
+        self.real = getattr(owner, name)
+        self.left = 0
+        self.error: Exception = RedisTimeoutError("Timeout reading from socket")
+        self.calls = 0
+        setattr(owner, name, self._call)
+
+    def fail(self, count: int, error: Exception) -> None:
+        self.left, self.error = count, error
+
+    async def _call(self, *args: Any, **kwargs: Any) -> Any:
+        if self.left and self.when(*args):
+            self.left -= 1
+            self.calls += 1
+            raise self.error
+        return await self.real(*args, **kwargs)
+
+
+@pytest.fixture(params=["redis", "postgres"])
+async def events(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Any, Faults]]:
+    """A cluster's events (own prefix or schema, short outage limit) and the faults of
+    the one call its reader makes to wait for events."""
+    prefix = f"outage_{uuid.uuid4().hex[:8]}"
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        reader: Any = RedisEvents(aredis.Redis.from_url(url), prefix, outage_ms=3000)
+        yield reader, Faults(reader.client, "xread")
+        await reader.close()
+        drop_prefix(url, prefix)
+    else:
+        schema = request.getfixturevalue("pg_schema")
+        db = PostgresCluster(request.getfixturevalue("postgres_url"), schema)
+        reader = PostgresEvents(db, outage_ms=3000)
+
+        def reads(query: str, *args: Any) -> bool:
+            return query.lstrip().startswith("SELECT seq, event")
+
+        yield reader, Faults(db, "sql", reads)
+        await db.close()
+
+
+async def _read_all(reader: Any, run_id: str, after: str | None = "-1") -> list[Any]:
+    return [(event, data) async for _, event, data in reader.read(run_id, after)]
+
+
+_ERRORS = {
+    "timeout": lambda: RedisTimeoutError("Timeout reading from socket"),
+    "connection": lambda: RedisConnectionError("Connection closed by server."),
+    "busy": lambda: ResponseError("BUSY Redis is busy running a script."),
+    "pg": lambda: psycopg.OperationalError("server closed the connection unexpectedly"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_ERRORS))
+async def test_a_reader_rides_out_failures_and_delivers_each_event_once(
+    events: tuple[Any, Faults], kind: str
+) -> None:
+    """Reads failing in the middle of a run's stream: the reader tries again from the
+    last event it delivered, and the client gets every event, once, in order."""
+    reader, faults = events
+    run_id = f"r-{uuid.uuid4().hex[:6]}"
+    got: list[Any] = []
+
+    async def read() -> None:
+        async for _, event, data in reader.read(run_id, "-1"):
+            got.append((event, data))
+            if data == {"n": 2}:
+                faults.fail(4, _ERRORS[kind]())  # the next reads fail
+
+    reading = asyncio.ensure_future(read())
+    for n in range(5):
+        await reader.publish(run_id, "values", {"n": n})
+        await asyncio.sleep(0.05)
+    await reader.end(run_id, {"n": 4})
+    await asyncio.wait_for(reading, 20)
+    assert faults.calls == 4
+    expected = [("values", {"n": n}) for n in range(5)]
+    assert got == [*expected, ("__result__", {"n": 4}), (END_EVENT, None)]
+
+
+async def test_a_reader_gives_up_after_the_outage_limit(events: tuple[Any, Faults]) -> None:
+    """An outage longer than ``outage_ms`` ends the stream with an error naming it."""
+    reader, faults = events
+    run_id = f"r-{uuid.uuid4().hex[:6]}"
+    await reader.publish(run_id, "values", {"n": 0})
+    faults.fail(10_000, RedisConnectionError("Error 111 connecting. Connection refused."))
+    began = time.monotonic()
+    with pytest.raises(CheckpointStorageError, match=r"failed for 3\.\d s .*limit is 3 s"):
+        await _read_all(reader, run_id, "-1")
+    assert 2.9 < time.monotonic() - began < 6
+
+
+async def test_a_reader_raises_other_errors_at_once(events: tuple[Any, Faults]) -> None:
+    """What says the call is wrong (not the store down) is not tried again."""
+    reader, faults = events
+    faults.fail(1, ResponseError("WRONGTYPE Operation against a key"))
+    with pytest.raises(ResponseError):
+        await _read_all(reader, "r-x", "-1")
+    assert faults.calls == 1
+
+
+async def test_a_reader_waiting_out_an_outage_stops_at_a_cancel(
+    events: tuple[Any, Faults],
+) -> None:
+    """A cancel (the client went away) ends a reader at once, waiting or not."""
+    reader, faults = events
+    faults.fail(10_000, RedisTimeoutError("Timeout reading from socket"))
+    reading = asyncio.ensure_future(_read_all(reader, "r-y", "-1"))
+    await asyncio.sleep(0.5)
+    assert not reading.done()
+    began = time.monotonic()
+    reading.cancel()
+    await asyncio.wait({reading}, timeout=1)
+    assert reading.cancelled()
+    assert time.monotonic() - began < 0.2
+
+
+def test_transient_errors_are_the_stores_being_down_or_busy() -> None:
+    """Connection errors and timeouts (Redis's, PostgreSQL's, the OS's) and BUSY."""
+    assert all(transient(make()) for make in _ERRORS.values())
+    assert transient(ConnectionRefusedError()) and transient(TimeoutError())
+    assert not transient(ResponseError("WRONGTYPE Operation against a key"))
+    assert not transient(psycopg.errors.UndefinedTable("no such table"))
+    assert not transient(ValueError("bad"))
+
+
+async def test_a_loops_backoff_never_gives_up_and_logs_the_outage_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Past its limit a loop logs one error, goes on trying, and says when it works."""
+    backoff = Backoff("taking runs", 100, give_up=False)
+    for _ in range(6):
+        await backoff.failed(RedisConnectionError("refused"))
+    backoff.succeeded()
+    messages = [(r.levelname, r.getMessage().split(" (")[0]) for r in caplog.records]
+    assert messages[0] == ("WARNING", "taking runs failed")
+    assert [m for m in messages if m[0] == "ERROR"] == [("ERROR", "taking runs has failed for 0.1 s")]
+    assert messages[-1][1].startswith("taking runs works again after")
+
+
+# -- a real outage: a private redis-server crashed and started again -----------------------
+
+
+async def test_a_run_stream_rides_out_a_redis_restart(private_redis: Any) -> None:
+    """Redis crashes (SIGKILL) mid-stream and comes back a second later with its data:
+    the reader gets every event once."""
+    prefix = f"outage_{uuid.uuid4().hex[:8]}"
+    reader = RedisEvents(aredis.Redis.from_url(private_redis.url), prefix, outage_ms=20_000)
+    writer = aredis.Redis.from_url(private_redis.url)
+    publisher = RedisEvents(writer, prefix)
+    run_id = "r-restart"
+    got: list[Any] = []
+
+    async def read() -> None:
+        async for _, event, data in reader.read(run_id, "-1"):
+            got.append((event, data))
+
+    reading = asyncio.ensure_future(read())
+    for n in range(3):
+        await publisher.publish(run_id, "values", {"n": n})
+    await asyncio.sleep(0.3)
+    private_redis.crash()
+    await asyncio.sleep(1.0)
+    await asyncio.to_thread(private_redis.start)
+    for n in range(3, 6):
+        await publisher.publish(run_id, "values", {"n": n})
+    await publisher.end(run_id, None)
+    await asyncio.wait_for(reading, 20)
+    assert got == [*[("values", {"n": n}) for n in range(6)], ("__result__", None), (END_EVENT, None)]
+    await reader.close()
+    await publisher.close()
+
+
+async def test_a_worker_takes_runs_again_after_a_redis_restart(private_redis: Any) -> None:
+    """The queue's consumer, after Redis crashed and came back, takes the next run."""
+    graph = StateGraph().add_node("n", lambda s: {}).add_edge(START, "n").add_edge("n", END)
+    service = redis_service([graph.compile(name="g")], private_redis.url, prefix="outage")
+    await service.start()
+    try:
+        await asyncio.sleep(0.3)
+        private_redis.crash()
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(private_redis.start)
+        thread = await service.threads.create("", {})
+        run = await service.runs.create("", thread["thread_id"], {"assistant_id": "g"})
+        await service.runs.submit(run)
+        await asyncio.wait_for(service.runs.outcome(run), 20)
+        doc = await service.docs.get("run", run["run_id"])
+        assert doc is not None and doc["status"] == "success"
+    finally:
+        await service.close()
