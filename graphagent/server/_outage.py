@@ -28,7 +28,7 @@ import redis.exceptions
 
 from checkpoint import CheckpointStorageError
 
-__all__ = ["OUTAGE_MS", "Backoff", "transient"]
+__all__ = ["OUTAGE_MS", "Backoff", "Renewal", "transient"]
 
 log = logging.getLogger("graphagent.server")
 
@@ -73,7 +73,11 @@ class Backoff:
         self._told = False  # the error past the limit was logged (a loop's)
 
     async def failed(self, exc: BaseException) -> None:
-        """Wait before the next try after ``exc``.
+        """Wait before the next try after ``exc`` (see :meth:`delay`)."""
+        await asyncio.sleep(self.delay(exc))  # a cancel ends the wait at once
+
+    def delay(self, exc: BaseException) -> float:
+        """Count ``exc`` as a failure; how long to wait before the next try.
 
         Raises:
             CheckpointStorageError: failures have lasted ``limit_ms`` (``give_up``).
@@ -81,7 +85,13 @@ class Backoff:
         now = time.monotonic()
         if self._since is None:
             self._since = now
-            log.warning("%s failed (%s); trying again", self.what, _named(exc))
+            # an error that is not the store being down is a bug: its traceback is logged
+            log.warning(
+                "%s failed (%s); trying again",
+                self.what,
+                _named(exc),
+                exc_info=None if transient(exc) else exc,
+            )
         lasted = now - self._since
         if lasted >= self.limit:
             if self.give_up:
@@ -91,10 +101,12 @@ class Backoff:
                 ) from exc
             if not self._told:
                 self._told = True
-                log.error("%s has failed for %.1f s (%s); trying on", self.what, lasted, _named(exc))
+                log.error(
+                    "%s has failed for %.1f s (%s); trying on", self.what, lasted, _named(exc)
+                )
         wait = min(self._wait, self.limit - lasted) if self.give_up else self._wait
         self._wait = min(self._wait * 2, _MOST)
-        await asyncio.sleep(max(wait, 0.0))  # a cancel ends the wait at once
+        return max(wait, 0.0)
 
     def succeeded(self) -> None:
         """A call went through: the outage, if any, is over."""
@@ -120,3 +132,46 @@ class Backoff:
 
 def _named(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class Renewal:
+    """When an executor renews a thread's lease: every third of the lease, and after a
+    failed renewal sooner (growing waits), for as long as the lease may still hold.
+
+    Args:
+        what: what renews, for the log (``"renewing the lease of run 'r1'"``).
+        lease_ms: how long the lease lasts unrenewed.
+    """
+
+    def __init__(self, what: str, lease_ms: int) -> None:
+        self.lease = lease_ms / 1000
+        self.wait = self.lease / 3
+        """Seconds to wait before the next renewal."""
+        self._backoff = Backoff(what, lease_ms, give_up=False)
+        self._sent = self._held = time.monotonic()  # (the lease was taken just before)
+
+    def sending(self) -> None:
+        """A renewal is sent now: if it succeeds, the lease holds from about now."""
+        self._sent = time.monotonic()
+
+    def succeeded(self) -> None:
+        """The lease was renewed."""
+        self._held = self._sent
+        self.wait = self.lease / 3
+        self._backoff.succeeded()
+
+    def failed(self, exc: BaseException) -> bool:
+        """Count a failed renewal; whether the lease may still hold (then :attr:`wait` is
+        how soon to try again). Once a whole lease went by unrenewed, another executor may
+        hold it: the run must stop here."""
+        left = self._held + self.lease - time.monotonic()
+        if left <= 0:
+            log.warning(
+                "%s failed for a whole lease (%.1f s): %s",
+                self._backoff.what,
+                self.lease,
+                _named(exc),
+            )
+            return False
+        self.wait = min(self._backoff.delay(exc), left / 2)
+        return True

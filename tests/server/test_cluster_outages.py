@@ -14,6 +14,7 @@ production).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -22,14 +23,14 @@ from typing import Any
 import psycopg
 import pytest
 import redis.asyncio as aredis
-from _serving import drop_prefix
+from _serving import drop_prefix, drop_schema
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from checkpoint import CheckpointStorageError
 from graphagent.graph import END, START, StateGraph
-from graphagent.server import redis_service
+from graphagent.server import Service, postgres_service, redis_service
 from graphagent.server._events import END as END_EVENT
 from graphagent.server._outage import Backoff, transient
 from graphagent.server._postgres import PostgresCluster, PostgresEvents
@@ -178,7 +179,8 @@ async def test_a_loops_backoff_never_gives_up_and_logs_the_outage_once(
     backoff.succeeded()
     messages = [(r.levelname, r.getMessage().split(" (")[0]) for r in caplog.records]
     assert messages[0] == ("WARNING", "taking runs failed")
-    assert [m for m in messages if m[0] == "ERROR"] == [("ERROR", "taking runs has failed for 0.1 s")]
+    errors = [m for m in messages if m[0] == "ERROR"]
+    assert len(errors) == 1 and errors[0][1].startswith("taking runs has failed for 0.")
     assert messages[-1][1].startswith("taking runs works again after")
 
 
@@ -206,11 +208,14 @@ async def test_a_run_stream_rides_out_a_redis_restart(private_redis: Any) -> Non
     private_redis.crash()
     await asyncio.sleep(1.0)
     await asyncio.to_thread(private_redis.start)
+    with contextlib.suppress(RedisConnectionError):  # the writer's connection died: a new one
+        await writer.ping()
     for n in range(3, 6):
         await publisher.publish(run_id, "values", {"n": n})
     await publisher.end(run_id, None)
     await asyncio.wait_for(reading, 20)
-    assert got == [*[("values", {"n": n}) for n in range(6)], ("__result__", None), (END_EVENT, None)]
+    values = [("values", {"n": n}) for n in range(6)]
+    assert got == [*values, ("__result__", None), (END_EVENT, None)]
     await reader.close()
     await publisher.close()
 
@@ -226,10 +231,110 @@ async def test_a_worker_takes_runs_again_after_a_redis_restart(private_redis: An
         await asyncio.sleep(1.0)
         await asyncio.to_thread(private_redis.start)
         thread = await service.threads.create("", {})
-        run = await service.runs.create("", thread["thread_id"], {"assistant_id": "g"})
+        run = await service.runs.create("", thread["thread_id"], {"assistant_id": "g", "input": {}})
         await service.runs.submit(run)
         await asyncio.wait_for(service.runs.outcome(run), 20)
         doc = await service.docs.get("run", run["run_id"])
         assert doc is not None and doc["status"] == "success"
     finally:
         await service.close()
+        await service.saver.aclose()  # type: ignore[attr-defined]
+        if service.store is not None:
+            service.store.close()
+
+
+# -- the lease renewal ----------------------------------------------------------------------
+
+
+class Gate:
+    """A graph whose one node waits for ``go`` (counting its starts and its cancels)."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.go = asyncio.Event()
+        self.starts = 0
+        self.cancels = 0
+
+        async def wait(state: Any) -> dict[str, Any]:
+            self.starts += 1
+            self.entered.set()
+            try:
+                await self.go.wait()
+            except asyncio.CancelledError:
+                self.cancels += 1
+                raise
+            return {}
+
+        graph = StateGraph().add_node("wait", wait).add_edge(START, "wait").add_edge("wait", END)
+        self.graph = graph.compile(name="gate")
+
+
+@pytest.fixture(params=["redis", "postgres"])
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Service, Gate]]:
+    """A one-process cluster (own prefix or schema) with a 900 ms lease, running a gate."""
+    prefix = f"outage_{uuid.uuid4().hex[:8]}"
+    gate = Gate()
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        service = redis_service([gate.graph], url, prefix=prefix, lease_ms=900)
+    else:
+        url = request.getfixturevalue("postgres_url")
+        service = postgres_service([gate.graph], url, schema=prefix, lease_ms=900)
+    await service.start()
+    yield service, gate
+    gate.go.set()
+    await service.close()
+    await service.saver.aclose()  # type: ignore[attr-defined]
+    if service.store is not None:
+        service.store.close()
+    if request.param == "redis":
+        drop_prefix(url, prefix)
+    else:
+        drop_schema(url, prefix)
+
+
+def _failing_renewals(service: Service) -> Faults:
+    queue: Any = service.queue
+    return Faults(queue, "_renew")
+
+
+async def _gated_run(service: Service, gate: Gate) -> dict[str, Any]:
+    thread = await service.threads.create("", {})
+    run = await service.runs.create("", thread["thread_id"], {"assistant_id": "gate", "input": {}})
+    await service.runs.submit(run)
+    await asyncio.wait_for(gate.entered.wait(), 30)
+    return run
+
+
+async def test_a_renewal_failing_a_few_times_keeps_the_lease(
+    cluster: tuple[Service, Gate], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Renewals failing for a moment are tried again soon, within the lease: the run
+    goes on where it is (it was stopped and taken over: a third of a lease apart, three
+    failures let the lease run out)."""
+    service, gate = cluster
+    run = await _gated_run(service, gate)
+    faults = _failing_renewals(service)
+    faults.fail(3, RedisConnectionError("Connection reset by peer"))
+    await asyncio.sleep(1.5)  # past the lease
+    gate.go.set()
+    await asyncio.wait_for(service.runs.outcome(run), 20)
+    assert faults.calls == 3
+    assert (gate.starts, gate.cancels) == (1, 0)
+    assert not [r for r in caplog.records if "lost its thread's lease" in r.getMessage()]
+
+
+async def test_a_run_whose_lease_went_unrenewed_for_a_whole_lease_stops(
+    cluster: tuple[Service, Gate],
+) -> None:
+    """Once a whole lease went by unrenewed another executor may hold it: the run stops
+    here at once (it ran on, beside the one that took it over)."""
+    service, gate = cluster
+    await _gated_run(service, gate)
+    faults = _failing_renewals(service)
+    faults.fail(10_000, RedisConnectionError("Connection reset by peer"))
+    for _ in range(40):
+        if gate.cancels:
+            break
+        await asyncio.sleep(0.05)
+    assert gate.cancels == 1
