@@ -293,7 +293,7 @@ class PostgresEvents:
 
     async def read(self, run_id: str, after: str | None) -> AsyncIterator[Event]:
         # a failed read is made again from the last event delivered: none lost or repeated
-        retry = Backoff(f"reading run {run_id!r}'s events from PostgreSQL", self.outage_ms)
+        retry = Backoff(f"reading the events of run {run_id!r} from PostgreSQL", self.outage_ms)
         if after is None:
             rows = await retry.call(
                 lambda: self.db.sql(

@@ -211,7 +211,7 @@ class RedisEvents:
     async def read(self, run_id: str, after: str | None) -> AsyncIterator[Event]:
         key = f"{self.base}:{run_id}"
         # a failed read is made again from the last event delivered: none lost or repeated
-        retry = Backoff(f"reading run {run_id!r}'s events from Redis", self.outage_ms)
+        retry = Backoff(f"reading the events of run {run_id!r} from Redis", self.outage_ms)
         if after is None:  # only what is to come: after the stream's last event
             ended, cursor = await retry.call(lambda: self._tail(run_id))
             if ended:

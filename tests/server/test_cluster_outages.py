@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 import redis.asyncio as aredis
@@ -30,7 +32,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from checkpoint import CheckpointStorageError
 from graphagent.graph import END, START, StateGraph
-from graphagent.server import Service, postgres_service, redis_service
+from graphagent.server import Service, create_app, postgres_service, redis_service
 from graphagent.server._events import END as END_EVENT
 from graphagent.server._outage import Backoff, transient
 from graphagent.server._postgres import PostgresCluster, PostgresEvents
@@ -338,3 +340,32 @@ async def test_a_run_whose_lease_went_unrenewed_for_a_whole_lease_stops(
             break
         await asyncio.sleep(0.05)
     assert gate.cancels == 1
+
+
+async def test_a_stream_past_the_outage_limit_ends_with_an_error_event(redis_url: str) -> None:
+    """The SSE client is told why its stream ends (an ``error`` event naming the outage),
+    not cut off mid-response."""
+    prefix = f"outage_{uuid.uuid4().hex[:8]}"
+    gate = Gate()
+    service = redis_service([gate.graph], redis_url, prefix=prefix, outage_ms=300)
+    await service.start()
+    events: Any = service.events
+    faults = Faults(events.client, "xread")
+    faults.fail(10_000, RedisTimeoutError("Timeout reading from socket"))
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(create_app(None, service=service)))
+    try:
+        body = {"assistant_id": "gate", "input": {}}
+        answer = await asyncio.wait_for(http.post("http://t/runs/stream", json=body), 20)
+        lines = answer.text.splitlines()
+        assert "event: error" in lines
+        data = json.loads(lines[lines.index("event: error") + 1].removeprefix("data: "))
+        assert data["error"] == "CheckpointStorageError"
+        assert "the cluster's store failed for 0.3 s" in data["message"]
+    finally:
+        gate.go.set()
+        await http.aclose()
+        await service.close()
+        await service.saver.aclose()  # type: ignore[attr-defined]
+        if service.store is not None:
+            service.store.close()
+        drop_prefix(redis_url, prefix)
