@@ -37,6 +37,7 @@ from graphagent.server._events import END as END_EVENT
 from graphagent.server._outage import Backoff, transient
 from graphagent.server._postgres import PostgresCluster, PostgresEvents
 from graphagent.server._redis import RedisEvents
+from graphagent.server._thread_stream import follow_thread
 
 pytestmark = pytest.mark.ours
 
@@ -369,3 +370,34 @@ async def test_a_stream_past_the_outage_limit_ends_with_an_error_event(redis_url
         if service.store is not None:
             service.store.close()
         drop_prefix(redis_url, prefix)
+
+
+async def test_a_thread_stream_rides_out_failing_looks_for_new_runs(
+    cluster: tuple[Service, Gate],
+) -> None:
+    """A thread's stream looks for the thread's new runs through failures, and streams
+    the run that came meanwhile."""
+    service, gate = cluster
+    created = await service.threads.create("", {})
+    thread = await service.threads.load("", created["thread_id"])
+    got: list[Any] = []
+
+    async def follow() -> None:
+        async for _, event, data in follow_thread(service.runs, thread, None, ["lifecycle"]):
+            got.append((event, data))
+            if data.get("status") == "run_done":
+                return
+
+    docs: Any = service.docs
+    faults = Faults(docs, "children")
+    following = asyncio.ensure_future(follow())
+    await asyncio.sleep(0.2)  # looking for runs now
+    faults.fail(4, RedisConnectionError("Connection reset by peer"))
+    await asyncio.sleep(0.5)
+    assert not following.done()
+    gate.go.set()
+    run = await service.runs.create("", created["thread_id"], {"assistant_id": "gate", "input": {}})
+    await service.runs.submit(run)
+    await asyncio.wait_for(following, 20)
+    assert faults.calls == 4
+    assert got[-1] == ("metadata", {"status": "run_done", "run_id": run["run_id"]})
