@@ -401,3 +401,77 @@ async def test_a_thread_stream_rides_out_failing_looks_for_new_runs(
     await asyncio.wait_for(following, 20)
     assert faults.calls == 4
     assert got[-1] == ("metadata", {"status": "run_done", "run_id": run["run_id"]})
+
+
+async def test_a_run_stream_rides_out_its_postgres_connections_killed(
+    postgres_url: str, pg_schema: str
+) -> None:
+    """Every connection of the reader's process is terminated mid-stream (as a restart or
+    a failover does; only this test's, found by their application_name): the reader
+    reconnects and gets every event once."""
+    name = f"gatest_{uuid.uuid4().hex[:8]}"
+    sep = "&" if "?" in postgres_url else "?"
+    db = PostgresCluster(f"{postgres_url}{sep}application_name={name}", pg_schema)
+    writer_db = PostgresCluster(postgres_url, pg_schema)
+    reader, writer = PostgresEvents(db, outage_ms=20_000), PostgresEvents(writer_db)
+    run_id = "r-killed"
+    got: list[Any] = []
+
+    async def read() -> None:
+        async for _, event, data in reader.read(run_id, "-1"):
+            got.append((event, data))
+
+    try:
+        reading = asyncio.ensure_future(read())
+        for n in range(3):
+            await writer.publish(run_id, "values", {"n": n})
+        await asyncio.sleep(0.5)
+        killed = await writer_db.sql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            name,
+        )
+        assert len(killed) >= 2  # the pool's and the LISTEN connection
+        for n in range(3, 6):
+            await writer.publish(run_id, "values", {"n": n})
+        await writer.end(run_id, None)
+        await asyncio.wait_for(reading, 20)
+        values = [("values", {"n": n}) for n in range(6)]
+        assert got == [*values, ("__result__", None), (END_EVENT, None)]
+    finally:
+        await db.close()
+        await writer_db.close()
+
+
+async def test_a_run_stream_rides_out_redis_answering_nothing_past_socket_timeout(
+    private_redis: Any,
+) -> None:
+    """Redis answers nothing for three times the reader's ``socket_timeout`` (``CLIENT
+    PAUSE``, on a redis-server of this test's own): its reads are cut as timeouts, and
+    it reads on once Redis answers."""
+    prefix = f"outage_{uuid.uuid4().hex[:8]}"
+    url = f"{private_redis.url}?socket_timeout=0.5"
+    reader = RedisEvents(aredis.Redis.from_url(url), prefix, outage_ms=20_000)
+    publisher = RedisEvents(aredis.Redis.from_url(private_redis.url), prefix)
+    run_id = "r-paused"
+    got: list[Any] = []
+
+    async def read() -> None:
+        async for _, event, data in reader.read(run_id, "-1"):
+            got.append((event, data))
+
+    reading = asyncio.ensure_future(read())
+    await publisher.publish(run_id, "values", {"n": 0})
+    await asyncio.sleep(0.3)
+    await publisher.client.execute_command("CLIENT", "PAUSE", 1500, "ALL")
+    await asyncio.sleep(1.6)
+    await publisher.publish(run_id, "values", {"n": 1})
+    await publisher.end(run_id, None)
+    await asyncio.wait_for(reading, 20)
+    assert got == [
+        ("values", {"n": 0}),
+        ("values", {"n": 1}),
+        ("__result__", None),
+        (END_EVENT, None),
+    ]
+    await reader.close()
+    await publisher.close()
