@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -244,6 +245,30 @@ def test_invalid_input_is_refused_clearly(lt_store: BaseStore) -> None:
     with pytest.raises(StoreError, match="minutes"):
         lt_store.put(("a",), "k", {"x": 1}, ttl=-1)
     assert len(lt_store) == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ({"a\x00": 1}, "value"),
+        ({"\ud800": "x"}, "value"),
+        ({"x": {"b\x00c": None}}, r"value\.x"),
+        ({"x": [{"\x00": 1}]}, r"value\.x\[0\]"),
+        ({"ok": "fine", "k\x00": "v"}, "value"),  # beside the flat fields a put checks inline
+    ],
+)
+def test_a_dict_key_holding_a_nul_is_refused_on_every_backend(
+    lt_store: BaseStore, value: dict[str, Any], where: str
+) -> None:
+    """A NUL or a lone surrogate in a key of the value is refused, as in a text value:
+    PostgreSQL's JSONB cannot hold either, so no backend stores what another would refuse
+    (memory once kept ``{"a\x00": 1}`` while PostgreSQL failed with a storage error)."""
+    lt_store.put(("a",), "seed", {"v": 1})  # the namespace is held: the inline put path
+    with pytest.raises(StoreError, match=rf"{where} has a key holding a NUL or a lone surrogate"):
+        lt_store.put(("a",), "k", value)
+    with pytest.raises(StoreError, match="NUL or a lone surrogate"):
+        lt_store.batch([PutOp(("a",), "k2", value)])
+    assert lt_store.get(("a",), "k") is None and lt_store.get(("a",), "k2") is None
 
 
 def test_labels_and_keys_with_separators_stay_apart(lt_store: BaseStore) -> None:
@@ -627,3 +652,15 @@ def test_langgraph_and_spring_constructors(
         with usual() as again:
             got = again.get(("c",), f"k{i}")
             assert got is not None and got.value == {"i": i}
+
+
+def test_a_filter_or_query_naming_a_nul_key_matches_nothing_on_every_backend(
+    lt_store: BaseStore,
+) -> None:
+    """No stored key holds a NUL, so a filter on such a field is refused by name, alike on
+    every backend (never a storage error from one of them)."""
+    lt_store.put(("a",), "k", {"v": 1, "x": {"y": 2}})
+    for flt in ({"v\x00": 1}, {"x.y\x00": 2}, {"v\x00": {"$ne": 1}}):
+        field = next(iter(flt))
+        with pytest.raises(StoreError, match=rf"filter field {re.escape(repr(field))}"):
+            lt_store.search(("a",), filter=flt)

@@ -190,6 +190,12 @@ def _own(value: Any, where: Where, depth: int) -> Any:
         for k, v in value.items():
             if type(k) is not str:
                 raise _bad_value(where, f"has a non-string key {k!r}")
+            if (not k.isascii() or "\x00" in k) and _TEXT_PROBLEM.search(k):
+                raise _bad_value(
+                    where,
+                    f"has a key holding a NUL or a lone surrogate ({k!r}), which PostgreSQL "
+                    "refuses",
+                )
             t = type(v)
             # the usual atoms inline (a call per field was a third of a put)
             if t is int or t is bool or v is None or (t is str and v.isascii() and "\x00" not in v):

@@ -178,8 +178,8 @@ class MemoryStore(BaseStore):
             if held and type(key) is str and key:
                 value = value.copy()  # the private copy, checked below (not the caller's)
                 for k, v in value.items():
-                    if type(k) is not str:
-                        break
+                    if type(k) is not str or not k.isascii() or "\x00" in k:
+                        break  # the general check names a bad key
                     t = type(v)
                     if t is str:
                         if v.isascii() and "\x00" not in v:
