@@ -43,8 +43,8 @@ _LONE = "surrogatepass"
 
 _Decode = Callable[[Any], Any]
 # a batch decoder (see Serde.register): frames -> their values and the positions of those
-# not known to be shareable
-FramesDecoder = Callable[[list[Any], Callable[[Any, Any], Any]], tuple[list[Any], list[int]]]
+# it did not build (their values are the serde's to decode)
+FramesDecoder = Callable[[list[Any]], tuple[list[Any], list[int]]]
 
 # Bumped by every registration anywhere, so a Serde knows when to merge its layers again.
 _registrations = [0]
@@ -112,18 +112,17 @@ class Loading:
         try:
             payloads = _payloads(blobs)
             if payloads is not None:
-                joined = b"".join(payloads)
-                # a msgpack timestamp needs a 0xff type byte: with none anywhere, no frame
-                # needs loads' strict path (the usual case: one memchr over them all)
-                if 255 not in joined:
-                    many = self._many
-                    ends = list(accumulate(map(len, payloads)))
-                    if many is not None:
-                        got = self._batch(many, joined, ends)
-                        if got is not None:
-                            return got
-                    else:
-                        decoded = self._frames(joined, ends)
+                many = self._many
+                if many is not None:
+                    got = self._batch(many, blobs, payloads)
+                    if got is not None:
+                        return got
+                else:
+                    joined = b"".join(payloads)
+                    # a msgpack timestamp needs a 0xff type byte: with none anywhere, no
+                    # frame needs loads' strict path (the usual case: one memchr over all)
+                    if 255 not in joined:
+                        decoded = self._frames(joined, list(accumulate(map(len, payloads))))
                         if decoded is not None:
                             return decoded, None
             return self._loads_each(blobs), None
@@ -173,36 +172,33 @@ class Loading:
         return out
 
     def _batch(
-        self, many: FramesDecoder, joined: bytes, ends: list[int]
+        self, many: FramesDecoder, blobs: Sequence[bytes], payloads: list[bytes]
     ) -> tuple[list[Any], list[int]] | None:
-        """:meth:`_frames` through the batch decoder ``many``: its values and the positions
-        of those it did not build, or ``None`` as :meth:`_frames`."""
-        unpacker = self._unpacker(joined)
-        tell = unpacker.tell
-        decoders = self._decoders
+        """The values of ``blobs`` (whose frames' payloads are ``payloads``) through the
+        batch decoder ``many`` and the positions of those it did not build, or ``None``
+        when a frame is not well-formed msgpack (the caller then decodes each blob on its
+        own, which names what is wrong).
 
-        def one(name: Any, payload: Any) -> Any:
-            return decoders[name](payload)
-
+        Each payload is unpacked alone, as plain msgpack: no extension type is decoded (one
+        comes as ``msgpack.ExtType``, a timestamp as ``msgpack.Timestamp``), which ``many``
+        never builds; and a payload that is not exactly one value raises, so no frame is
+        read from bytes that belong to another. Every frame ``many`` does not build is
+        decoded by :meth:`loads` from its blob, with everything ``loads`` checks.
+        """
+        unpack = msgpack.unpackb
         values: list[Any] = []
         slow: list[int] = []
-        try:
-            # a few frames at a time: their lists are freed (and their memory reused)
-            # before the next are unpacked, where holding all of them costs more
-            for at in range(0, len(ends), _BATCH):
-                frames: list[Any] = []
-                append = frames.append
-                for end, frame in zip(ends[at : at + _BATCH], unpacker, strict=False):
-                    if tell() != end:
-                        return None
-                    append(frame)
-                done, others = many(frames, one)
-                values += done
-                slow += [at + i for i in others]
-            if len(values) != len(ends) or tell() != len(joined):
+        # a few frames at a time: their lists are freed (and their memory reused) before
+        # the next are unpacked, where holding all of them costs more
+        for at in range(0, len(payloads), _BATCH):
+            try:
+                done, others = many(list(map(unpack, payloads[at : at + _BATCH])))
+            except Exception:
                 return None
-        except Exception:
-            return None
+            for i in others:
+                done[i] = self.loads(blobs[at + i])
+                slow.append(at + i)
+            values += done
         return values, slow
 
     def _unpacker(self, joined: bytes) -> msgpack.Unpacker:
@@ -414,6 +410,13 @@ class Loading:
 def _payloads(blobs: Sequence[bytes]) -> list[bytes] | None:
     """Each blob's payload when every one is a message's frame (an ext 8 or ext 16 of the
     encoded type spanning the whole blob), else ``None``."""
+    # the usual case, every frame under 256 bytes (ext 8): one comprehension
+    try:
+        ext8 = [d[3:] for d in blobs if d[0] == 0xC7 and d[2] == _ENCODED and d[1] + 3 == len(d)]
+    except IndexError:  # a blob of fewer than 3 bytes
+        return None
+    if len(ext8) == len(blobs):
+        return ext8
     out: list[bytes] = []
     append = out.append
     for data in blobs:

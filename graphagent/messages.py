@@ -307,6 +307,7 @@ def _register_with_serde() -> None:
         _ENCODERS,
         user=UserMessage,
         assistant=AssistantMessage,
+        tool=ToolResponseMessage,
         call=ToolCall,
     )
 

@@ -249,3 +249,30 @@ def test_a_prune_deletes_the_blocks_of_the_items_it_deletes(tmp_path: Path) -> N
     cold = SqliteSaver(path)
     for cp in cold.list("t"):
         assert texts(SqliteSaver(path), "t", cp.id) == [m.text for m in cp.values["messages"]]
+
+
+@pytest.mark.parametrize("claim", [10**6, 10**8])
+def test_a_record_claiming_millions_of_items_is_refused_naming_few_fields(
+    tmp_path: Path, claim: int
+) -> None:
+    """A damaged head record claiming a million (3,906 blocks) or 10^8 items (more blocks
+    than a read names) is refused as damaged, and no statement of the read names more
+    than a few thousand fields in all."""
+    import _tamper
+
+    path = tmp_path / "t.sqlite"
+    saver = SqliteSaver(path)
+    fill(chat(saver), "t", 600)
+    head = saver.head("t")
+    assert head is not None
+    plain = default_serde.loads(_tamper.records(saver, "t")[head])
+    branch = plain[9]["messages"][-1][0]
+    plain[9] = {"messages": [[branch, 0, claim]]}
+    _tamper.set_record(saver, "t", head, default_serde.dumps(plain))
+    reader = SqliteSaver(path)
+    reader.head("t")
+    seen: list[str] = []
+    reader._connection().set_trace_callback(seen.append)
+    with pytest.raises(SerializationError, match=f"names {claim} stored values"):
+        reader.get("t")
+    assert sum(s.count("x'") for s in seen) <= 5000  # blob literals: fields named

@@ -151,3 +151,25 @@ def test_two_stores_on_one_storage_see_each_others_writes(make_store: MakeStore)
     two.put(ns, "k", {"back": True})
     got = one.get(ns, "k")
     assert got is not None and got.value == {"back": True}
+
+
+def test_equal_spellings_of_a_namespace_and_key_read_the_item(lt_store: BaseStore) -> None:
+    """A tuple subclass namespace or a str subclass key equal to a stored one reads it."""
+    from enum import Enum
+    from typing import NamedTuple
+
+    class Space(NamedTuple):
+        kind: str
+        user: str
+
+    class Key(str, Enum):
+        TEA = "tea"
+
+    ns = _warm(lt_store)
+    lt_store.put(ns, "tea", {"text": "green"})
+    for space, key in [(Space(*ns), "tea"), (ns, Key.TEA), (Space(*ns), Key.TEA)]:
+        item = lt_store.get(space, key)  # type: ignore[arg-type]
+        assert item is not None and item.value == {"text": "green"}
+        assert item.namespace == ns and item.key == "tea"
+        item.value["text"] = "changed"
+    assert lt_store.get(ns, "tea").value == {"text": "green"}  # type: ignore[union-attr]

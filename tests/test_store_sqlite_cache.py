@@ -127,3 +127,87 @@ def test_more_items_than_the_cache_holds(tmp_path: Path, monkeypatch: pytest.Mon
     assert _value(store, "missing") is None
     with pytest.raises(Exception, match="namespace"):
         store.get(("cache", ""), "k0")
+
+
+def test_a_first_read_between_a_commit_and_a_repeat_read_hides_nothing(tmp_path: Path) -> None:
+    """A first read (which skips the version check) cannot make a stale cached item pass."""
+    one, two = SqliteStore(tmp_path / "s.sqlite"), SqliteStore(tmp_path / "s.sqlite")
+    one.put(NS, "a", {"v": 1})
+    one.put(NS, "b", {"v": 1})
+    assert _value(two, "a") == {"v": 1}  # cached
+    one.put(NS, "a", {"v": 2})
+    assert _value(two, "b") == {"v": 1}  # a first read, after the commit
+    assert _value(two, "a") == {"v": 2}
+    two.put(NS, "c", {"v": 1})
+    assert _value(two, "c") == {"v": 1}
+    assert _value(two, "missing") is None
+    one.delete(NS, "b")
+    assert _value(two, "c") == {"v": 1}
+    assert _value(two, "b") is None
+
+
+@pytest.mark.parametrize("ns", [("a/b", "%"), ("x\x00y",), ("caf\u00e9", "\ud800")])
+def test_first_and_repeat_reads_of_labels_that_need_escaping(tmp_path: Path, ns: tuple) -> None:
+    """Namespaces whose labels need escaping read back the same, first time and again."""
+    store = SqliteStore(tmp_path / "s.sqlite")
+    store.put(ns, "k/%", {"v": 1})
+    for _ in range(3):
+        item = store.get(ns, "k/%")
+        assert item is not None and item.value == {"v": 1}
+        assert item.namespace == ns and item.key == "k/%"
+    for bad_ns, bad_key in [(("ok", ""), "k"), (ns, ""), ([*ns], 5), ("flat", "k")]:
+        with pytest.raises(Exception, match=r"namespace|key"):
+            store.get(bad_ns, bad_key)
+
+
+def test_an_unhashable_label_is_refused_on_first_and_repeat_reads(tmp_path: Path) -> None:
+    """A namespace holding a list is refused with the namespace error, cache or not."""
+    store = SqliteStore(tmp_path / "s.sqlite")
+    store.put(NS, "k", {"v": 1})
+    for _ in range(2):
+        with pytest.raises(Exception, match="namespace"):
+            store.get(("cache", ["u1"]), "k")  # type: ignore[arg-type]
+        assert _value(store) == {"v": 1}
+
+
+def test_first_reads_after_this_stores_write_stay_cached(tmp_path: Path) -> None:
+    """After this store's own write, items first read are kept again (all but the first,
+    read before the cache had a version), and a miss leaves the cache as it was."""
+    store = SqliteStore(tmp_path / "s.sqlite")
+    for i in range(4):
+        store.put(NS, f"k{i}", {"i": i})
+    _value(store, "k0")
+    _value(store, "k0")
+    assert set(store._cache) == {(NS, "k0")}
+    store.put(NS, "k0", {"i": 9})
+    assert _value(store, "missing") is None
+    assert not store._cache
+    for key in ("k1", "k2", "k3"):
+        _value(store, key)
+    assert set(store._cache) == {(NS, "k2"), (NS, "k3")}
+    assert _value(store, "k2") == {"i": 2}
+    assert _value(store, "k0") == {"i": 9}
+    assert set(store._cache) == {(NS, "k0"), (NS, "k2"), (NS, "k3")}
+
+
+def test_brackets_inside_text_and_nested_values_are_copied_for_each_read(tmp_path: Path) -> None:
+    """Whether a cached value is copied shallow or deep, no reader reaches what is kept."""
+    store = SqliteStore(tmp_path / "s.sqlite")
+    values = {
+        "text": {"text": "a [b] {c}", "n": 1},
+        "nested": {"t": "x", "n": {"a": [1, {"b": 2}]}},
+        "list": {"l": [1, 2]},
+    }
+    for key, value in values.items():
+        store.put(NS, key, value)
+    for _ in range(4):  # first read, the read that takes the version, then hits
+        for key, value in values.items():
+            item = store.get(NS, key)
+            assert item is not None and item.value == value
+            for field in list(item.value):
+                inner = item.value[field]
+                if isinstance(inner, dict):
+                    inner["a"] = "changed"
+                elif isinstance(inner, list):
+                    inner.append("changed")
+                item.value[field] = "changed"

@@ -88,10 +88,14 @@ _ESC = {"%": "%25", "/": "%2F", "\x00": "%00"}
 _UNESC = {v: k for k, v in _ESC.items()}
 
 
-def _esc(text: str) -> str:
-    if text.isascii() and "%" not in text and "/" not in text and "\x00" not in text:
-        return text  # the usual label or key: nothing to escape, no regex pass
-    return _TO_ESCAPE.sub(lambda m: _ESC.get(m.group()) or f"%u{ord(m.group()):04X}", text)
+def escape_key(key: str) -> str:
+    """A key as SQL columns hold it (no NUL, no lone surrogate); labels are escaped alike."""
+    if key.isascii() and "%" not in key and "/" not in key and "\x00" not in key:
+        return key  # the usual label or key: nothing to escape, no regex pass
+    return _TO_ESCAPE.sub(lambda m: _ESC.get(m.group()) or f"%u{ord(m.group()):04X}", key)
+
+
+_esc = escape_key
 
 
 def _unesc(text: str) -> str:
@@ -117,11 +121,6 @@ def decode_field(field: str) -> tuple[tuple[str, ...], str]:
     """Reverse :func:`encode_field`."""
     code, _, key = field.rpartition("/")
     return decode_namespace(code + "/"), _unesc(key)
-
-
-def escape_key(key: str) -> str:
-    """A key as SQL columns hold it (no NUL, no lone surrogate)."""
-    return _esc(key)
 
 
 def unescape_key(key: str) -> str:

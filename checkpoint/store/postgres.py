@@ -25,7 +25,8 @@ from typing_extensions import Self
 
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
-from checkpoint.store._items import SearchItem, _Put, _Search
+from checkpoint.store import base as _base
+from checkpoint.store._items import Item, SearchItem, _Put, _Search
 from checkpoint.store._pgvector import PgVector, literal
 from checkpoint.store._sqlstore import SqlStore, pack, unpack
 
@@ -36,6 +37,7 @@ __all__ = ["PostgresStore"]
 
 _OPS = {"$eq": "=", "$ne": "=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _SCHEMA = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_new = object.__new__
 
 
 class PostgresStore(SqlStore):
@@ -85,7 +87,19 @@ class PostgresStore(SqlStore):
         self.vectors = f"{where}graphagent_store_vectors"
         conn.autocommit = True
         self.conn = conn
+        import psycopg
+
+        self._error = psycopg.Error  # for get, which imports nothing per call
         self._lock = threading.RLock()
+        # checked namespaces and their codes (see get)
+        self._codes: dict[tuple[str, ...], str] = {}
+        self._get_sql = (
+            f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
+            "WHERE ns = %s AND key = %s AND (expires_at IS NULL OR expires_at > %s)"
+        )
+        # get's own cursor, used under the lock: executing the same query text again on
+        # it skips psycopg's new cursor and type adapter (a third of the client's work)
+        self._get_cursor = conn.cursor()
         self._ready = False
         self._in_tx = False
         self._ef_search = 40  # pgvector's default hnsw.ef_search, set per connection
@@ -245,6 +259,54 @@ class PostgresStore(SqlStore):
         return sql, params
 
     # ------------------------------------------------------------ items
+
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """The item at ``namespace``/``key`` (a copy), or ``None``: one prepared
+        ``SELECT`` (a second statement only to restart an item's TTL)."""
+        codes = self._codes
+        try:
+            code = codes.get(namespace) if type(namespace) is tuple else None
+        except TypeError:  # an unhashable label: refused by the check below
+            code = None
+        if code is None:  # a namespace not read before: checked and encoded once
+            namespace = core.check_namespace(namespace)
+            code = core.encode_namespace(namespace)
+            if len(codes) >= 4096:
+                codes.clear()
+            codes[namespace] = code
+        escaped = core.escape_key(key if type(key) is str and key else core.check_key(key))
+        now = _base.time.time()  # type: ignore[attr-defined]  # (tests move base's clock)
+        lock = self._lock  # acquire and release: `with` costs 1k instructions more
+        lock.acquire()
+        try:
+            if not self._ready:
+                self._ensure()
+            try:
+                row = self._get_cursor.execute(self._get_sql, (code, escaped, now)).fetchone()
+            except self._error as exc:
+                raise CheckpointStorageError(f"PostgreSQL store failed: {exc}") from exc
+            if row is None:
+                return None
+            raw, created, updated, ttl = row
+            if ttl is not None and (self.refresh_on_read if refresh_ttl is None else refresh_ttl):
+                self._rows(
+                    f"UPDATE {self.table} SET expires_at = %s + ttl_minutes * 60.0 "
+                    "WHERE ns = %s AND key = %s AND ttl_minutes IS NOT NULL",
+                    [now, code, escaped],
+                )
+        finally:
+            lock.release()
+        # JSONB arrives decoded, a fresh dict of this read's own: no copy needed
+        item: Item = _new(Item)  # built inline (new_item)
+        item.namespace = namespace
+        item.key = key
+        item.value = raw if type(raw) is dict else core.loads(raw, namespace, key)
+        item._created = created
+        item._updated = updated
+        item._ttl = True
+        return item
 
     def _put(self, op: _Put, now: float) -> bool:
         self._sweep(now)

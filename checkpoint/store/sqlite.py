@@ -23,14 +23,15 @@ from typing_extensions import Self
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store import base as _base
-from checkpoint.store._items import Item, SearchItem, _Put, _Search, new_item
+from checkpoint.store._items import Item, SearchItem, _Put, _Search
 from checkpoint.store._sqlstore import SqlStore, pack
 
 __all__ = ["SqliteStore"]
 
 # items kept for repeated gets (values whose reads are dropped whenever anything commits)
 CACHED_ITEMS = 4096
-_CONTAINERS = frozenset({dict, list})
+_NO_VERSION = (-1, -1)
+_scan: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # as core.loads  # SqliteStore._seen when its cache has no version yet
 _new = object.__new__
 
 _TYPES = {"num": "('integer', 'real')", "str": "('text')"}
@@ -134,8 +135,11 @@ class SqliteStore(SqlStore):
         # (namespace, key) -> (value, flat, created, updated) of items without a TTL, valid
         # while _seen is what _changes() returns: see get
         self._cache: dict[tuple[tuple[str, ...], str], tuple[Any, bool, float, float]] = {}
-        self._seen: tuple[int, int] = (-1, -1)
+        self._seen: tuple[int, int] = _NO_VERSION
         self._version = self.conn.cursor()
+        # checked namespaces and their codes, so a first read of a key in a namespace
+        # read before skips the namespace's check and encoding
+        self._codes: dict[tuple[str, ...], str] = {}
         self._get_sql = (
             f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
             "WHERE ns = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)"
@@ -230,19 +234,21 @@ class SqliteStore(SqlStore):
         cache is dropped as soon as any connection commits a change or this one writes,
         so a get never returns what another process has since replaced or deleted.
         """
-        with self._lock:
-            self._ensure()
-            changes = self._changes()  # before the SELECT: what it reads is at least this new
+        lock = self._lock  # acquire and release: `with` costs 1k instructions more
+        lock.acquire()
+        try:
+            if not self._ready:
+                self._ensure()
             cache = self._cache
-            if changes != self._seen:
-                cache.clear()
-                self._seen = changes
-            elif type(namespace) is tuple and type(key) is str:
+            hit = None
+            if cache:
                 try:
                     hit = cache.get((namespace, key))
                 except TypeError:  # an unhashable label: refused by the check below
                     hit = None
-                if hit is not None:  # found means valid: only checked input is cached
+            if hit is not None:
+                changes = self._changes()
+                if changes == self._seen:  # found means valid: only checked input is cached
                     value, flat, created, updated = hit
                     item: Item = _new(Item)
                     item.namespace = namespace
@@ -252,34 +258,80 @@ class SqliteStore(SqlStore):
                     item._updated = updated
                     item._ttl = True
                     return item
+                cache.clear()
+                self._seen = changes  # taken before the SELECT below: it may cache
+            elif self.conn.total_changes != self._seen[1]:
+                # this connection wrote since the cache's version (a free check): drop it
+                # now rather than at the next hit, with whatever is first read until then
+                cache.clear()
+                self._seen = _NO_VERSION
+            return self._select(namespace, key, refresh_ttl)
+        finally:
+            lock.release()
+
+    def _select(
+        self, namespace: tuple[str, ...], key: str, refresh_ttl: bool | None
+    ) -> Item | None:
+        """get's read of the row (under the lock), caching an item without a TTL."""
+        codes = self._codes
+        try:
+            code = codes.get(namespace) if type(namespace) is tuple else None
+        except TypeError:  # an unhashable label: refused by the check below
+            code = None
+        if code is None:
             namespace = core.check_namespace(namespace)
-            core.check_key(key)
-            now = _base.time.time()  # type: ignore[attr-defined]  # (tests move base's clock)
-            try:
-                row = self._version.execute(
-                    self._get_sql, (core.encode_namespace(namespace), core.escape_key(key), now)
-                ).fetchone()
-            except sqlite3.Error as exc:
-                raise CheckpointStorageError(f"SQLite store failed: {exc}") from exc
-            if row is None:
-                return None
-            raw, created, updated, ttl = row
+            code = core.encode_namespace(namespace)
+            if len(codes) >= CACHED_ITEMS:
+                codes.clear()
+            codes[namespace] = code
+        escaped = core.escape_key(key if type(key) is str and key else core.check_key(key))
+        now = _base.time.time()  # type: ignore[attr-defined]  # (tests move base's clock)
+        try:
+            row = self._version.execute(self._get_sql, (code, escaped, now)).fetchone()
+        except sqlite3.Error as exc:
+            raise CheckpointStorageError(f"SQLite store failed: {exc}") from exc
+        if row is None:
+            return None
+        raw, created, updated, ttl = row
+        # the C scanner straight away (core.loads, inline); anything it does not take
+        # whole as an object goes through core.loads, which names the problem
+        try:
+            value, end = _scan(raw, 0)
+        except (StopIteration, ValueError, TypeError, RecursionError):
+            end = -1
+        if end != len(raw) or type(value) is not dict:
             value = core.loads(raw, namespace, key)
-            if ttl is not None:
-                refresh = self.refresh_on_read if refresh_ttl is None else refresh_ttl
-                if refresh:  # restart the TTL: the second statement only such items need
-                    self._rows(
-                        f"UPDATE {self.table} SET expires_at = ? + ttl_minutes * 60.0 "
-                        "WHERE ns = ? AND key = ? AND ttl_minutes IS NOT NULL",
-                        [now, core.encode_namespace(namespace), core.escape_key(key)],
-                    )
-            else:
-                if len(cache) >= CACHED_ITEMS:
-                    del cache[next(iter(cache))]  # the oldest entry
-                flat = _CONTAINERS.isdisjoint(map(type, value.values()))
-                cache[(namespace, key)] = (value, flat, created, updated)
-                value = value.copy() if flat else core.copy_value(value)
-            return new_item(namespace, key, value, created, updated)
+        if ttl is not None:
+            refresh = self.refresh_on_read if refresh_ttl is None else refresh_ttl
+            if refresh:  # restart the TTL: the second statement only such items need
+                self._rows(
+                    f"UPDATE {self.table} SET expires_at = ? + ttl_minutes * 60.0 "
+                    "WHERE ns = ? AND key = ? AND ttl_minutes IS NOT NULL",
+                    [now, code, escaped],
+                )
+        elif self._seen is _NO_VERSION:
+            # The cache's version must be taken before any item it holds was read. A first
+            # read skips the PRAGMA (the SELECT reads the newest rows anyway; a miss never
+            # pays it); the first item found after the cache was dropped is not kept, and
+            # the version taken now covers every item read after it.
+            self._seen = self._changes()
+        else:
+            cache = self._cache
+            if len(cache) >= CACHED_ITEMS:
+                del cache[next(iter(cache))]  # the oldest entry
+            # flat (no nested dict or list) read off the text: no '[' and no '{' after
+            # the first; a bracket inside a string only costs the deep copy
+            flat = type(raw) is str and "[" not in raw and raw.find("{", 1) < 0
+            cache[(namespace, key)] = (value, flat, created, updated)
+            value = value.copy() if flat else core.copy_value(value)
+        item: Item = _new(Item)  # built inline (new_item), as the hit above
+        item.namespace = namespace
+        item.key = key
+        item.value = value
+        item._created = created
+        item._updated = updated
+        item._ttl = True
+        return item
 
     def _one_get(self, namespace: tuple[str, ...], key: str, refresh: bool) -> Item | None:
         with self._lock:

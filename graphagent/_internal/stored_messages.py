@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from graphagent._internal.parts import part_from_stored, stored_part
+from graphagent._internal.stored_build import Maker, maker
 
 __all__ = ["ReadOnlyDict", "install"]
 
@@ -171,28 +172,16 @@ def encode_call(call: Any) -> list[Any]:
     return [d["id"], d["name"], d["arguments"]]
 
 
-_new = object.__new__
-_put = BaseModel.__dict__["__dict__"].__set__  # the instance dict, set without a look-up
-# BaseModel's slots, set through their descriptors (object.__setattr__ looks each one up)
-_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
 def _built(cls: type[BaseModel], fields: dict[str, Any]) -> Any:
     """An instance of ``cls`` holding ``fields``, already checked: what ``model_construct``
-    does, without its per-field alias look-ups. The instances of a class share one set of
-    fields set: pydantic changes it only on a model that is not frozen, and ``model_copy``
-    copies it first."""
-    message = _new(cls)
-    _put(message, fields)
-    _fields_set(message, _ALL_SET[cls])
-    _extra(message, None)
-    _private(message, None)
-    return message
+    does, without its per-field alias look-ups (see :mod:`.stored_build`). The instances
+    of a class share one set of fields set: pydantic changes it only on a model that is
+    not frozen, and ``model_copy`` copies it first."""
+    return _MAKERS[cls]([(fields, None, _ALL_SET[cls])])[0]
 
 
 _ALL_SET: dict[type[BaseModel], set[str]] = {}
+_MAKERS: dict[type[BaseModel], Maker] = {}
 
 
 class _Shape:
@@ -206,21 +195,23 @@ class _Shape:
         # the optional field's value when it is not stored (parts, reasoning)
         self.unset = {optional: cls.model_fields[optional].default} if optional else {}
         _ALL_SET[cls] = set(cls.model_fields)
+        _MAKERS[cls] = maker(cls)
 
 
 def _calls(call: type[BaseModel], stored: Any) -> tuple[Any, ...] | None:
     """Stored tool calls as ``call`` objects, or ``None`` when any is not three texts."""
     if type(stored) is not list:
         return None
-    calls = []
+    names = _ALL_SET[call]
+    triples = []
     for item in stored:
         if type(item) is not list or len(item) != 3:
             return None
         cid, name, arguments = item
         if type(cid) is not str or type(name) is not str or type(arguments) is not str:
             return None
-        calls.append(_built(call, {"id": cid, "name": name, "arguments": arguments}))
-    return tuple(calls)
+        triples.append(({"id": cid, "name": name, "arguments": arguments}, None, names))
+    return tuple(_MAKERS[call](triples))
 
 
 def _decoder(shape: _Shape, call_fields: tuple[str, ...]) -> Callable[[Any], Any]:
@@ -290,101 +281,144 @@ def _decoder(shape: _Shape, call_fields: tuple[str, ...]) -> Callable[[Any], Any
     return decode
 
 
-FramesDecoder = Callable[[list[Any], Callable[[Any, Any], Any]], tuple[list[Any], list[int]]]
+FramesDecoder = Callable[[list[Any]], tuple[list[Any], list[int]]]
 
 
 def frames_decoder(
-    user: type[BaseModel], assistant: type[BaseModel], plain: Mapping[str, type[BaseModel]]
+    user: type[BaseModel],
+    assistant: type[BaseModel],
+    tool: type[BaseModel],
+    call: type[BaseModel],
+    plain: Mapping[str, type[BaseModel]],
 ) -> FramesDecoder:
-    """The batch decoder of the serde (``decode_frames``): ``(frames, one)`` -> the values
-    of ``frames`` (each ``[name, stored list]``) and the positions of those not known to
-    be shareable.
+    """The batch decoder of the serde (``decode_frames``): frames (each ``[name, stored
+    list]``, unpacked as plain msgpack) -> their values and the positions of those it did
+    not build (``None`` there: the serde decodes those frames alone).
 
-    User messages, assistant messages without tool calls or reasoning, and ``plain``
-    (name -> a class stored as ``content, id, metadata`` alone) are built inline when they
-    hold what this library stores, with read-only metadata; every other frame goes to
-    ``one(name, stored)``, the serde's decoder of its name, which builds the same object
-    or validates it. A frame that is not a pair raises (the serde then decodes each blob
-    on its own, which names the damage).
+    User messages, assistant messages, tool responses without parts and ``plain`` (name
+    -> a class stored as ``content, id, metadata`` alone) are built here when they hold
+    what this library stores (texts where texts go, tool calls of three texts, metadata
+    that can be made read-only), the commonest by one call per class into pydantic-core
+    (see :mod:`.stored_build`). Anything else (parts, a shape this library does not write,
+    metadata holding an extension type) is left to the serde, which validates it.
     """
-    user_name, assistant_name = (f"graphagent.{c.__name__}" for c in (user, assistant))
-    user_set, assistant_set = set(user.model_fields), set(assistant.model_fields)
-    plain_sets = {name: (cls, set(cls.model_fields)) for name, cls in plain.items()}
-    new, put, fields_set, extra, private = _new, _put, _fields_set, _extra, _private
-    metadata_of, empty, read_only = _metadata, _EMPTY, ReadOnlyDict
+    user_name, assistant_name, tool_name = (
+        f"graphagent.{c.__name__}" for c in (user, assistant, tool)
+    )
+    user_set, assistant_set, tool_set = _ALL_SET[user], _ALL_SET[assistant], _ALL_SET[tool]
+    make_users, make_assistants, make_tools = _MAKERS[user], _MAKERS[assistant], _MAKERS[tool]
+    metadata_of, empty, read_only, calls_of = _metadata, _EMPTY, ReadOnlyDict, _calls
+    plain_sets = {name: (cls, _ALL_SET[cls]) for name, cls in plain.items()}
 
-    # each fast-built message's fields start as a copy of its class's (a dict copy is one
-    # memcpy, where a literal inserts each key)
-    user_fields = {"content": "", "id": "", "metadata": empty, "parts": ()}
-    assistant_fields = {
-        "content": "",
-        "id": "",
-        "metadata": empty,
-        "tool_calls": (),
-        "reasoning": "",
-    }
-    plain_fields = {"content": "", "id": "", "metadata": empty}
-
-    def decode_frames(frames: list[Any], one: Callable[[Any, Any], Any]) -> Any:
-        out: list[Any] = []
+    def decode_frames(frames: list[Any]) -> Any:
+        # each class's checked fields, built after the loop by one call per class; each
+        # frame's value is then taken, in order, from its class's results (``order``
+        # holds, per frame, the iterator to take it from: one C pass puts them together).
+        # A frame of an unexpected type raises (the serde then decodes each alone).
+        users: list[Any] = []
+        assistants: list[Any] = []
+        tools: list[Any] = []
+        others: list[Any] = []
+        made_users: list[Any] = []
+        made_assistants: list[Any] = []
+        made_tools: list[Any] = []
+        from_users, from_assistants = iter(made_users), iter(made_assistants)
+        from_tools, from_others = iter(made_tools), iter(others)
+        order: list[Any] = []
         slow: list[int] = []
-        append = out.append
         for name, stored in frames:
-            if type(stored) is list:
-                size = len(stored)
-                if size == 4 and name == assistant_name:
-                    content, mid, meta, calls = stored
-                    if type(content) is str and type(mid) is str and calls == []:
-                        if meta or type(meta) is not dict:
-                            meta = metadata_of(meta)
-                            if type(meta) is not read_only:
-                                slow.append(len(out))
-                                append(one(name, stored))
-                                continue
-                        else:
-                            meta = empty
-                        fields = assistant_fields.copy()
-                        fields["content"], fields["id"], fields["metadata"] = content, mid, meta
-                        message = new(assistant)
-                        put(message, fields)
-                        fields_set(message, assistant_set)
-                        extra(message, None)
-                        private(message, None)
-                        append(message)
-                        continue
-                elif size == 3:
+            size = len(stored)
+            if name == user_name:
+                if size == 3:
                     content, mid, meta = stored
-                    if type(content) is str and type(mid) is str:
+                    if type(content) is str is type(mid):
                         if meta or type(meta) is not dict:
                             meta = metadata_of(meta)
                             if type(meta) is not read_only:
-                                slow.append(len(out))
-                                append(one(name, stored))
-                                continue
+                                meta = None
                         else:
                             meta = empty
-                        if name == user_name:
-                            fields = user_fields.copy()
-                            message = new(user)
-                            fields_set(message, user_set)
-                        elif name in plain_sets:
-                            cls, names = plain_sets[name]
-                            fields = plain_fields.copy()
-                            message = new(cls)
-                            fields_set(message, names)
-                        else:
-                            slow.append(len(out))
-                            append(one(name, stored))
+                        if meta is not None:
+                            users.append(
+                                (
+                                    {"content": content, "id": mid, "metadata": meta, "parts": ()},
+                                    None,
+                                    user_set,
+                                )
+                            )
+                            order.append(from_users)
                             continue
-                        fields["content"], fields["id"], fields["metadata"] = content, mid, meta
-                        put(message, fields)
-                        extra(message, None)
-                        private(message, None)
-                        append(message)
+            elif name == assistant_name:
+                if size == 4 or (size == 5 and type(stored[4]) is str):
+                    content, mid, meta, calls = stored[0], stored[1], stored[2], stored[3]
+                    if type(content) is str is type(mid):
+                        if meta or type(meta) is not dict:
+                            meta = metadata_of(meta)
+                            if type(meta) is not read_only:
+                                meta = None
+                        else:
+                            meta = empty
+                        calls = () if calls == [] else calls_of(call, calls)
+                        if meta is not None and calls is not None:
+                            assistants.append(
+                                (
+                                    {
+                                        "content": content,
+                                        "id": mid,
+                                        "metadata": meta,
+                                        "tool_calls": calls,
+                                        "reasoning": stored[4] if size == 5 else "",
+                                    },
+                                    None,
+                                    assistant_set,
+                                )
+                            )
+                            order.append(from_assistants)
+                            continue
+            elif name == tool_name:
+                if size == 5:
+                    content, mid, meta, call_id, tool_called = stored
+                    if type(content) is str is type(mid) and type(call_id) is str is type(
+                        tool_called
+                    ):
+                        meta = metadata_of(meta) if meta or type(meta) is not dict else empty
+                        if type(meta) is read_only:
+                            tools.append(
+                                (
+                                    {
+                                        "content": content,
+                                        "id": mid,
+                                        "metadata": meta,
+                                        "tool_call_id": call_id,
+                                        "name": tool_called,
+                                        "parts": (),
+                                    },
+                                    None,
+                                    tool_set,
+                                )
+                            )
+                            order.append(from_tools)
+                            continue
+            elif size == 3 and name in plain_sets:
+                content, mid, meta = stored
+                if type(content) is str is type(mid):
+                    meta = metadata_of(meta) if meta or type(meta) is not dict else empty
+                    if type(meta) is read_only:
+                        cls, names = plain_sets[name]
+                        fields = {"content": content, "id": mid, "metadata": meta}
+                        others.append(_MAKERS[cls]([(fields, None, names)])[0])
+                        order.append(from_others)
                         continue
-            slow.append(len(out))
-            append(one(name, stored))
-        return out, slow
+            slow.append(len(order))
+            others.append(None)
+            order.append(from_others)
+        if users:
+            made_users += make_users(users)
+        if assistants:
+            made_assistants += make_assistants(assistants)
+        if tools:
+            made_tools += make_tools(tools)
+        return list(map(next, order)), slow
 
     return decode_frames
 
@@ -397,6 +431,7 @@ def install(
     *,
     user: type[BaseModel],
     assistant: type[BaseModel],
+    tool: type[BaseModel],
     call: type[BaseModel],
 ) -> None:
     """Register each message class (and ``call``, the tool call) with ``serde`` under
@@ -410,19 +445,25 @@ def install(
         encoders: each class's encoder.
         user: the user message class (built inline by the batch decoder).
         assistant: the assistant message class (the same).
+        tool: the tool response class (the same).
         call: the tool call class (always shareable: three texts).
     """
+    shapes = {
+        cls: _Shape(cls, fields[cls], optional.get(cls), call)
+        for cls in encoders
+        if not serde.is_registered(cls)
+    }
+    if not shapes:
+        return
     plain = {
         f"graphagent.{cls.__name__}": cls
         for cls, names in fields.items()
         if names == _HEAD and cls not in optional
     }
-    many = frames_decoder(user, assistant, plain)
+    many = frames_decoder(user, assistant, tool, call, plain)
     call_fields = fields[call]
-    for cls, encode in encoders.items():
-        if serde.is_registered(cls):
-            continue
-        shape = _Shape(cls, fields[cls], optional.get(cls), call)
+    for cls, shape in shapes.items():
+        encode = encoders[cls]
         serde.register(
             cls,
             name=f"graphagent.{cls.__name__}",
