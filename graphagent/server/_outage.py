@@ -108,6 +108,11 @@ class Backoff:
         self._wait = min(self._wait * 2, _MOST)
         return max(wait, 0.0)
 
+    @property
+    def failing(self) -> bool:
+        """Whether the last try failed (an outage is under way)."""
+        return self._since is not None
+
     def succeeded(self) -> None:
         """A call went through: the outage, if any, is over."""
         if self._since is not None:
@@ -149,6 +154,11 @@ class Renewal:
         """Seconds to wait before the next renewal."""
         self._backoff = Backoff(what, lease_ms, give_up=False)
         self._sent = self._held = time.monotonic()  # (the lease was taken just before)
+
+    @property
+    def failing(self) -> bool:
+        """Whether the last renewal failed."""
+        return self._backoff.failing
 
     def sending(self) -> None:
         """A renewal is sent now: if it succeeds, the lease holds from about now."""

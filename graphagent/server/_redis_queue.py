@@ -145,15 +145,14 @@ class RedisQueue:
                 found = await self.client.xreadgroup(
                     self.group, self.consumer, {self.stream: ">"}, count=8, block=self._block
                 )
+                retry.succeeded()
+                for _, entries in found or ():
+                    for ident, fields in entries:
+                        self._start(_text(ident), fields)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 await retry.failed(exc)
-                continue
-            retry.succeeded()
-            for _, entries in found or ():
-                for ident, fields in entries:
-                    self._start(_text(ident), fields)
 
     def _backoff(self, what: str) -> Backoff:
         """The retries of one of this executor's loops (which never give up)."""
@@ -168,12 +167,11 @@ class RedisQueue:
                 await pause(self._kick, min(1.0, self.lease_ms / 3000))
                 self._kick.clear()
                 await self._reclaim_once()
+                retry.succeeded()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 await retry.failed(exc)
-                continue
-            retry.succeeded()
 
     async def _reclaim_once(self) -> None:
         """One look at the entries to take over or retry."""
@@ -261,9 +259,11 @@ class RedisQueue:
         try:
             while not task.done():
                 # on starting (asked before the run started here), then at each renewal:
-                # the cancel's message may have been lost, its key is not
+                # the cancel's message may have been lost, its key is not (not while
+                # renewals fail: Redis is down, and the renewal tries again soon)
                 try:
-                    await self._check_cancel(run_id)
+                    if not renewal.failing:
+                        await self._check_cancel(run_id)
                 except Exception:
                     log.exception("checking run %s for a cancel failed", run_id)
                 done, _ = await asyncio.wait({task}, timeout=renewal.wait)

@@ -475,3 +475,41 @@ async def test_a_run_stream_rides_out_redis_answering_nothing_past_socket_timeou
     ]
     await reader.close()
     await publisher.close()
+
+
+async def test_a_worker_takes_runs_again_after_its_postgres_connections_died(
+    postgres_url: str, pg_schema: str
+) -> None:
+    """Every connection of a PostgreSQL worker is terminated (only this test's, by their
+    application_name): the worker takes and runs the next run an API server queues."""
+    name = f"gatest_{uuid.uuid4().hex[:8]}"
+    sep = "&" if "?" in postgres_url else "?"
+    graph = StateGraph().add_node("n", lambda s: {}).add_edge(START, "n").add_edge("n", END)
+    targets = [graph.compile(name="g")]
+    worker = postgres_service(
+        targets, f"{postgres_url}{sep}application_name={name}", schema=pg_schema
+    )
+    api = postgres_service(targets, postgres_url, schema=pg_schema, run=False)
+    await worker.start()
+    await api.start()
+    try:
+        await asyncio.sleep(0.3)
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            killed = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = %s",
+                (name,),
+            ).fetchall()
+        assert len(killed) >= 2
+        thread = await api.threads.create("", {})
+        run = await api.runs.create("", thread["thread_id"], {"assistant_id": "g", "input": {}})
+        await api.runs.submit(run)
+        await asyncio.wait_for(api.runs.outcome(run), 20)
+        doc = await api.docs.get("run", run["run_id"])
+        assert doc is not None and doc["status"] == "success"
+    finally:
+        for service in (worker, api):
+            await service.close()
+            await service.saver.aclose()  # type: ignore[attr-defined]
+            if service.store is not None:
+                service.store.close()
