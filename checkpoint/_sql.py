@@ -14,9 +14,8 @@ takes, never by a clock.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from itertools import chain
 from typing import Any, TypeVar
 
 from checkpoint import _layout as layout
@@ -462,7 +461,7 @@ def _in_plan_order(
             named = {bytes(f): v for f, v in named.items()}
         prefix = encode_text(layout.log_stem(key, branch))
         # each name made and looked up in C (maps), not by a loop of bytecode
-        names = map(prefix.__add__, _numerals(start, end))
+        names = map(prefix.__add__, layout.numerals(start, end))
         part = list(map(named.get, names))
         if named and type(next(iter(named.values()))) is not bytes:  # one driver: one type
             part = [None if v is None else bytes(v) for v in part]
@@ -515,22 +514,3 @@ def _with_reread(
         *found[:singles],
         *(reread[n] if n in reread else next(rest) for n in spans if n not in done),
     ]
-
-
-_NUMERALS: list[bytes] = []
-_NUMERALS_HELD = 1 << 16  # ~3 MB of short bytes at most
-
-
-def _numerals(start: int, end: int) -> Iterable[bytes]:
-    """``b"%d" % i`` for ``start <= i < end``: made once per process for the first
-    65,536 (formatting each was ~0.7k of the ~3.3k instructions per item that matching
-    a long log's rows to its items cost)."""
-    global _NUMERALS
-    held = _NUMERALS
-    if end > len(held) and len(held) < _NUMERALS_HELD:
-        size = min(max(end, 2 * len(held), 1024), _NUMERALS_HELD)
-        # a new list, swapped in whole: a reader on another thread keeps the one it took
-        held = _NUMERALS = list(map(b"%d".__mod__, range(size)))
-    if end <= len(held):
-        return held[start:end]
-    return chain(held[start:], map(b"%d".__mod__, range(max(start, len(held)), end)))

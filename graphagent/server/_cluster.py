@@ -12,6 +12,7 @@ import redis
 
 from checkpoint import AsyncRedisSaver, RedisStore
 from graphagent.server._execute import Executor
+from graphagent.server._outage import OUTAGE_MS
 from graphagent.server._redis import SOCKET_TIMEOUT, RedisDocs, RedisEvents, client_for
 from graphagent.server._redis_queue import RedisQueue
 from graphagent.server._service import Auth, Service
@@ -27,6 +28,7 @@ def redis_service(
     run: bool = True,
     concurrency: int = 16,
     lease_ms: int = 5000,
+    outage_ms: int = OUTAGE_MS,
     auth: Auth | None = None,
     name: str = "graphagent",
 ) -> Service:
@@ -42,6 +44,9 @@ def redis_service(
         run: whether this process executes runs (``False``: API only).
         concurrency: runs this process executes at once.
         lease_ms: how soon a dead executor's runs are taken over.
+        outage_ms: how long a reader of a run's events waits for Redis to answer again
+            (a restart, a failover, a ``BUSY`` script) before the client's stream ends
+            with an error; the queue's loops wait on for ever, logging an error past it.
         auth: ``auth(headers) -> user id`` (a server's).
         name: the server's name.
     """
@@ -52,7 +57,13 @@ def redis_service(
 
     def queue(executor: Executor) -> RedisQueue:
         return RedisQueue(
-            executor, client, prefix, run=run, concurrency=concurrency, lease_ms=lease_ms
+            executor,
+            client,
+            prefix,
+            run=run,
+            concurrency=concurrency,
+            lease_ms=lease_ms,
+            outage_ms=outage_ms,
         )
 
     return Service(
@@ -65,7 +76,7 @@ def redis_service(
             prefix=prefix,
         ),
         docs=RedisDocs(client, prefix),
-        events=RedisEvents(client_for(url), prefix),
+        events=RedisEvents(client_for(url), prefix, outage_ms=outage_ms),
         queue=queue,
         auth=auth,
         name=name,

@@ -19,11 +19,13 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 from graphagent._internal.waiting import pause
 from graphagent.server._docs import dumps
 from graphagent.server._events import END, RESULT, Event
+from graphagent.server._outage import OUTAGE_MS, Backoff
 
 __all__ = ["PostgresCluster", "PostgresDocs", "PostgresEvents"]
 
@@ -57,14 +59,23 @@ class PostgresCluster:
     Args:
         url: a libpq URL.
         schema: the schema holding the server's tables (one per cluster).
+        setups: what else creates tables (the saver's, the store's), run once with them.
+        outage_ms: how long the listening connection may fail before an error is logged
+            (it reconnects for ever, with waits growing to 2 s; readers poll meanwhile).
     """
 
     def __init__(
-        self, url: str, schema: str, setups: Sequence[Callable[[], Awaitable[Any]]] = ()
+        self,
+        url: str,
+        schema: str,
+        setups: Sequence[Callable[[], Awaitable[Any]]] = (),
+        *,
+        outage_ms: int = OUTAGE_MS,
     ) -> None:
         from psycopg_pool import AsyncConnectionPool
 
         self.setups = tuple(setups)
+        self.outage_ms = outage_ms
         self.url = url
         self.s = '"' + schema.replace('"', '""') + '"'
         self.channel = f"ga_{uuid.uuid5(uuid.NAMESPACE_URL, schema).hex[:12]}"
@@ -124,10 +135,12 @@ class PostgresCluster:
     async def _listen(self) -> None:
         import psycopg
 
+        retry = Backoff("listening to PostgreSQL", self.outage_ms, give_up=False)
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {self.channel}")
+                    retry.succeeded()
                     async for note in conn.notifies():
                         for event in self._waiters.get(note.payload, ()):
                             event.set()
@@ -136,9 +149,8 @@ class PostgresCluster:
                             event.set()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("listening to PostgreSQL failed; reconnecting")
-                await asyncio.sleep(1)
+            except Exception as exc:  # (notifications missed meanwhile: readers poll)
+                await retry.failed(exc)
 
     async def close(self) -> None:
         """Stop listening, close the pool."""
@@ -210,11 +222,24 @@ class PostgresDocs:
         await self.db.close()
 
 
-class PostgresEvents:
-    """Runs' events in a table; readers wake on ``NOTIFY``."""
+_AFTER = (
+    "SELECT seq, event, data FROM {s}.graphagent_server_events "
+    "WHERE run_id = %s AND seq > %s ORDER BY seq"
+)
 
-    def __init__(self, db: PostgresCluster) -> None:
+
+class PostgresEvents:
+    """Runs' events in a table; readers wake on ``NOTIFY``.
+
+    Args:
+        db: the cluster's connections.
+        outage_ms: how long a reader waits for PostgreSQL to answer again (a connection
+            lost, the pool's timeout) before its stream ends with an error.
+    """
+
+    def __init__(self, db: PostgresCluster, *, outage_ms: int = OUTAGE_MS) -> None:
         self.db = db
+        self.outage_ms = outage_ms
 
     async def publish(self, run_id: str, event: str, data: Any) -> str:
         # the event and the readers' wake-up in one statement (one round trip)
@@ -267,12 +292,16 @@ class PostgresEvents:
         return bool(rows)
 
     async def read(self, run_id: str, after: str | None) -> AsyncIterator[Event]:
+        # a failed read is made again from the last event delivered: none lost or repeated
+        retry = Backoff(f"reading the events of run {run_id!r} from PostgreSQL", self.outage_ms)
         if after is None:
-            rows = await self.db.sql(
-                "SELECT COALESCE(MAX(seq), 0), BOOL_OR(event = %s) "
-                "FROM {s}.graphagent_server_events WHERE run_id = %s",
-                END,
-                run_id,
+            rows = await retry.call(
+                lambda: self.db.sql(
+                    "SELECT COALESCE(MAX(seq), 0), BOOL_OR(event = %s) "
+                    "FROM {s}.graphagent_server_events WHERE run_id = %s",
+                    END,
+                    run_id,
+                )
             )
             if rows and rows[0][1]:
                 return
@@ -283,12 +312,7 @@ class PostgresEvents:
         try:
             while True:
                 wake.clear()
-                rows = await self.db.sql(
-                    "SELECT seq, event, data FROM {s}.graphagent_server_events "
-                    "WHERE run_id = %s AND seq > %s ORDER BY seq",
-                    run_id,
-                    cursor,
-                )
+                rows = await retry.call(partial(self.db.sql, _AFTER, run_id, cursor))
                 for seq, event, data in rows:
                     cursor = int(seq)
                     yield str(seq), event, json.loads(data)

@@ -20,6 +20,7 @@ from typing import Any
 from checkpoint import AsyncPostgresSaver, PostgresStore
 from graphagent._internal.waiting import pause
 from graphagent.server._execute import Executor
+from graphagent.server._outage import OUTAGE_MS, Backoff, Renewal
 from graphagent.server._postgres import PostgresCluster, PostgresDocs, PostgresEvents
 from graphagent.server._queue import stop_and_outlast
 from graphagent.server._service import Auth, Service
@@ -65,6 +66,8 @@ class PostgresQueue:
         run: whether this process executes runs.
         concurrency: runs this process executes at once.
         lease_ms: how soon a dead executor's runs are taken over.
+        outage_ms: how long PostgreSQL may fail before the loops log an error; they try
+            on for ever, with waits growing to 2 s.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class PostgresQueue:
         run: bool = True,
         concurrency: int = 16,
         lease_ms: int = 5000,
+        outage_ms: int = OUTAGE_MS,
     ) -> None:
         self.executor = executor
         executor.shared = True
@@ -82,6 +86,7 @@ class PostgresQueue:
         self.run = run
         self.concurrency = concurrency
         self.lease_ms = lease_ms
+        self.outage_ms = outage_ms
         self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._active: dict[str, asyncio.Task[Any]] = {}
         self._loops: list[asyncio.Task[Any]] = []
@@ -120,8 +125,13 @@ class PostgresQueue:
                 asyncio.ensure_future(self._cancels()),
             ]
 
+    def _backoff(self, what: str) -> Backoff:
+        """The retries of one of this executor's loops (which never give up)."""
+        return Backoff(what, self.outage_ms, give_up=False)
+
     async def _take(self) -> None:
         wake = self.db.waiter("queue")
+        retry = self._backoff("taking runs from PostgreSQL")
         while not self._closing:  # (a stopping process takes nothing: see pause)
             try:
                 wake.clear()
@@ -132,24 +142,27 @@ class PostgresQueue:
                     for run_id, thread, taken in rows:
                         task = asyncio.ensure_future(self._execute(run_id, thread, taken > 1))
                         self._active[run_id] = task
-                await pause(wake, min(1.0, self.lease_ms / 3000))
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("taking runs from PostgreSQL failed; retrying")
-                await asyncio.sleep(1)
+            except Exception as exc:
+                await retry.failed(exc)
+                continue
+            retry.succeeded()
+            await pause(wake, min(1.0, self.lease_ms / 3000))
 
     async def _cancels(self) -> None:
         wake = self.db.waiter("cancel")
+        retry = self._backoff("checking runs for cancels")
         while True:
             await wake.wait()
             wake.clear()
             try:
                 await self._check_cancels()
-            except Exception:
-                log.exception("checking runs for cancels failed; checking again")
-                await asyncio.sleep(1)
-                wake.set()
+            except Exception as exc:
+                await retry.failed(exc)
+                wake.set()  # checked again
+                continue
+            retry.succeeded()
 
     async def _check_cancels(self) -> None:
         """Stop the runs executing here that someone asked to cancel."""
@@ -209,19 +222,24 @@ class PostgresQueue:
     async def _under_lease(self, run_id: str, thread: str, recovered: bool) -> bool:
         task = asyncio.ensure_future(self.executor.execute(run_id, recovered=recovered))
         self.executor.tasks[run_id] = task
+        renewal = Renewal(f"renewing the lease of run {run_id!r}", self.lease_ms)
         try:
             action = await self._cancel_asked(run_id)  # asked before it started here
             while not task.done():
                 if action is not None:
                     self.executor.stop(run_id, action)
-                done, _ = await asyncio.wait({task}, timeout=self.lease_ms / 3000)
+                done, _ = await asyncio.wait({task}, timeout=renewal.wait)
                 if done:
                     break
+                renewal.sending()
                 try:
                     renewed = await self._renew(run_id, thread)
-                except Exception:  # tried again at the next renewal, within the lease
-                    log.exception("renewing the lease of run %s failed", run_id)
-                    continue
+                except Exception as exc:  # tried again soon, within the lease
+                    if renewal.failed(exc):
+                        continue
+                    renewed = []  # a whole lease unrenewed: it may be another's by now
+                else:
+                    renewal.succeeded()
                 if not renewed:
                     log.warning("run %s lost its thread's lease; stopping it here", run_id)
                     self.executor.stops[run_id] = "lost"
@@ -280,6 +298,7 @@ def postgres_service(
     run: bool = True,
     concurrency: int = 16,
     lease_ms: int = 5000,
+    outage_ms: int = OUTAGE_MS,
     auth: Auth | None = None,
     name: str = "graphagent",
 ) -> Service:
@@ -292,17 +311,24 @@ def postgres_service(
     async def store_setup() -> None:
         await asyncio.to_thread(store.setup)
 
-    db = PostgresCluster(url, schema, setups=(saver.asetup, store_setup))
+    db = PostgresCluster(url, schema, setups=(saver.asetup, store_setup), outage_ms=outage_ms)
 
     def queue(executor: Executor) -> PostgresQueue:
-        return PostgresQueue(executor, db, run=run, concurrency=concurrency, lease_ms=lease_ms)
+        return PostgresQueue(
+            executor,
+            db,
+            run=run,
+            concurrency=concurrency,
+            lease_ms=lease_ms,
+            outage_ms=outage_ms,
+        )
 
     return Service(
         targets,
         saver,
         store=store,
         docs=PostgresDocs(db),
-        events=PostgresEvents(db),
+        events=PostgresEvents(db, outage_ms=outage_ms),
         queue=queue,
         auth=auth,
         name=name,

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from functools import partial
 from typing import Any
 
 from redis import asyncio as aredis
 
 from graphagent.server._docs import dumps
 from graphagent.server._events import END, RESULT, Event
+from graphagent.server._outage import OUTAGE_MS, Backoff
 
 __all__ = ["SOCKET_TIMEOUT", "RedisDocs", "RedisEvents", "blocking_ms", "client_for"]
 
@@ -158,12 +160,22 @@ class RedisEvents:
         prefix: the key prefix shared by the cluster.
         block_ms: how long one blocking read waits before checking again (at most half
             the client's ``socket_timeout``).
+        outage_ms: how long a reader waits for Redis to answer again (a connection lost,
+            a timeout, ``BUSY``) before its stream ends with an error.
     """
 
-    def __init__(self, client: aredis.Redis, prefix: str, block_ms: int = 1000) -> None:
+    def __init__(
+        self,
+        client: aredis.Redis,
+        prefix: str,
+        block_ms: int = 1000,
+        *,
+        outage_ms: int = OUTAGE_MS,
+    ) -> None:
         self.client: Any = client  # redis-py's reply types are too loose to check
         self.base = f"{prefix}:srv:ev"
         self.block_ms = blocking_ms(client, block_ms)
+        self.outage_ms = outage_ms
         self._end = self.client.register_script(_END)
 
     async def publish(self, run_id: str, event: str, data: Any) -> str:
@@ -198,14 +210,17 @@ class RedisEvents:
 
     async def read(self, run_id: str, after: str | None) -> AsyncIterator[Event]:
         key = f"{self.base}:{run_id}"
+        # a failed read is made again from the last event delivered: none lost or repeated
+        retry = Backoff(f"reading the events of run {run_id!r} from Redis", self.outage_ms)
         if after is None:  # only what is to come: after the stream's last event
-            ended, cursor = await self._tail(run_id)
+            ended, cursor = await retry.call(lambda: self._tail(run_id))
             if ended:
                 return  # the run is over
         else:
             cursor = "0-0" if after in ("-1", "0", "") else after
         while True:
-            found = await self.client.xread({key: cursor}, count=100, block=self.block_ms)
+            xread = partial(self.client.xread, {key: cursor}, count=100, block=self.block_ms)
+            found = await retry.call(xread)
             for _, entries in found or ():
                 for ident, fields in entries:
                     cursor = _text(ident)

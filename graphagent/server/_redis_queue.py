@@ -32,6 +32,7 @@ from redis.exceptions import ResponseError
 
 from graphagent._internal.waiting import pause
 from graphagent.server._execute import Executor
+from graphagent.server._outage import OUTAGE_MS, Backoff, Renewal
 from graphagent.server._queue import stop_and_outlast
 from graphagent.server._redis import blocking_ms
 
@@ -67,6 +68,8 @@ class RedisQueue:
         concurrency: runs this process executes at once.
         lease_ms: how long a thread's lease lasts unrenewed (how soon a dead executor's
             runs are taken over).
+        outage_ms: how long Redis may fail (down, unreachable, busy) before the loops
+            log an error; they try on for ever, with waits growing to 2 s.
     """
 
     def __init__(
@@ -78,6 +81,7 @@ class RedisQueue:
         run: bool = True,
         concurrency: int = 16,
         lease_ms: int = 5000,
+        outage_ms: int = OUTAGE_MS,
     ) -> None:
         self.executor = executor
         executor.shared = True
@@ -89,6 +93,7 @@ class RedisQueue:
         self.run = run
         self.slots = asyncio.Semaphore(concurrency)
         self.lease_ms = lease_ms
+        self.outage_ms = outage_ms
         self._block = blocking_ms(client)  # a read inside the client's socket_timeout
         self._loops: list[asyncio.Task[Any]] = []
         self._closing = False
@@ -130,6 +135,9 @@ class RedisQueue:
 
     async def _take(self) -> None:
         """Read new entries and start them."""
+        # (an entry delivered by a read whose reply was lost is pending here: _reclaim
+        # starts it)
+        retry = self._backoff("reading the run queue")
         while not self._closing:
             try:
                 await self.slots.acquire()
@@ -137,61 +145,74 @@ class RedisQueue:
                 found = await self.client.xreadgroup(
                     self.group, self.consumer, {self.stream: ">"}, count=8, block=self._block
                 )
-                for _, entries in found or ():
-                    for ident, fields in entries:
-                        self._start(_text(ident), fields)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("reading the run queue failed; retrying")
-                await asyncio.sleep(1)
+            except Exception as exc:
+                await retry.failed(exc)
+                continue
+            retry.succeeded()
+            for _, entries in found or ():
+                for ident, fields in entries:
+                    self._start(_text(ident), fields)
+
+    def _backoff(self, what: str) -> Backoff:
+        """The retries of one of this executor's loops (which never give up)."""
+        return Backoff(what, self.outage_ms, give_up=False)
 
     async def _reclaim(self) -> None:
         """Take over entries whose consumer went quiet for longer than a lease, and retry
         this consumer's entries that waited for their thread."""
+        retry = self._backoff("reclaiming runs")
         while not self._closing:
             try:
                 await pause(self._kick, min(1.0, self.lease_ms / 3000))
                 self._kick.clear()
-                _, claimed, *_ = await self.client.xautoclaim(
-                    self.stream, self.group, self.consumer, min_idle_time=self.lease_ms, count=16
-                )
-                for ident, fields in claimed:
-                    if fields:  # an entry deleted meanwhile comes back empty
-                        self._start(_text(ident), fields, recovered=True)
-                mine = await self.client.xpending_range(
-                    self.stream, self.group, "-", "+", 64, consumername=self.consumer
-                )
-                for entry in mine:
-                    ident = _text(entry["message_id"])
-                    if ident not in self._running:
-                        rows = await self.client.xrange(self.stream, ident, ident)
-                        if rows:
-                            self._start(ident, rows[0][1], recovered=True)
-                        else:
-                            await self.client.xack(self.stream, self.group, ident)
+                await self._reclaim_once()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("reclaiming runs failed; retrying")
+            except Exception as exc:
+                await retry.failed(exc)
+                continue
+            retry.succeeded()
+
+    async def _reclaim_once(self) -> None:
+        """One look at the entries to take over or retry."""
+        _, claimed, *_ = await self.client.xautoclaim(
+            self.stream, self.group, self.consumer, min_idle_time=self.lease_ms, count=16
+        )
+        for ident, fields in claimed:
+            if fields:  # an entry deleted meanwhile comes back empty
+                self._start(_text(ident), fields, recovered=True)
+        mine = await self.client.xpending_range(
+            self.stream, self.group, "-", "+", 64, consumername=self.consumer
+        )
+        for entry in mine:
+            ident = _text(entry["message_id"])
+            if ident not in self._running:
+                rows = await self.client.xrange(self.stream, ident, ident)
+                if rows:
+                    self._start(ident, rows[0][1], recovered=True)
+                else:
+                    await self.client.xack(self.stream, self.group, ident)
 
     async def _listen(self) -> None:
         """Cancel requests for runs executing here; after a failure (the connection lost,
         a read failing) it subscribes again and checks every run here for what it missed."""
+        retry = self._backoff("listening for cancels")
         while not self._closing:
             pubsub = self.client.pubsub()
             try:
                 await pubsub.subscribe(f"{self.base}:cancels")
                 for run_id in list(self.executor.tasks):
                     await self._check_cancel(run_id)
+                retry.succeeded()
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
                         await self._check_cancel(_text(message["data"]))
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("listening for cancels failed; subscribing again")
-                await asyncio.sleep(1)
+            except Exception as exc:
+                await retry.failed(exc)
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
@@ -236,6 +257,7 @@ class RedisQueue:
     async def _under_lease(self, run_id: str, lease: str, token: str, recovered: bool) -> bool:
         task = asyncio.ensure_future(self.executor.execute(run_id, recovered=recovered))
         self.executor.tasks[run_id] = task
+        renewal = Renewal(f"renewing the lease of run {run_id!r}", self.lease_ms)
         try:
             while not task.done():
                 # on starting (asked before the run started here), then at each renewal:
@@ -244,14 +266,18 @@ class RedisQueue:
                     await self._check_cancel(run_id)
                 except Exception:
                     log.exception("checking run %s for a cancel failed", run_id)
-                done, _ = await asyncio.wait({task}, timeout=self.lease_ms / 3000)
+                done, _ = await asyncio.wait({task}, timeout=renewal.wait)
                 if done:
                     break
+                renewal.sending()
                 try:
                     renewed = await self._renew(keys=[lease], args=[token, self.lease_ms])
-                except Exception:  # tried again at the next renewal, within the lease
-                    log.exception("renewing the lease of run %s failed", run_id)
-                    continue
+                except Exception as exc:  # tried again soon, within the lease
+                    if renewal.failed(exc):
+                        continue
+                    renewed = 0  # a whole lease unrenewed: it may be another's by now
+                else:
+                    renewal.succeeded()
                 if not renewed:
                     # the lease went to another executor: this one must not write on
                     log.warning("run %s lost its thread's lease; stopping it here", run_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,12 +14,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from checkpoint import CheckpointStorageError
 from graphagent.server._errors import ApiError
 from graphagent.server._modes import thread_modes
 from graphagent.server._routes import body_of, json_response, service_of, user_of
 from graphagent.server._thread_stream import follow_thread
 
 __all__ = ["run_routes"]
+
+log = logging.getLogger("graphagent.server")
 
 
 def _where(run: dict[str, Any], stateless: bool) -> str:
@@ -60,9 +64,16 @@ async def wait_run(request: Request) -> Response:
 
 def _sse(events: AsyncIterator[tuple[str, str, Any]]) -> AsyncIterator[ServerSentEvent]:
     async def body() -> AsyncIterator[ServerSentEvent]:
-        async for ident, event, data in events:
-            text = json.dumps(data, separators=(",", ":"), default=str)
-            yield ServerSentEvent(text, event=event, id=ident)
+        try:
+            async for ident, event, data in events:
+                text = json.dumps(data, separators=(",", ":"), default=str)
+                yield ServerSentEvent(text, event=event, id=ident)
+        except CheckpointStorageError as exc:
+            # the cluster's store stayed down past its outage limit: the client is told
+            # why its stream ends (it may reconnect with Last-Event-ID later), not cut off
+            log.error("a stream ended: %s", exc)
+            error = {"error": type(exc).__name__, "message": str(exc)}
+            yield ServerSentEvent(json.dumps(error, separators=(",", ":")), event="error")
 
     return body()
 

@@ -9,16 +9,19 @@ replays every run whose events are still kept. The stream lasts until the client
 or the thread is deleted.
 
 A run created on this server wakes the stream at once; one created through another
-server of a cluster is seen within :data:`POLL` seconds.
+server of a cluster is seen within :data:`POLL` seconds. Those looks ride out an outage of
+the cluster's store as the runs' own streams do (``_outage``).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from functools import partial
 from typing import Any
 
 from graphagent._internal.waiting import pause
 from graphagent.server._events import Event
+from graphagent.server._outage import OUTAGE_MS, Backoff
 from graphagent.server._records import ACTIVE
 from graphagent.server._runs import Runs
 
@@ -52,6 +55,12 @@ def _start(runs: Sequence[dict[str, Any]], after: str | None) -> dict[str, str |
     return start
 
 
+def _limit(runs: Runs) -> int:
+    """How long the thread's looks may fail: as long as its runs' streams (a cluster's
+    events name it; others fail only as a bug would)."""
+    return int(getattr(getattr(runs, "events", None), "outage_ms", OUTAGE_MS))
+
+
 async def follow_thread(
     runs: Runs, thread: dict[str, Any], after: str | None, modes: Sequence[str]
 ) -> AsyncIterator[Event]:
@@ -59,6 +68,9 @@ async def follow_thread(
     key = thread["_key"]
     lifecycle_only = "run_modes" not in modes
     wake = runs.watch(key)
+    retry = Backoff(
+        f"looking for the runs of thread {thread.get('thread_id', key)!r}", _limit(runs)
+    )
     try:
         listed = await runs.docs.children("run", key)
         plan = _start(listed, after)
@@ -77,9 +89,10 @@ async def follow_thread(
             while not todo:
                 await pause(wake, POLL)  # not wait_for: it can swallow a cancel
                 wake.clear()
-                if await runs.docs.get("thread", key) is None:
+                # (a look failing as the cluster's store is down is made again)
+                if await retry.call(partial(runs.docs.get, "thread", key)) is None:
                     return  # the thread was deleted
-                fresh = await runs.docs.children("run", key)
+                fresh = await retry.call(partial(runs.docs.children, "run", key))
                 todo = [r for r in fresh if r["run_id"] not in seen]
                 seen.update(r["run_id"] for r in todo)
     finally:
