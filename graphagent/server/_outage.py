@@ -5,11 +5,12 @@ A reader (a run's event stream, a thread's stream) or a loop (the queue's consum
 lease renewal, the cancel listener) that meets a connection error or a timeout
 (:func:`transient`) waits and tries again, from where it was: the readers keep the id of
 the last event they delivered, so a client gets every event once. The waits grow from
-0.05 s to 2 s. A reader gives up once its store has failed for ``limit`` seconds without
-a success between (:class:`~checkpoint.CheckpointStorageError`, naming what failed and
-for how long); a loop of an executor never gives up (a worker that stopped taking runs
-but lived on would look healthy and do nothing): past ``limit`` it logs an error, then
-goes on trying every 2 s.
+0.05 s to 2 s. A reader gives up once its store has failed for ``limit_ms`` without a
+success between (:class:`~checkpoint.CheckpointStorageError`, naming what failed and for
+how long); a loop of an executor never gives up (a worker that stopped taking runs but
+lived on would look healthy and do nothing): past ``limit_ms`` it logs an error, then
+goes on trying every 2 s. :class:`Renewal` paces a lease's renewals by the same waits,
+within the lease.
 
 Only the waits are here; a failing call is the caller's to make again (``Backoff.call``
 for one call that may simply be repeated).
