@@ -350,7 +350,8 @@ def compile_filter(filter: Mapping[str, Any] | None) -> list[Condition]:
             or '"' in field
         ):
             raise StoreError(
-                f"filter field {field!r} must be a non-empty dotted name without '\"', e.g. 'a.b'"
+                f"filter field {field!r} must be a non-empty dotted name without '\"', a NUL "
+                "or a lone surrogate (no stored key holds one), e.g. 'a.b'"
             )
         path = tuple(field.split("."))
         if isinstance(spec, Mapping) and spec and all(str(k).startswith("$") for k in spec):
