@@ -39,6 +39,7 @@ __all__ = [
     "Command",
     "Eval",
     "EvalSha",
+    "Fetch",
     "LoadScript",
     "Pipeline",
     "RedisLogic",
@@ -49,7 +50,7 @@ __all__ = [
 
 _BATCH = 1000  # fields per HMGET: big replies stay under a few MB each
 # up to this many fields the read script names a log's items from their range (one short
-# request); a longer read names them here (see RedisLogic._fetch)
+# request); a longer read names them here and sends one HMGET (see RedisLogic._fetch)
 _NAMED_BY_SCRIPT = 256
 
 
@@ -93,6 +94,16 @@ class Pipeline:
 
     calls: list[Command]
     transaction: bool
+
+
+@dataclass(slots=True)
+class Fetch:
+    """``HMGET`` of many fields of one hash (a long read): one command, sent on the saver's
+    wire when it has one (hiredis packs the names in one call, where redis-py's client
+    handles each of thousands of arguments in Python)."""
+
+    key: str
+    fields: list[bytes]
 
 
 @dataclass(slots=True)
@@ -422,7 +433,7 @@ class RedisLogic:
             plan = self.cache.plan(thread_id, record)
             blobs = []
             if plan.count > _NAMED_BY_SCRIPT:
-                blobs = yield from self._fetch(thread_id, cid, plan)
+                blobs = yield from self._fetch(thread_id, plan)
             elif plan.count:
                 # the script names a log's fields from its range: a long history is not
                 # sent as one name per item
@@ -435,26 +446,20 @@ class RedisLogic:
         values = plan.build(blobs)
         return layout.to_checkpoint(thread_id, record, values, pending)
 
-    def _fetch(self, thread_id: str, cid: str, plan: ReadPlan) -> Program[list[bytes | None]]:
-        """A long read's fields, named here and fetched by ``HMGET`` in one transaction
-        with the check that checkpoint ``cid`` is still stored (so nothing it names was
-        pruned before the read): Lua building 10,000 names and a 10,000-item reply table
-        cost the server ~3x the ``HMGET``s themselves."""
-        k = self.keys(thread_id)
+    def _fetch(self, thread_id: str, plan: ReadPlan) -> Program[list[bytes | None]]:
+        """A long read's fields, named here and fetched by one ``HMGET`` (a Lua script
+        building 10,000 names and a 10,000-item reply cost the server ~5x the ``HMGET``).
+
+        No check that the checkpoint is still stored is needed: an item's field is written
+        once and never changed (a fork or a rewind starts a new branch), so what comes back
+        is the checkpoint's state, or a field is missing (the thread deleted, the checkpoint
+        pruned meanwhile) and ``build()`` names it, as the script's read did."""
         fields = [_b(name) for name in plan.singles]
         for key, branch, start, end in plan.spans:
             # each name made in C (maps), not by a loop of bytecode
             fields += map(_b(layout.log_stem(key, branch)).__add__, layout.numerals(start, end))
-        calls = [Command("hexists", (k.cp, _b(cid)))]
-        calls += [
-            Command("hmget", (k.data, fields[i : i + _BATCH]))
-            for i in range(0, len(fields), _BATCH)
-        ]
-        stored, *parts = yield Pipeline(calls, transaction=True)
-        if not stored:
-            # gone meanwhile (pruned, deleted): build() names what is missing
-            return [None] * plan.count
-        return [blob for part in parts for blob in part]
+        found: list[bytes | None] = yield Fetch(self.keys(thread_id).data, fields)
+        return found
 
     def _check_claims(self, thread_id: str, records: Sequence[layout.Record]) -> Program[None]:
         """Refuse records naming more data than the thread stores (counted only for claims

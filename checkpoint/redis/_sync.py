@@ -14,6 +14,7 @@ from checkpoint.redis._programs import (
     Command,
     Eval,
     EvalSha,
+    Fetch,
     LoadScript,
     Pipeline,
     RedisLogic,
@@ -73,6 +74,11 @@ class RedisSaver(RedisBase[redis.Redis], ProgramSaver[RedisLogic]):
             return client.evalsha(op.sha, len(op.keys), *op.keys, *op.args)
         if cls is Command:
             return getattr(client, op.name)(*op.args, **op.kwargs)
+        if cls is Fetch:
+            wire = self._wire
+            if wire is not None:
+                return wire.call("HMGET", op.key, *op.fields)
+            return client.hmget(op.key, op.fields)
         if cls is Pipeline:
             pipe = client.pipeline(transaction=op.transaction)
             for call in op.calls:

@@ -15,6 +15,7 @@ from checkpoint.redis._programs import (
     Command,
     Eval,
     EvalSha,
+    Fetch,
     LoadScript,
     Pipeline,
     RedisLogic,
@@ -73,6 +74,11 @@ class AsyncRedisSaver(
             return await client.evalsha(op.sha, len(op.keys), *op.keys, *op.args)
         if cls is Command:
             return await getattr(client, op.name)(*op.args, **op.kwargs)
+        if cls is Fetch:
+            wire = self._fast()
+            if wire is not None:
+                return await wire.call("HMGET", op.key, *op.fields)
+            return await client.hmget(op.key, op.fields)
         if cls is Pipeline:
             pipe = client.pipeline(transaction=op.transaction)
             for call in op.calls:
