@@ -51,9 +51,31 @@ class SqlStore(BaseStore):
     table = "graphagent_store"
     vectors = "graphagent_store_vectors"
 
+    #: how many checked namespaces :meth:`_code` keeps
+    CODES_KEPT = 4096
+
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._swept = 0.0
+        # checked namespaces and their codes, so a get in a namespace read before skips
+        # the namespace's check and encoding
+        self._codes: dict[tuple[str, ...], str] = {}
+
+    def _code(self, namespace: Any) -> tuple[tuple[str, ...], str]:
+        """``namespace`` checked (as given when it was checked before) and its column
+        text; raises ``InvalidNamespaceError`` naming a bad one."""
+        codes = self._codes
+        try:
+            code = codes.get(namespace) if type(namespace) is tuple else None
+        except TypeError:  # an unhashable label: refused by the check below
+            code = None
+        if code is None:
+            namespace = core.check_namespace(namespace)
+            code = core.encode_namespace(namespace)
+            if len(codes) >= self.CODES_KEPT:
+                codes.clear()
+            codes[namespace] = code
+        return namespace, code
 
     # ------------------------------------------------------------ the dialect's part
 

@@ -26,7 +26,7 @@ from typing_extensions import Self
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store import base as _base
-from checkpoint.store._items import Item, SearchItem, _Put, _Search
+from checkpoint.store._items import Item, SearchItem, _Put, _Search, new_item
 from checkpoint.store._pgvector import PgVector, literal
 from checkpoint.store._sqlstore import SqlStore, pack, unpack
 
@@ -37,7 +37,6 @@ __all__ = ["PostgresStore"]
 
 _OPS = {"$eq": "=", "$ne": "=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _SCHEMA = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_new = object.__new__
 
 
 class PostgresStore(SqlStore):
@@ -91,8 +90,6 @@ class PostgresStore(SqlStore):
 
         self._error = psycopg.Error  # for get, which imports nothing per call
         self._lock = threading.RLock()
-        # checked namespaces and their codes (see get)
-        self._codes: dict[tuple[str, ...], str] = {}
         self._get_sql = (
             f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
             "WHERE ns = %s AND key = %s AND (expires_at IS NULL OR expires_at > %s)"
@@ -265,17 +262,7 @@ class PostgresStore(SqlStore):
     ) -> Item | None:
         """The item at ``namespace``/``key`` (a copy), or ``None``: one prepared
         ``SELECT`` (a second statement only to restart an item's TTL)."""
-        codes = self._codes
-        try:
-            code = codes.get(namespace) if type(namespace) is tuple else None
-        except TypeError:  # an unhashable label: refused by the check below
-            code = None
-        if code is None:  # a namespace not read before: checked and encoded once
-            namespace = core.check_namespace(namespace)
-            code = core.encode_namespace(namespace)
-            if len(codes) >= 4096:
-                codes.clear()
-            codes[namespace] = code
+        namespace, code = self._code(namespace)
         escaped = core.escape_key(key if type(key) is str and key else core.check_key(key))
         now = _base.time.time()  # type: ignore[attr-defined]  # (tests move base's clock)
         lock = self._lock  # acquire and release: `with` costs 1k instructions more
@@ -299,14 +286,8 @@ class PostgresStore(SqlStore):
         finally:
             lock.release()
         # JSONB arrives decoded, a fresh dict of this read's own: no copy needed
-        item: Item = _new(Item)  # built inline (new_item)
-        item.namespace = namespace
-        item.key = key
-        item.value = raw if type(raw) is dict else core.loads(raw, namespace, key)
-        item._created = created
-        item._updated = updated
-        item._ttl = True
-        return item
+        value = raw if type(raw) is dict else core.loads(raw, namespace, key)
+        return new_item(namespace, key, value, created, updated)
 
     def _put(self, op: _Put, now: float) -> bool:
         self._sweep(now)

@@ -23,16 +23,16 @@ from typing_extensions import Self
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store import base as _base
-from checkpoint.store._items import Item, SearchItem, _Put, _Search
+from checkpoint.store._items import Item, SearchItem, _Put, _Search, new_item
 from checkpoint.store._sqlstore import SqlStore, pack
 
 __all__ = ["SqliteStore"]
 
 # items kept for repeated gets (values whose reads are dropped whenever anything commits)
 CACHED_ITEMS = 4096
-_NO_VERSION = (-1, -1)
-_scan: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # as core.loads  # SqliteStore._seen when its cache has no version yet
-_new = object.__new__
+_NO_VERSION = (-1, -1)  # SqliteStore._seen when its cache has no version yet
+# the C scanner core.loads uses, called by get directly
+_scan: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 _TYPES = {"num": "('integer', 'real')", "str": "('text')"}
 _OPS = {"$eq": "=", "$ne": "=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
@@ -137,9 +137,6 @@ class SqliteStore(SqlStore):
         self._cache: dict[tuple[tuple[str, ...], str], tuple[Any, bool, float, float]] = {}
         self._seen: tuple[int, int] = _NO_VERSION
         self._version = self.conn.cursor()
-        # checked namespaces and their codes, so a first read of a key in a namespace
-        # read before skips the namespace's check and encoding
-        self._codes: dict[tuple[str, ...], str] = {}
         self._get_sql = (
             f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
             "WHERE ns = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)"
@@ -250,14 +247,8 @@ class SqliteStore(SqlStore):
                 changes = self._changes()
                 if changes == self._seen:  # found means valid: only checked input is cached
                     value, flat, created, updated = hit
-                    item: Item = _new(Item)
-                    item.namespace = namespace
-                    item.key = key
-                    item.value = value.copy() if flat else core.copy_value(value)
-                    item._created = created
-                    item._updated = updated
-                    item._ttl = True
-                    return item
+                    value = value.copy() if flat else core.copy_value(value)
+                    return new_item(namespace, key, value, created, updated)
                 cache.clear()
                 self._seen = changes  # taken before the SELECT below: it may cache
             elif self.conn.total_changes != self._seen[1]:
@@ -273,17 +264,7 @@ class SqliteStore(SqlStore):
         self, namespace: tuple[str, ...], key: str, refresh_ttl: bool | None
     ) -> Item | None:
         """get's read of the row (under the lock), caching an item without a TTL."""
-        codes = self._codes
-        try:
-            code = codes.get(namespace) if type(namespace) is tuple else None
-        except TypeError:  # an unhashable label: refused by the check below
-            code = None
-        if code is None:
-            namespace = core.check_namespace(namespace)
-            code = core.encode_namespace(namespace)
-            if len(codes) >= CACHED_ITEMS:
-                codes.clear()
-            codes[namespace] = code
+        namespace, code = self._code(namespace)
         escaped = core.escape_key(key if type(key) is str and key else core.check_key(key))
         now = _base.time.time()  # type: ignore[attr-defined]  # (tests move base's clock)
         try:
@@ -324,14 +305,7 @@ class SqliteStore(SqlStore):
             flat = type(raw) is str and "[" not in raw and raw.find("{", 1) < 0
             cache[(namespace, key)] = (value, flat, created, updated)
             value = value.copy() if flat else core.copy_value(value)
-        item: Item = _new(Item)  # built inline (new_item), as the hit above
-        item.namespace = namespace
-        item.key = key
-        item.value = value
-        item._created = created
-        item._updated = updated
-        item._ttl = True
-        return item
+        return new_item(namespace, key, value, created, updated)
 
     def _one_get(self, namespace: tuple[str, ...], key: str, refresh: bool) -> Item | None:
         with self._lock:
