@@ -17,6 +17,7 @@ dumper, which looks up and calls a dumper per element.
 
 from __future__ import annotations
 
+import functools
 import struct
 import weakref
 from collections.abc import Sequence
@@ -27,7 +28,6 @@ __all__ = ["cursor_for", "let_go", "packed"]
 KEPT = 16  # statements a connection keeps a cursor for (a turn runs two)
 ROWS_KEPT = 64  # a cursor that fetched more is dropped: it would hold those rows
 
-_DUMPERS: list[tuple[type, type]] = []  # made on first use: psycopg is imported late
 # connection -> statement text -> its cursor; a connection's cursors go with it
 _cursors: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
@@ -78,23 +78,25 @@ def packed(params: Sequence[Any]) -> Sequence[Any]:
     return params if out is None else out
 
 
-def _dumpers() -> list[tuple[type, type]]:
-    """psycopg dumpers of the packed arrays: they are sent as they are."""
+@functools.cache
+def _dumpers() -> tuple[tuple[type, type], ...]:
+    """psycopg dumpers of the packed arrays: they are sent as they are (made on first
+    use: psycopg is imported only by a saver that runs)."""
     from psycopg.adapt import Dumper
     from psycopg.pq import Format
 
-    made = []
+    made: list[tuple[type, type]] = []
     for kind in (_ByteaArray, _TextArray):
 
         class Packed(Dumper):
             format = Format.BINARY
             oid = kind.oid
 
-            def dump(self, obj: Any) -> bytes:
-                return obj  # already packed (a bytes subclass)
+            def dump(self, obj: _Array) -> bytes:
+                return obj  # already packed
 
         made.append((kind, Packed))
-    return made
+    return tuple(made)
 
 
 def cursor_for(conn: Any, sql: str) -> Any:
@@ -111,7 +113,7 @@ def cursor_for(conn: Any, sql: str) -> Any:
             kept.clear()
         # tuples whatever row factory the pool's connections were given
         cur = kept[sql] = conn.cursor(binary=True, row_factory=tuple_row)
-        for kind, dumper in _DUMPERS or _DUMPERS.extend(_dumpers()) or _DUMPERS:
+        for kind, dumper in _dumpers():
             cur.adapters.register_dumper(kind, dumper)
     return cur
 
