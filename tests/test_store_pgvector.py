@@ -16,6 +16,7 @@ from _ltstores import pgvector_url, same_ranking
 
 from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import PostgresStore
+from checkpoint.store._pgvector import Query
 from graphagent.models import FakeEmbeddings
 
 __all__ = ["pgvector_url"]  # a fixture, imported for pytest
@@ -89,7 +90,8 @@ def test_pgvector_ranks_as_the_exact_scan(pgvector_url: str, schemas: list[str])
 def test_the_search_reads_the_hnsw_index(pgvector_url: str, schemas: list[str]) -> None:
     """The store makes an HNSW index of its size, and its nearest-rows query is one the
     planner can answer from that index (an expression or size test that does not match the
-    index's would leave it unused)."""
+    index's would leave it unused), sends the query vector once (binary) and is planned
+    once (a generic plan) however many searches run it."""
     schema = new_schema(schemas)
     seen: list[tuple[str, list[Any]]] = []
     with PostgresStore.from_url(pgvector_url, schema=schema, index=index()) as store:
@@ -98,23 +100,32 @@ def test_the_search_reads_the_hnsw_index(pgvector_url: str, schemas: list[str]) 
         store._rows = lambda sql, params=(): seen.append((sql, list(params))) or rows(sql, params)  # type: ignore[method-assign]
         assert [f.key for f in store.search(("notes",), query="topic 3", limit=3)]
         store._rows = rows  # type: ignore[method-assign]
-        nearest = [(sql, p) for sql, p in seen if "LIMIT %s" in sql and "<#>" in sql]
+        nearest = [(sql, p) for sql, p in seen if "ORDER BY d LIMIT" in sql and "<#>" in sql]
         assert nearest, "the search did not run the nearest-rows query"
         sql, params = nearest[0]
-        with psycopg.connect(pgvector_url, autocommit=True) as conn:
-            names = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT indexname FROM pg_indexes WHERE schemaname = %s", [schema]
-                )
-            ]
-            assert f"graphagent_store_hnsw_{DIMS}" in names
-            with conn.transaction():
-                # as on a big table, where reading in index order beats sorting every row
-                for setting in ("enable_seqscan", "enable_sort", "enable_bitmapscan"):
-                    conn.execute(f"SET LOCAL {setting} = off")
-                plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {sql}", params))
+        assert sql.count("%b") == 1 and isinstance(params[0], Query), sql
+        names = [
+            r[0]
+            for r in store.conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s", [schema]
+            )
+        ]
+        assert f"graphagent_store_hnsw_{DIMS}" in names
+        with store.conn.transaction():
+            # as on a big table, where reading in index order beats sorting every row
+            for setting in ("enable_seqscan", "enable_sort", "enable_bitmapscan"):
+                store.conn.execute(f"SET LOCAL {setting} = off")
+            # the store's cursor: it knows how to send the binary query vector
+            cur = store._cursor
+            plan = "\n".join(r[0] for r in cur.execute(f"EXPLAIN {sql}", params).fetchall())
         assert f"graphagent_store_hnsw_{DIMS}" in plan, plan
+        for i in range(20):
+            assert len(store.search(("notes",), query=f"topic {i % 7}", limit=3)) == 3
+        plans = store.conn.execute(
+            "SELECT generic_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+            ["%ORDER BY d LIMIT%"],
+        ).fetchall()
+        assert plans and plans[0][0] >= 5, plans
 
 
 def test_a_selective_filter_still_fills_the_page(pgvector_url: str, schemas: list[str]) -> None:

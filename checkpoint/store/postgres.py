@@ -27,7 +27,7 @@ from checkpoint.errors import CheckpointStorageError
 from checkpoint.store import _core as core
 from checkpoint.store import base as _base
 from checkpoint.store._items import Item, SearchItem, _Put, _Search, new_item
-from checkpoint.store._pgvector import PgVector, literal
+from checkpoint.store._pgvector import PgVector, Query, binary, literal, query_dumper
 from checkpoint.store._sqlstore import SqlStore, pack, unpack
 
 if TYPE_CHECKING:
@@ -37,6 +37,15 @@ __all__ = ["PostgresStore"]
 
 _OPS = {"$eq": "=", "$ne": "=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _SCHEMA = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def _jsonb_as_text(cur: psycopg.Cursor[Any]) -> None:
+    """Read JSONB as text on ``cur``: psycopg's C text loader, then ``core.loads``'s C
+    scanner, instead of ``json.loads`` on bytes (two Python frames and an encoding sniff
+    per value)."""
+    from psycopg.types.string import TextLoader
+
+    cur.adapters.register_loader("jsonb", TextLoader)
 
 
 class PostgresStore(SqlStore):
@@ -60,6 +69,7 @@ class PostgresStore(SqlStore):
     """
 
     P = "%s"
+    INLINE_PAGE = True
 
     def __init__(
         self,
@@ -94,9 +104,13 @@ class PostgresStore(SqlStore):
             f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
             "WHERE ns = %s AND key = %s AND (expires_at IS NULL OR expires_at > %s)"
         )
-        # get's own cursor, used under the lock: executing the same query text again on
-        # it skips psycopg's new cursor and type adapter (a third of the client's work)
+        # get's own cursor and one for every other statement, both used under the lock:
+        # executing on a kept cursor skips psycopg's new cursor and type adapters (a
+        # third of the client's work for a get); JSONB arrives through the C scanner
         self._get_cursor = conn.cursor()
+        self._cursor = conn.cursor()
+        for cur in (self._get_cursor, self._cursor):
+            _jsonb_as_text(cur)
         self._ready = False
         self._in_tx = False
         self._ef_search = 40  # pgvector's default hnsw.ef_search, set per connection
@@ -169,6 +183,9 @@ class PostgresStore(SqlStore):
                 )
             return None
         pgv = PgVector(ext, self.index.dims)
+        # searches send their query vector in binary, typed by the extension's own oid
+        oid = self._rows("SELECT %s::regtype::oid", [pgv.any_vector])[0][0]
+        self._cursor.adapters.register_dumper(Query, query_dumper(int(oid)))
         name = f"graphagent_store_hnsw_{pgv.dims}"
         for sql in pgv.ddl(self.vectors, name):
             self._rows(sql)
@@ -183,12 +200,12 @@ class PostgresStore(SqlStore):
         return pgv
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        import psycopg
-
+        # callers hold the lock (or are setting the store up): one statement at a time
+        cur = self._cursor
         try:
-            cur = self.conn.execute(sql, params)
-            return cur.fetchall() if cur.description else []
-        except psycopg.Error as exc:
+            cur.execute(sql, params)
+            return cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
+        except self._error as exc:
             raise CheckpointStorageError(f"PostgreSQL store failed: {exc}") from exc
 
     @contextmanager
@@ -226,29 +243,34 @@ class PostgresStore(SqlStore):
             return [self._one(op, self._now()) for op in prepared]
 
     def _path_sql(self, cond: core.Condition) -> tuple[str, list[Any]]:
-        path = list(cond.path)
         kind, op = cond.kind, cond.op
+        # a top-level field (the usual filter) is `->` with a text parameter; a deeper
+        # path is `#>` with a text[] one (psycopg's list dumper costs several times more)
+        path: Any = cond.path[0] if len(cond.path) == 1 else list(cond.path)
+        get, get_text = (
+            ("-> %s::text", "->> %s::text") if len(cond.path) == 1 else ("#> %s", "#>> %s")
+        )
         if kind == "null":
-            sql = "coalesce(jsonb_typeof(value #> %s), 'null') = 'null'"
+            sql = f"coalesce(jsonb_typeof(value {get}), 'null') = 'null'"
             params: list[Any] = [path]
         elif kind == "bool":
-            sql = "coalesce(value #> %s = %s::jsonb, false)"
+            sql = f"coalesce(value {get} = %s::jsonb, false)"
             params = [path, "true" if cond.operand else "false"]
         elif kind == "other":
             # a list or dict: jsonb equality (key order and 1 vs 1.0 aside)
-            sql = "coalesce(value #> %s = %s::jsonb, false)"
+            sql = f"coalesce(value {get} = %s::jsonb, false)"
             params = [path, core.dumps(cond.operand)]
         elif kind == "num":
             # CASE, not AND: PostgreSQL may evaluate the cast before the type test
             sql = (
-                "coalesce(CASE WHEN jsonb_typeof(value #> %s) = 'number' THEN "
-                f"(value #>> %s)::numeric {_OPS[op]} %s::numeric END, false)"
+                f"coalesce(CASE WHEN jsonb_typeof(value {get}) = 'number' THEN "
+                f"(value {get_text})::numeric {_OPS[op]} %s::numeric END, false)"
             )
             params = [path, path, cond.operand]
         else:
             sql = (
-                "coalesce(CASE WHEN jsonb_typeof(value #> %s) = 'string' THEN "
-                f'(value #>> %s) COLLATE "C" {_OPS[op]} %s END, false)'
+                f"coalesce(CASE WHEN jsonb_typeof(value {get}) = 'string' THEN "
+                f'(value {get_text}) COLLATE "C" {_OPS[op]} %s END, false)'
             )
             params = [path, path, cond.operand]
         if op == "$ne":
@@ -285,9 +307,8 @@ class PostgresStore(SqlStore):
                 )
         finally:
             lock.release()
-        # JSONB arrives decoded, a fresh dict of this read's own: no copy needed
-        value = raw if type(raw) is dict else core.loads(raw, namespace, key)
-        return new_item(namespace, key, value, created, updated)
+        # JSONB arrives as text (see _jsonb_as_text): the parse is this read's own copy
+        return new_item(namespace, key, core.loads(raw, namespace, key), created, updated)
 
     def _put(self, op: _Put, now: float) -> bool:
         self._sweep(now)
@@ -301,47 +322,46 @@ class PostgresStore(SqlStore):
                 [ns, k, ns, k, now],
             )
             return bool(rows[0][0])
-        ctes = [
-            f"old AS (SELECT expires_at FROM {t} WHERE ns = %s AND key = %s)",
-            f"up AS (INSERT INTO {t} AS s (ns, key, value, created_at, updated_at, expires_at, "
-            "ttl_minutes) VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s) ON CONFLICT (ns, key) DO "
-            "UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
-            "expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes, "
-            "created_at = CASE WHEN s.expires_at IS NULL OR s.expires_at > excluded.updated_at "
-            "THEN s.created_at ELSE excluded.created_at END RETURNING 1)",
-        ]
-        params: list[Any] = [ns, k, ns, k, core.dumps(op.value), now, now]
-        params += [self._expiry(op, now), op.ttl]
-        fields = [field for field, _ in op.vectors]
+        # the put's own statement: no read of the old row (a put returns nothing), the
+        # vectors' statements (if any) as CTEs of the same one, so a put is one round trip
+        # and one commit
+        ctes: list[str] = []
+        params: list[Any] = []
         if self.index is not None or op.vectors:
+            fields = [field for field, _ in op.vectors]
             ctes.append(
                 f"dv AS (DELETE FROM {v} WHERE ns = %s AND key = %s AND NOT (field = ANY(%s)))"
             )
             params += [ns, k, fields]
-        pgv = self.pgvector
-        if op.vectors and pgv is not None:
-            # the bytes too: they stay readable by a store that runs without pgvector
-            ctes.append(
-                f"iv AS (INSERT INTO {v} (ns, key, field, vec, emb) SELECT %s, %s, f, b, "
-                f"e::{pgv.any_vector} FROM unnest(%s::text[], %s::bytea[], %s::text[]) "
-                "AS x(f, b, e) ON CONFLICT (ns, key, field) "
-                "DO UPDATE SET vec = excluded.vec, emb = excluded.emb)"
-            )
-            params += [ns, k, fields, [pack(vec) for _, vec in op.vectors]]
-            params.append([literal(vec) for _, vec in op.vectors])
-        elif op.vectors:
-            ctes.append(
-                f"iv AS (INSERT INTO {v} (ns, key, field, vec) SELECT %s, %s, f, b "
-                "FROM unnest(%s::text[], %s::bytea[]) AS x(f, b) ON CONFLICT (ns, key, field) "
-                "DO UPDATE SET vec = excluded.vec)"
-            )
-            params += [ns, k, fields, [pack(vec) for _, vec in op.vectors]]
-        rows = self._rows(
-            f"WITH {', '.join(ctes)} SELECT EXISTS (SELECT 1 FROM old "
-            "WHERE expires_at IS NULL OR expires_at > %s), (SELECT count(*) FROM up)",
-            [*params, now],
+            pgv = self.pgvector
+            if op.vectors and pgv is not None:
+                # the bytes too: they stay readable by a store that runs without pgvector
+                ctes.append(
+                    f"iv AS (INSERT INTO {v} (ns, key, field, vec, emb) SELECT %s, %s, f, b, "
+                    f"e::{pgv.any_vector} FROM unnest(%s::text[], %s::bytea[], %s::text[]) "
+                    "AS x(f, b, e) ON CONFLICT (ns, key, field) "
+                    "DO UPDATE SET vec = excluded.vec, emb = excluded.emb)"
+                )
+                params += [ns, k, fields, [pack(vec) for _, vec in op.vectors]]
+                params.append([literal(vec) for _, vec in op.vectors])
+            elif op.vectors:
+                ctes.append(
+                    f"iv AS (INSERT INTO {v} (ns, key, field, vec) SELECT %s, %s, f, b "
+                    "FROM unnest(%s::text[], %s::bytea[]) AS x(f, b) "
+                    "ON CONFLICT (ns, key, field) DO UPDATE SET vec = excluded.vec)"
+                )
+                params += [ns, k, fields, [pack(vec) for _, vec in op.vectors]]
+        head = f"WITH {', '.join(ctes)} " if ctes else ""
+        self._rows(
+            f"{head}INSERT INTO {t} AS s (ns, key, value, created_at, updated_at, expires_at, "
+            "ttl_minutes) VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s) ON CONFLICT (ns, key) DO "
+            "UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
+            "expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes, "
+            "created_at = CASE WHEN s.expires_at IS NULL OR s.expires_at > excluded.updated_at "
+            "THEN s.created_at ELSE excluded.created_at END",
+            [*params, ns, k, core.dumps(op.value), now, now, self._expiry(op, now), op.ttl],
         )
-        return bool(rows[0][0])
+        return True
 
     # ------------------------------------------------------------ semantic search
 
@@ -355,7 +375,7 @@ class PostgresStore(SqlStore):
         need = search.offset + search.limit
         if need == 0:
             return []
-        query = literal(search.query)
+        query = binary(search.query)
         where, params = self._where(search, now, "s.")
         if pgv.indexed:
             # an item has a row per embedded field, and other prefixes' rows come first
@@ -367,8 +387,8 @@ class PostgresStore(SqlStore):
                 self._rows(f"SET hnsw.ef_search = {ef}")
                 self._ef_search = ef
             rows = self._rows(
-                pgv.nearest_sql(self.table, self.vectors, where),
-                [query, query, fetch, *params],
+                pgv.nearest_sql(self.table, self.vectors, where, fetch),
+                [query, *params],
             )
             best: dict[tuple[str, str], tuple[float, float, Any]] = {}
             for ns, key, score, updated, value, created, ttl in rows:

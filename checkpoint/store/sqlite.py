@@ -98,13 +98,13 @@ class SqliteStore(SqlStore):
             store.put(("memories", "u42"), "tea", {"text": "likes green tea"})
     """
 
-    def _window_sql(self, cols: str, where: str, page: str) -> str:
+    def _window_sql(self, cols: str, where: str, page: str, window: str) -> str:
         """The page among rows updated at or after the W-th newest: a unary '+' keeps the
         planner off the primary key for the namespace range, so the query walks the
         ``(updated_at, ns, key)`` index backwards and stops at its page."""
         cutoff = (
             f"coalesce((SELECT updated_at FROM {self.table} ORDER BY updated_at DESC "
-            "LIMIT 1 OFFSET ? - 1), 0)"
+            f"LIMIT 1 OFFSET {window} - 1), 0)"
         )
         windowed = where.replace(" ns ", " +ns ")
         return f"SELECT {cols} FROM {self.table} WHERE updated_at >= {cutoff} AND {windowed} {page}"
