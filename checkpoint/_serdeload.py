@@ -9,6 +9,7 @@ of overflowing the C stack.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import gc
 import uuid
 from collections.abc import Callable, Sequence
@@ -36,7 +37,10 @@ _HEAP_FRAMES_FROM = 4
 # 10,000 chat messages decode ~13% faster, more in a process holding many objects.
 _PAUSE_GC_FROM = 256
 # Frames handed to a batch decoder at a time (see Loading._batch).
-_BATCH = 64
+_BATCH = 256
+# msgpack's header of an array of n values (0xdc: array 16), for each batch size
+_ARRAY_OF = [b"\xdc" + n.to_bytes(2, "big") for n in range(_BATCH + 1)]
+_unpack_arrays = functools.partial(msgpack.unpackb, use_list=False)
 # Any Python str is stored: lone surrogates as the bytes "surrogatepass" gives them, which
 # valid UTF-8 never contains, so every string keeps its own encoding and comes back as itself.
 _LONE = "surrogatepass"
@@ -44,7 +48,7 @@ _LONE = "surrogatepass"
 _Decode = Callable[[Any], Any]
 # a batch decoder (see Serde.register): frames -> their values and the positions of those
 # it did not build (their values are the serde's to decode)
-FramesDecoder = Callable[[list[Any]], tuple[list[Any], list[int]]]
+FramesDecoder = Callable[[Sequence[Any]], tuple[list[Any], list[int]]]
 
 # Bumped by every registration anywhere, so a Serde knows when to merge its layers again.
 _registrations = [0]
@@ -179,20 +183,38 @@ class Loading:
         when a frame is not well-formed msgpack (the caller then decodes each blob on its
         own, which names what is wrong).
 
-        Each payload is unpacked alone, as plain msgpack: no extension type is decoded (one
-        comes as ``msgpack.ExtType``, a timestamp as ``msgpack.Timestamp``), which ``many``
-        never builds; and a payload that is not exactly one value raises, so no frame is
-        read from bytes that belong to another. Every frame ``many`` does not build is
-        decoded by :meth:`loads` from its blob, with everything ``loads`` checks.
+        The payloads are unpacked as plain msgpack with arrays as tuples, a batch at a
+        time as one array: no extension type is decoded (one comes as
+        ``msgpack.ExtType``, a timestamp as ``msgpack.Timestamp``), which ``many`` never
+        builds. A payload that is not exactly one value makes the batch's array end before
+        its bytes or after them, which raises: the batch's payloads are then unpacked one
+        by one, and the one that is not a value raises (only two damaged frames whose
+        errors cancel exactly could read as whole ones, as damage inside a frame reads:
+        msgpack has no checksum). Every frame ``many`` does not build is decoded by
+        :meth:`loads` from its blob, with everything ``loads`` checks.
         """
         unpack = msgpack.unpackb
         values: list[Any] = []
         slow: list[int] = []
-        # a few frames at a time: their lists are freed (and their memory reused) before
+        # a few frames at a time: their tuples are freed (and their memory reused) before
         # the next are unpacked, where holding all of them costs more
         for at in range(0, len(payloads), _BATCH):
+            part = payloads[at : at + _BATCH]
             try:
-                done, others = many(list(map(unpack, payloads[at : at + _BATCH])))
+                # the batch's payloads as one msgpack array: one call, no per-frame one
+                # (-0.35k instructions per frame), arrays as tuples (one allocation each
+                # where a list takes two: -1k per chat message, unpacking and freeing)
+                frames = unpack(_ARRAY_OF[len(part)] + b"".join(part), use_list=False)
+            except Exception:
+                # a payload that is not exactly one value shifts the ones after it: the
+                # array then ends before the bytes do, or the bytes before the array,
+                # and each frame alone says which is wrong
+                try:
+                    frames = list(map(_unpack_arrays, part))
+                except Exception:
+                    return None
+            try:
+                done, others = many(frames)
             except Exception:
                 return None
             for i in others:

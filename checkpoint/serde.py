@@ -264,9 +264,10 @@ class Serde(_load.Loading):
                 to every read of a thread instead of decoding it again (see
                 :meth:`shareable`). Without it, instances are decoded for each read.
             decode_frames: with ``decode``: a batch decoder several classes may share
-                (the library's messages do): ``decode_frames(frames)`` takes a list of
-                ``[name, data]`` pairs, each unpacked as plain msgpack (an extension
-                type inside comes as ``msgpack.ExtType``), and returns their values and
+                (the library's messages do): ``decode_frames(frames)`` takes a sequence of
+                ``(name, data)`` pairs, each unpacked as plain msgpack with arrays as
+                tuples (an extension type inside comes as ``msgpack.ExtType``: a
+                tuple stored comes as one, a list stored as a tuple), and returns their values and
                 the positions of those it did not build; the serde decodes the frames at
                 those positions itself, as :meth:`loads` does. A long read then makes
                 one call for all its frames instead of one per frame.

@@ -527,3 +527,28 @@ async def test_a_single_connection_client_keeps_its_one_connection(
             assert cp is not None and cp.id == ids[-1] and cp.values["log"] == [0, 1, 2]
     finally:
         await saver.aclose()
+
+
+@pytest.mark.parametrize("wire", [True, False], ids=["hiredis-wire", "redis-py"])
+async def test_the_first_read_and_write_after_a_redis_restart_succeed(
+    private_redis: Any, redis_prefix: str, wire: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis crashes and comes back with its data, the saver not told: its next read and
+    its next step write succeed on their first try, on the hiredis wire and on redis-py's
+    own commands (redis-py 8.1's async pool handed out the dead connections: #4252)."""
+    if not wire:
+        monkeypatch.setattr(wire_module, "available", lambda: False)
+    saver = AsyncRedisSaver.from_url(private_redis.url, prefix=redis_prefix)
+    try:
+        ids = await grow(saver, "t", 2)
+        await asyncio.gather(*(saver.ahead("t") for _ in range(3)))
+        private_redis.crash()
+        await asyncio.to_thread(private_redis.start)
+        await asyncio.sleep(0.05)  # a serving process's loop sees the sockets close
+        assert await saver.ahead("t") == ids[-1]
+        step = write(ids[-1], 2)
+        await saver.aput("t", step, expected_head=ids[-1])
+        cp = await saver.aget("t")
+        assert cp is not None and cp.id == step.id
+    finally:
+        await saver.aclose()

@@ -410,3 +410,71 @@ def test_a_warm_turn_is_two_statements_and_a_long_one_reads_again(
     one.read_cache.clear()
     warm, cold = one.get("t"), two.get("t")
     assert warm is not None and cold is not None and warm.values == cold.values
+
+
+def test_a_pool_whose_connections_make_dicts_serves_the_saver(
+    postgres_url: str, pg_schema: str, pg: Any
+) -> None:
+    """A pool shared with code that wants dict rows (``row_factory=dict_row``, as
+    LangGraph's saver needs) serves the savers too: they read tuples whatever the
+    connections' row factory."""
+    import psycopg_pool
+    from psycopg.rows import dict_row
+
+    ids = chain(pg(), "t", 3)
+    pool = psycopg_pool.ConnectionPool(
+        postgres_url, kwargs={"autocommit": True, "row_factory": dict_row}, open=True
+    )
+    saver = PostgresSaver(pool, schema=pg_schema)
+    try:
+        assert saver.head("t") == ids[-1]
+        cp = saver.get("t")
+        assert cp is not None and cp.values["log"] == [0, 1, 2]
+        step = write(ids[-1], {"log": ("append", [3])}, step=3)
+        saver.put("t", step, expected_head=ids[-1])
+        assert [c.id for c in saver.list("t")] == [step.id, *ids[::-1]]
+    finally:
+        pool.close()
+
+
+async def test_an_async_pool_whose_connections_make_dicts_serves_the_saver(
+    postgres_url: str, pg_schema: str, pg: Any
+) -> None:
+    """:func:`test_a_pool_whose_connections_make_dicts_serves_the_saver`, async."""
+    import psycopg_pool
+    from psycopg.rows import dict_row
+
+    ids = chain(pg(), "t", 3)
+    pool = psycopg_pool.AsyncConnectionPool(
+        postgres_url, kwargs={"autocommit": True, "row_factory": dict_row}, open=False
+    )
+    await pool.open()
+    saver = AsyncPostgresSaver(pool, schema=pg_schema)
+    try:
+        assert await saver.ahead("t") == ids[-1]
+        cp = await saver.aget("t")
+        assert cp is not None and cp.values["log"] == [0, 1, 2]
+        step = write(ids[-1], {"log": ("append", [3])}, step=3)
+        await saver.aput("t", step, expected_head=ids[-1])
+        assert [c.id for c in await saver.alist("t")] == [step.id, *ids[::-1]]
+    finally:
+        await pool.close()
+
+
+def test_the_cursors_a_connection_keeps_hold_no_long_read(pg: Any) -> None:
+    """A pooled connection keeps its statements' cursors (a new one costs more than a
+    small statement), but not one that fetched a long read: it would hold those rows
+    until its next run."""
+    from checkpoint.postgres import _cursors
+
+    chain(pg(), "t", 100)
+    cold = pg()
+    cp = cold.get("t")
+    assert cp is not None and cp.values["log"] == list(range(100))
+    held = [
+        cur.pgresult.ntuples
+        for kept in list(_cursors._cursors.values())
+        for cur in kept.values()
+        if cur.pgresult is not None
+    ]
+    assert held and max(held) <= _cursors.ROWS_KEPT, held

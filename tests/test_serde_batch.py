@@ -177,3 +177,52 @@ def test_tool_calls_come_back_as_tool_calls() -> None:
     message = AssistantMessage("", tool_calls=[ToolCall(id="c", name="t", arguments="{}")])
     got = default_serde.loads_all([default_serde.dumps(message)] * 3)
     assert got == [message] * 3
+
+
+def shape(value: Any) -> Any:
+    """The types of ``value`` and of everything inside it (a message: its fields)."""
+    if hasattr(value, "__pydantic_fields_set__"):
+        return (type(value), {k: shape(v) for k, v in value.__dict__.items()})
+    if isinstance(value, dict):
+        return (type(value), {k: shape(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return (type(value), [shape(v) for v in value])
+    return type(value)
+
+
+def test_lists_and_tuples_inside_metadata_keep_their_types_in_a_batch() -> None:
+    """A batch unpacks arrays as tuples: a list stored at any depth of the metadata still
+    reads back as a (read-only) list and a tuple stored as a tuple, as ``loads`` reads
+    them alone, and tool calls as tool calls."""
+    metadata = {"a": [1, [2, {"b": [3, []]}]], "t": (1, [2]), "u": {"k": [4]}, "e": []}
+    messages = [
+        UserMessage("hi", id="u", metadata=metadata),
+        AssistantMessage(
+            "yes",
+            id="a",
+            metadata=metadata,
+            tool_calls=[ToolCall(id="c", name="f", arguments="{}")],
+        ),
+        ToolResponseMessage("42", id="t", tool_call_id="c", name="f", metadata=metadata),
+        SystemMessage("be brief", id="s", metadata=metadata),
+    ]
+    blobs = [default_serde.dumps(m) for m in messages] * 100
+    batch = default_serde.loads_all(blobs)
+    alone = loads_each(default_serde, blobs)
+    assert batch == alone
+    assert [shape(m) for m in batch] == [shape(m) for m in alone]
+    assert type(batch[0].metadata["a"][1][1]["b"]) is type(alone[0].metadata["a"][1][1]["b"])
+    assert type(batch[0].metadata["t"]) is tuple
+
+
+def test_a_frame_with_bytes_after_its_value_is_refused_in_a_batch() -> None:
+    """A frame holding one value and more bytes after it shifts the batch's frames after
+    it: the batch is refused as ``loads`` refuses that frame alone."""
+    extra = _ext(_ENCODED, msgpack.packb([U, ["hi", "u1", {}]]) + msgpack.packb(1))
+    blobs = [frame(U, [f"q{i}", f"id{i}", {}]) for i in range(10)]
+    blobs.insert(5, extra)
+    with pytest.raises(SerializationError) as alone:
+        default_serde.loads(extra)
+    with pytest.raises(SerializationError) as batch:
+        default_serde.loads_all(blobs)
+    assert str(batch.value) == str(alone.value)

@@ -173,3 +173,46 @@ def test_equal_spellings_of_a_namespace_and_key_read_the_item(lt_store: BaseStor
         assert item.namespace == ns and item.key == "tea"
         item.value["text"] = "changed"
     assert lt_store.get(ns, "tea").value == {"text": "green"}  # type: ignore[union-attr]
+
+
+def test_a_get_on_a_held_namespace_refuses_bad_keys(lt_store: BaseStore) -> None:
+    """The lock-free lookup of a get must not answer ``None`` (or raise ``TypeError``) for
+    a key the general path refuses."""
+    ns = _warm(lt_store)
+    for key in ("", 5, None, ["warm"], ("warm",)):
+        with pytest.raises(StoreError):
+            lt_store.get(ns, key)  # type: ignore[arg-type]
+
+
+def test_a_get_during_updates_of_its_key_always_finds_it() -> None:
+    """An update moves its key (pop, then store): a get in between, without the lock, must
+    look again under it rather than answer that an existing item is missing."""
+    import sys
+    import threading
+
+    from checkpoint.store import MemoryStore
+
+    store = MemoryStore()
+    ns = ("race", "u1")
+    store.put(ns, "k", {"n": 0})
+    store.put(ns, "other", {"n": 0})
+    done = threading.Event()
+
+    def write() -> None:
+        for i in range(20_000):
+            store.put(ns, "k", {"n": i})
+        done.set()
+
+    writer = threading.Thread(target=write)
+    missed = 0
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so gets land inside updates
+    try:
+        writer.start()
+        while not done.is_set():
+            if store.get(ns, "k") is None:
+                missed += 1
+        writer.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert missed == 0

@@ -31,7 +31,7 @@ def dialect(schema: str) -> Dialect:
     quoted = '"' + schema.replace('"', '""') + '"'
     return Dialect(
         name="PostgreSQL",
-        param="%s",
+        param="%b",
         blob="BYTEA",
         real="DOUBLE PRECISION",
         bigint="BIGINT",

@@ -16,6 +16,7 @@ from checkpoint.postgres._common import (
     first_connection,
     storage_error,
 )
+from checkpoint.postgres._cursors import cursor_for, let_go
 
 if TYPE_CHECKING:
     import psycopg
@@ -128,11 +129,13 @@ def _perform(conn: psycopg.Connection[Any], *, op: Stmt | tuple[Stmt, ...]) -> A
 
 
 def _execute_stmt(conn: psycopg.Connection[Any], stmt: Stmt) -> Any:
-    cur = conn.cursor()
     if stmt.many:
-        cur.executemany(stmt.sql, stmt.params)
+        conn.cursor(binary=True).executemany(stmt.sql, stmt.params)
         return None
+    cur = cursor_for(conn, stmt.sql)
     cur.execute(stmt.sql, stmt.params)
     if stmt.result == "rows":
-        return cur.fetchall()
+        rows = cur.fetchall()
+        let_go(conn, stmt.sql, len(rows))
+        return rows
     return cur.rowcount if stmt.result == "count" else None

@@ -17,6 +17,7 @@ from checkpoint.postgres._common import (
     errors,
     storage_error,
 )
+from checkpoint.postgres._cursors import cursor_for, let_go
 
 if TYPE_CHECKING:
     import psycopg
@@ -131,11 +132,13 @@ async def _perform(conn: psycopg.AsyncConnection[Any], *, op: Stmt | tuple[Stmt,
 
 
 async def _execute_stmt(conn: psycopg.AsyncConnection[Any], stmt: Stmt) -> Any:
-    cur = conn.cursor()
     if stmt.many:
-        await cur.executemany(stmt.sql, stmt.params)
+        await conn.cursor(binary=True).executemany(stmt.sql, stmt.params)
         return None
+    cur = cursor_for(conn, stmt.sql)
     await cur.execute(stmt.sql, stmt.params)
     if stmt.result == "rows":
-        return await cur.fetchall()
+        rows = await cur.fetchall()
+        let_go(conn, stmt.sql, len(rows))
+        return rows
     return cur.rowcount if stmt.result == "count" else None

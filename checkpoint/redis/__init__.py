@@ -18,11 +18,13 @@ Only ordinary data commands and ``EVALSHA``/``EVAL`` are used.
 The package: ``_keys`` (key names and escaping), ``_scripts`` (the Lua), ``_programs``
 (every operation as a program of commands, no I/O), ``_wire`` (the lean connections
 scripts travel on), this module (the sync saver) and ``aio`` (the async one).
+:func:`async_client` makes the async clients they use (and the server's) from a URL.
 """
 
 from __future__ import annotations
 
+from checkpoint.redis._client import async_client
 from checkpoint.redis._sync import RedisSaver
 from checkpoint.redis.aio import AsyncRedisSaver
 
-__all__ = ["AsyncRedisSaver", "RedisSaver"]
+__all__ = ["AsyncRedisSaver", "RedisSaver", "async_client"]

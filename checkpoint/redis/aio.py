@@ -10,6 +10,7 @@ from redis.exceptions import RedisError
 
 from checkpoint._program import AsyncOnly, AsyncProgramSaver, Program, adrive
 from checkpoint.redis import _wire
+from checkpoint.redis._client import async_client
 from checkpoint.redis._common import RedisBase, storage_error
 from checkpoint.redis._programs import (
     Command,
@@ -41,7 +42,7 @@ class AsyncRedisSaver(
 
     @staticmethod
     def _connect(url: str, **options: Any) -> aredis.Redis:
-        return aredis.Redis.from_url(url, **options)
+        return async_client(url, **options)
 
     async def _run(self, program: Program[T], *, write: bool | None, action: str) -> T:
         try:

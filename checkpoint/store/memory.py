@@ -123,9 +123,12 @@ class MemoryStore(BaseStore):
         # needs no lock (the GIL makes it atomic; a put replaces a record whole, never
         # edits its value; a miss while a put moves the key is looked up again below,
         # under the lock); only a TTL restart takes the lock
+        # Two lookups, namespace then key, not one keyed by a new (namespace, key) tuple:
+        # building, hashing and freeing that tuple cost more than the second lookup
+        # (callgrind: 1.6k against 1.2k instructions)
         try:
-            rec = self._order.get((namespace, key))
-        except TypeError:  # an unhashable label: refused by the check below
+            rec = self._data[namespace].get(key)
+        except (KeyError, TypeError):  # a namespace not held, or an unhashable label or key
             rec = None
         if rec is not None and rec.expires is None:
             # Item built inline: a call to a constructor was a third of this path

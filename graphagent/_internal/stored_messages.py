@@ -14,7 +14,7 @@ message to every read of a thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -73,16 +73,18 @@ _PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
 _CANNOT = object()  # _freeze's answer for a value it cannot make read-only
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(value: Any, arrays: bool = False) -> Any:
     """``value`` (decoded metadata) with its dicts and lists read-only; ``_CANNOT`` when it
-    holds something else that could change (then the message keeps a plain dict)."""
+    holds something else that could change (then the message keeps a plain dict).
+    ``arrays``: unpacked with msgpack arrays as tuples (the batch decoder's frames), so
+    each tuple was a stored list and reads back as one."""
     cls = type(value)
     if cls is dict:
         frozen = None
         for key, item in value.items():
             if type(item) in _PLAIN:
                 continue
-            held = _freeze(item)
+            held = _freeze(item, arrays)
             if held is _CANNOT:
                 return _CANNOT
             if frozen is None:
@@ -94,21 +96,22 @@ def _freeze(value: Any) -> Any:
         for i, item in enumerate(items):
             if type(item) in _PLAIN:
                 continue
-            held = _freeze(item)
+            held = _freeze(item, arrays)
             if held is _CANNOT:
                 return _CANNOT
             items[i] = held
-        return _ReadOnlyList(items) if cls is list else tuple(items)
+        return _ReadOnlyList(items) if cls is list or arrays else tuple(items)
     if cls in _PLAIN or (cls is frozenset and all(type(v) in _PLAIN for v in value)):
         return value
     return _CANNOT
 
 
-def _metadata(stored: Any) -> Any:
+def _metadata(stored: Any, arrays: bool = False) -> Any:
     """Stored metadata made read-only, or ``None`` when it is not a map of text keys (the
     validated path then decides: it refuses it). ``stored`` is what this read decoded:
     when all of it can be made read-only, its changeable values are replaced in place
-    before it is copied read-only (one copy of it, not two)."""
+    before it is copied read-only (one copy of it, not two). ``arrays``: see
+    :func:`_freeze`."""
     if type(stored) is not dict:
         return None
     if not stored:
@@ -123,12 +126,12 @@ def _metadata(stored: Any) -> Any:
         if type(value) is dict:  # a map of plain values (usage counts): no call
             for item in value.values():
                 if type(item) not in _PLAIN:
-                    held = _freeze(value)
+                    held = _freeze(value, arrays)
                     break
             else:
                 held = ReadOnlyDict(value)
         else:
-            held = _freeze(value)
+            held = _freeze(value, arrays)
         if held is _CANNOT:
             cannot = True  # the keys are still checked: a key not a text is refused
         elif held is not value:
@@ -219,14 +222,15 @@ class _Shape:
         _MAKERS[cls] = maker(cls)
 
 
-def _calls(call: type[BaseModel], stored: Any) -> tuple[Any, ...] | None:
-    """Stored tool calls as ``call`` objects, or ``None`` when any is not three texts."""
-    if type(stored) is not list:
+def _calls(call: type[BaseModel], stored: Any, array: type[Any] = list) -> tuple[Any, ...] | None:
+    """Stored tool calls as ``call`` objects, or ``None`` when any is not three texts.
+    ``array``: the type msgpack unpacked arrays as (``tuple`` in the batch decoder)."""
+    if type(stored) is not array:
         return None
     names = _ALL_SET[call]
     triples = []
     for item in stored:
-        if type(item) is not list or len(item) != 3:
+        if type(item) is not array or len(item) != 3:
             return None
         cid, name, arguments = item
         if type(cid) is not str or type(name) is not str or type(arguments) is not str:
@@ -338,7 +342,7 @@ def _decoder(shape: _Shape, call_fields: tuple[str, ...]) -> Callable[[Any], Any
     return decode
 
 
-FramesDecoder = Callable[[list[Any]], tuple[list[Any], list[int]]]
+FramesDecoder = Callable[[Sequence[Any]], tuple[list[Any], list[int]]]
 
 
 def frames_decoder(
@@ -348,9 +352,10 @@ def frames_decoder(
     call: type[BaseModel],
     plain: Mapping[str, type[BaseModel]],
 ) -> FramesDecoder:
-    """The batch decoder of the serde (``decode_frames``): frames (each ``[name, stored
-    list]``, unpacked as plain msgpack) -> their values and the positions of those it did
-    not build (``None`` there: the serde decodes those frames alone).
+    """The batch decoder of the serde (``decode_frames``): frames (each ``(name, stored
+    tuple)``, unpacked as plain msgpack with arrays as tuples) -> their values and the
+    positions of those it did not build (``None`` there: the serde decodes those frames
+    alone).
 
     User messages, assistant messages, tool responses without parts and ``plain`` (name
     -> a class stored as ``content, id, metadata`` alone) are built here when they hold
@@ -367,7 +372,7 @@ def frames_decoder(
     metadata_of, empty, read_only, calls_of = _metadata, _EMPTY, ReadOnlyDict, _calls
     plain_sets = {name: (cls, _ALL_SET[cls]) for name, cls in plain.items()}
 
-    def decode_frames(frames: list[Any]) -> Any:
+    def decode_frames(frames: Sequence[Any]) -> Any:
         # each class's checked fields, built after the loop by one call per class; each
         # frame's value is then taken, in order, from its class's results (``order``
         # holds, per frame, the iterator to take it from: one C pass puts them together).
@@ -390,7 +395,7 @@ def frames_decoder(
                     content, mid, meta = stored
                     if type(content) is str is type(mid):
                         if meta or type(meta) is not dict:
-                            meta = metadata_of(meta)
+                            meta = metadata_of(meta, True)
                             if type(meta) is not read_only:
                                 meta = None
                         else:
@@ -410,12 +415,12 @@ def frames_decoder(
                     content, mid, meta, calls = stored[0], stored[1], stored[2], stored[3]
                     if type(content) is str is type(mid):
                         if meta or type(meta) is not dict:
-                            meta = metadata_of(meta)
+                            meta = metadata_of(meta, True)
                             if type(meta) is not read_only:
                                 meta = None
                         else:
                             meta = empty
-                        calls = () if calls == [] else calls_of(call, calls)
+                        calls = () if calls == () else calls_of(call, calls, tuple)
                         if meta is not None and calls is not None:
                             assistants.append(
                                 (
@@ -438,7 +443,7 @@ def frames_decoder(
                     if type(content) is str is type(mid) and type(call_id) is str is type(
                         tool_called
                     ):
-                        meta = metadata_of(meta) if meta or type(meta) is not dict else empty
+                        meta = metadata_of(meta, True) if meta or type(meta) is not dict else empty
                         if type(meta) is read_only:
                             tools.append(
                                 (
@@ -459,7 +464,7 @@ def frames_decoder(
             elif size == 3 and name in plain_sets:
                 content, mid, meta = stored
                 if type(content) is str is type(mid):
-                    meta = metadata_of(meta) if meta or type(meta) is not dict else empty
+                    meta = metadata_of(meta, True) if meta or type(meta) is not dict else empty
                     if type(meta) is read_only:
                         cls, names = plain_sets[name]
                         fields = {"content": content, "id": mid, "metadata": meta}

@@ -74,13 +74,22 @@ class PostgresCluster:
     ) -> None:
         from psycopg_pool import AsyncConnectionPool
 
+        from checkpoint.postgres import acheck_idle
+
         self.setups = tuple(setups)
         self.outage_ms = outage_ms
         self.url = url
         self.s = '"' + schema.replace('"', '""') + '"'
         self.channel = f"ga_{uuid.uuid5(uuid.NAMESPACE_URL, schema).hex[:12]}"
+        # the savers' check: after a restart, each idle pooled connection is dead, and
+        # without it each would fail one request before the pool noticed
         self.pool: Any = AsyncConnectionPool(
-            url, min_size=1, max_size=20, open=False, kwargs={"autocommit": True}
+            url,
+            min_size=1,
+            max_size=20,
+            open=False,
+            kwargs={"autocommit": True},
+            check=acheck_idle,
         )
         self._ready = False
         self._listener: asyncio.Task[None] | None = None

@@ -15,6 +15,7 @@ from typing import Any
 
 from redis import asyncio as aredis
 
+from checkpoint.redis import async_client
 from graphagent.server._docs import dumps
 from graphagent.server._events import END, RESULT, Event
 from graphagent.server._outage import OUTAGE_MS, Backoff
@@ -29,9 +30,7 @@ URL's own ``socket_timeout`` / ``socket_connect_timeout`` win."""
 
 def client_for(url: str) -> aredis.Redis:
     """A client of the cluster's Redis at ``url``, with explicit timeouts."""
-    return aredis.Redis.from_url(
-        url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT
-    )
+    return async_client(url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT)
 
 
 def blocking_ms(client: Any, wanted: int = 1000) -> int:

@@ -513,3 +513,75 @@ async def test_a_worker_takes_runs_again_after_its_postgres_connections_died(
             await service.saver.aclose()  # type: ignore[attr-defined]
             if service.store is not None:
                 service.store.close()
+
+
+async def test_an_api_servers_first_requests_after_its_postgres_connections_died(
+    postgres_url: str, pg_schema: str
+) -> None:
+    """Every connection of a PostgreSQL API server (its records' pool and the saver's) is
+    terminated while idle, as a database restart does: the next request of each kind
+    succeeds on its first try (no 500 for each dead pooled connection)."""
+    name = f"gatest_{uuid.uuid4().hex[:8]}"
+    sep = "&" if "?" in postgres_url else "?"
+    graph = StateGraph().add_node("n", lambda s: {}).add_edge(START, "n").add_edge("n", END)
+    api = postgres_service(
+        [graph.compile(name="g")],
+        f"{postgres_url}{sep}application_name={name}",
+        schema=pg_schema,
+        run=False,
+    )
+    await api.start()
+    try:
+        thread = await api.threads.create("", {})
+        tid = thread["thread_id"]
+        await api.saver.ahead(tid)  # type: ignore[attr-defined]
+        # several connections in the records' pool, all idle and then all dead
+        await asyncio.gather(*(api.docs.get("thread", tid) for _ in range(5)))
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            killed = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = %s",
+                (name,),
+            ).fetchall()
+        assert len(killed) >= 2
+        await asyncio.sleep(0.2)
+        for _ in range(5):
+            doc = await api.docs.get("thread", tid)
+            assert doc is not None and doc["thread_id"] == tid
+        assert await api.saver.ahead(tid) is None  # type: ignore[attr-defined]
+        assert (await api.threads.create("", {}))["thread_id"] != tid
+    finally:
+        await api.close()
+        await api.saver.aclose()  # type: ignore[attr-defined]
+        if api.store is not None:
+            api.store.close()
+
+
+async def test_an_api_servers_first_requests_after_a_redis_restart(private_redis: Any) -> None:
+    """Redis crashes and comes back (every pooled connection of the server dead, the
+    server not told): the next request of each kind succeeds on its first try. redis-py
+    8.1's async pool skips its check of a connection it hands out when maintenance
+    notifications are on, which they are by default (redis-py #4252)."""
+    graph = StateGraph().add_node("n", lambda s: {}).add_edge(START, "n").add_edge("n", END)
+    api = redis_service([graph.compile(name="g")], private_redis.url, prefix="restart", run=False)
+    await api.start()
+    try:
+        thread = await api.threads.create("", {})
+        tid = thread["thread_id"]
+        await api.saver.ahead(tid)  # type: ignore[attr-defined]
+        assert api.store is not None
+        await asyncio.to_thread(api.store.put, ("users", "u1"), "fact", {"likes": "tea"})
+        await asyncio.gather(*(api.docs.get("thread", tid) for _ in range(5)))
+        private_redis.crash()
+        await asyncio.to_thread(private_redis.start)
+        doc = await api.docs.get("thread", tid)
+        assert doc is not None and doc["thread_id"] == tid
+        assert await api.saver.ahead(tid) is None  # type: ignore[attr-defined]
+        item = await asyncio.to_thread(api.store.get, ("users", "u1"), "fact")
+        assert item is not None and item.value == {"likes": "tea"}
+        assert (await api.threads.create("", {}))["thread_id"] != tid
+    finally:
+        await api.close()
+        await api.saver.aclose()  # type: ignore[attr-defined]
+        if api.store is not None:
+            api.store.close()
