@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from itertools import islice
+from itertools import count, islice
 from typing import Any, cast
 
 from checkpoint import _layout as layout
@@ -191,13 +191,23 @@ class ReadCache:
 
 # what a read fetched of one branch: its slot, first index, items (_Raw where they could
 # change), how many are _Raw, their stored bytes, the index it handed on (or None) and
-# the items all decoded
-_Fetched = tuple[Slot, int, list[Any], int, int, "dict[Any, int] | None", list[Any]]
+# the items all decoded, and their ids as the decoder gave them (or None)
+_Fetched = tuple[
+    Slot, int, list[Any], int, int, "dict[Any, int] | None", list[Any], "list[Any] | None"
+]
 
 
-def _index(ids: dict[Any, int], items: Sequence[Any], at: int) -> None:
+def _index(
+    ids: dict[Any, int], items: Sequence[Any], at: int, keys: Sequence[Any] | None = None
+) -> None:
     """Add the position (from ``at``) of each of ``items`` with a text ``id`` to ``ids``
-    (what ``IndexedList`` promises: every message has an entry)."""
+    (what ``IndexedList`` promises: every message has an entry). ``keys``: the items' ids
+    as the batch decoder gave them (it built every item), so that
+    no message is asked for its id: pydantic's ``__getattr__`` hook makes ``message.id``
+    ~1k instructions, ~10M on a cold read of 10,000 messages."""
+    if keys is not None:
+        ids.update(zip(keys, count(at)))
+        return
     try:
         ids.update({item.id: i for i, item in enumerate(items, at)})
         return
@@ -292,7 +302,7 @@ class ReadPlan:
     def _build(self, blobs: Sequence[bytes | None]) -> dict[str, Any]:
         record, cache = self._record, self._cache
         serde = cache.serde
-        loads, loads_shared = serde.loads, serde.loads_shared
+        loads, loads_keyed = serde.loads, serde.loads_keyed
         it = iter(blobs)
         fresh_sets = {name[2:]: _present(next(it), "?") for name in self.singles}
         sets = {**self._sets, **fresh_sets} if fresh_sets else self._sets
@@ -332,17 +342,17 @@ class ReadPlan:
                 if len(got) < end - first or None in got:
                     _present(None, key)
                 chunk = cast("list[bytes]", got)
-                items, changeable = loads_shared(chunk)
+                items, changeable, keys = loads_keyed(chunk)
                 plain = items
                 if ids is not None:
-                    _index(ids, items, first - start)
+                    _index(ids, items, first - start, keys)
                 if changeable:
                     plain = list(items)
                     for i in changeable:
                         items[i] = _Raw(chunk[i])
                 new_raw = len(changeable)
                 size = sum(map(len, chunk))
-                fetched.append(((key, branch), first, items, new_raw, size, ids, plain))
+                fetched.append(((key, branch), first, items, new_raw, size, ids, plain, keys))
                 part.extend(items)
                 raw += new_raw
             if raw:
@@ -378,14 +388,15 @@ class ReadPlan:
                     if version not in held.sets:
                         held.sets[version] = blob
                         grown += len(blob)
-            for slot, first, items, raw, size, ids, plain in fetched:
+            for slot, first, items, raw, size, ids, plain, keys in fetched:
                 window = held.windows.get(slot)
                 if window is not None and window.lo <= first <= window.hi:
                     skip = window.hi - first  # another read may have extended it meanwhile
                     if skip < len(items):
                         more = items[skip:]
                         indexed = len(window.ids)
-                        _index(window.ids, plain[skip:], window.hi - window.lo)
+                        more_keys = keys[skip:] if keys is not None else None
+                        _index(window.ids, plain[skip:], window.hi - window.lo, more_keys)
                         window.items.extend(more)
                         window.raw += sum(1 for i in more if type(i) is _Raw) if raw else 0
                         share = size * len(more) // len(items)
@@ -400,7 +411,7 @@ class ReadPlan:
                 if ids is not None:
                     window.ids = ids.copy()
                 else:
-                    _index(window.ids, plain, 0)
+                    _index(window.ids, plain, 0, keys)
                 window.size = size + len(window.ids) * ReadCache.ID_ENTRY_BYTES
                 grown += window.size
             logs = self._record.logs

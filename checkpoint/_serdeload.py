@@ -46,9 +46,9 @@ _unpack_arrays = functools.partial(msgpack.unpackb, use_list=False)
 _LONE = "surrogatepass"
 
 _Decode = Callable[[Any], Any]
-# a batch decoder (see Serde.register): frames -> their values and the positions of those
-# it did not build (their values are the serde's to decode)
-FramesDecoder = Callable[[Sequence[Any]], tuple[list[Any], list[int]]]
+# a batch decoder (see Serde.register): frames -> their values, the positions of those it
+# did not build (their values are the serde's to decode) and each value's ``id``
+FramesDecoder = Callable[[Sequence[Any]], tuple[list[Any], list[int], list[Any]]]
 
 # Bumped by every registration anywhere, so a Serde knows when to merge its layers again.
 _registrations = [0]
@@ -94,17 +94,31 @@ class Loading:
         Raises:
             SerializationError: as :meth:`loads` would for the first blob it refuses.
         """
-        values, slow = self._loads_all(blobs)
-        if slow is None:
-            return values, self.unshareable(values)
-        if not slow:
-            return values, []
-        check = self.unshareable([values[i] for i in slow])
-        return values, [slow[i] for i in check]
+        values, changeable, _ = self.loads_keyed(blobs)
+        return values, changeable
 
-    def _loads_all(self, blobs: Sequence[bytes]) -> tuple[list[Any], list[int] | None]:
-        """The values of ``blobs`` and the positions among them a batch decoder did not
-        build (``None``: any may be unshareable)."""
+    def loads_keyed(self, blobs: Sequence[bytes]) -> tuple[list[Any], list[int], list[Any] | None]:
+        """:meth:`loads_shared`, and each value's ``id`` as the batch decoder said, when
+        it built every value (else ``None``): the read cache indexes a log's messages by
+        id without asking each message for it (pydantic's ``__getattr__`` hook makes
+        ``message.id`` cost ~1k instructions).
+
+        Raises:
+            SerializationError: as :meth:`loads` would for the first blob it refuses.
+        """
+        values, slow, keys = self._loads_all(blobs)
+        if slow is None:
+            return values, self.unshareable(values), None
+        if not slow:
+            return values, [], keys
+        check = self.unshareable([values[i] for i in slow])
+        return values, [slow[i] for i in check], None
+
+    def _loads_all(
+        self, blobs: Sequence[bytes]
+    ) -> tuple[list[Any], list[int] | None, list[Any] | None]:
+        """The values of ``blobs``, the positions among them a batch decoder did not build
+        (``None``: any may be unshareable) and the ids it gave (``None`` with them)."""
         if self._seen != _registrations[0]:
             self._current()
         # a long batch makes several objects per message, none of them in a cycle: the
@@ -128,8 +142,8 @@ class Loading:
                     if 255 not in joined:
                         decoded = self._frames(joined, list(accumulate(map(len, payloads))))
                         if decoded is not None:
-                            return decoded, None
-            return self._loads_each(blobs), None
+                            return decoded, None, None
+            return self._loads_each(blobs), None, None
         finally:
             if pause:
                 gc.enable()
@@ -177,9 +191,10 @@ class Loading:
 
     def _batch(
         self, many: FramesDecoder, blobs: Sequence[bytes], payloads: list[bytes]
-    ) -> tuple[list[Any], list[int]] | None:
+    ) -> tuple[list[Any], list[int], list[Any]] | None:
         """The values of ``blobs`` (whose frames' payloads are ``payloads``) through the
-        batch decoder ``many`` and the positions of those it did not build, or ``None``
+        batch decoder ``many``, the positions of those it did not build and the ids it
+        gave (``None`` at those positions), or ``None``
         when a frame is not well-formed msgpack (the caller then decodes each blob on its
         own, which names what is wrong).
 
@@ -196,6 +211,7 @@ class Loading:
         unpack = msgpack.unpackb
         values: list[Any] = []
         slow: list[int] = []
+        keys: list[Any] = []
         # a few frames at a time: their tuples are freed (and their memory reused) before
         # the next are unpacked, where holding all of them costs more
         for at in range(0, len(payloads), _BATCH):
@@ -214,14 +230,18 @@ class Loading:
                 except Exception:
                     return None
             try:
-                done, others = many(frames)
+                done, others, ids = many(frames)
             except Exception:
+                return None
+            if len(ids) != len(done):
                 return None
             for i in others:
                 done[i] = self.loads(blobs[at + i])
+                ids[i] = None  # not the decoder's: its id is the value's to say
                 slow.append(at + i)
             values += done
-        return values, slow
+            keys += ids
+        return values, slow, keys
 
     def _unpacker(self, joined: bytes) -> msgpack.Unpacker:
         """An unpacker fed ``joined``: what a frame nested in a message's frame needs."""

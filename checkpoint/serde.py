@@ -267,10 +267,11 @@ class Serde(_load.Loading):
                 (the library's messages do): ``decode_frames(frames)`` takes a sequence of
                 ``(name, data)`` pairs, each unpacked as plain msgpack with arrays as
                 tuples (an extension type inside comes as ``msgpack.ExtType``: a
-                tuple stored comes as one, a list stored as a tuple), and returns their values and
-                the positions of those it did not build; the serde decodes the frames at
-                those positions itself, as :meth:`loads` does. A long read then makes
-                one call for all its frames instead of one per frame.
+                tuple stored comes as one, a list stored as a tuple), and returns their values,
+                the positions of those it did not build and each value's ``id`` attribute
+                (a list as long as the values; anything at those positions); the serde
+                decodes the frames at those positions itself, as :meth:`loads` does. A
+                long read then makes one call for all its frames instead of one per frame.
 
         Raises:
             SerializationError: ``cls`` is not a supported kind, the name is taken, or

@@ -585,3 +585,37 @@ def test_a_message_id_seen_before_replaces_on_a_warm_turn_on_every_saver(
     texts = [m.text for m in out["messages"]]
     assert texts.count("forked again") == 1 and "forked" not in texts
     saver.delete_thread("t")
+
+
+@pytest.mark.parametrize("with_parts", [False, True], ids=["all-batch-built", "one-validated"])
+def test_the_id_index_of_a_cold_and_a_warm_read_names_every_message_at_its_position(
+    with_parts: bool,
+) -> None:
+    """The read cache indexes a log's messages by the ids the batch decoder gives (not by
+    asking each message): the index of a cold read, and of a warm read extending it, is
+    exactly ``{m.id: position}``, whatever mix of classes the batch built (and with a
+    message it left to validation, user parts, among them)."""
+    from graphagent.messages import ImagePart, SystemMessage, ToolResponseMessage
+
+    mixed: list[Any] = [SystemMessage("be brief", id="s0")]
+    for i in range(300):  # more than one decoder batch (256 frames)
+        mixed.append(UserMessage(f"q{i}", id=f"u{i}", metadata={"n": i} if i % 3 else {}))
+        calls = (ToolCall(id=f"c{i}", name="t", arguments="{}"),) if i % 2 else ()
+        mixed.append(AssistantMessage(f"a{i}", id=f"a{i}", tool_calls=calls))
+        if calls:
+            mixed.append(ToolResponseMessage("ok", id=f"t{i}", tool_call_id=f"c{i}", name="t"))
+    if with_parts:
+        mixed.insert(7, UserMessage("look", id="p0", parts=(ImagePart(url="http://x/y.png"),)))
+    saver = MemorySaver()
+    app = chat(saver, extras=False)
+    app.invoke({"messages": mixed}, {"thread_id": "t"})
+    for fresh in (True, False):  # a cold read, then a warm one extending its window
+        if fresh:
+            saver.read_cache = ReadCache(saver.serde)
+        else:
+            turn(app, "t", "one more")
+        got = saver.get("t")
+        assert got is not None
+        log = got.values["messages"]
+        assert log.ids == {m.id: i for i, m in enumerate(log)}
+        assert [m.id for m in log[: len(mixed)]] == [m.id for m in mixed]

@@ -342,7 +342,7 @@ def _decoder(shape: _Shape, call_fields: tuple[str, ...]) -> Callable[[Any], Any
     return decode
 
 
-FramesDecoder = Callable[[Sequence[Any]], tuple[list[Any], list[int]]]
+FramesDecoder = Callable[[Sequence[Any]], tuple[list[Any], list[int], list[Any]]]
 
 
 def frames_decoder(
@@ -353,9 +353,11 @@ def frames_decoder(
     plain: Mapping[str, type[BaseModel]],
 ) -> FramesDecoder:
     """The batch decoder of the serde (``decode_frames``): frames (each ``(name, stored
-    tuple)``, unpacked as plain msgpack with arrays as tuples) -> their values and the
+    tuple)``, unpacked as plain msgpack with arrays as tuples) -> their values, the
     positions of those it did not build (``None`` there: the serde decodes those frames
-    alone).
+    alone) and each value's id (``None`` at those positions), which the read cache
+    indexes without asking each message (pydantic's ``__getattr__`` hook makes
+    ``message.id`` cost ~1k instructions).
 
     User messages, assistant messages, tool responses without parts and ``plain`` (name
     -> a class stored as ``content, id, metadata`` alone) are built here when they hold
@@ -388,6 +390,8 @@ def frames_decoder(
         from_tools, from_others = iter(made_tools), iter(others)
         order: list[Any] = []
         slow: list[int] = []
+        keys: list[Any] = []
+        key = keys.append
         for name, stored in frames:
             size = len(stored)
             if name == user_name:
@@ -409,6 +413,7 @@ def frames_decoder(
                                 )
                             )
                             order.append(from_users)
+                            key(mid)
                             continue
             elif name == assistant_name:
                 if size == 4 or (size == 5 and type(stored[4]) is str):
@@ -436,6 +441,7 @@ def frames_decoder(
                                 )
                             )
                             order.append(from_assistants)
+                            key(mid)
                             continue
             elif name == tool_name:
                 if size == 5:
@@ -460,6 +466,7 @@ def frames_decoder(
                                 )
                             )
                             order.append(from_tools)
+                            key(mid)
                             continue
             elif size == 3 and name in plain_sets:
                 content, mid, meta = stored
@@ -470,8 +477,10 @@ def frames_decoder(
                         fields = {"content": content, "id": mid, "metadata": meta}
                         others.append(_MAKERS[cls]([(fields, None, names)])[0])
                         order.append(from_others)
+                        key(mid)
                         continue
             slow.append(len(order))
+            key(None)
             others.append(None)
             order.append(from_others)
         if users:
@@ -480,7 +489,7 @@ def frames_decoder(
             made_assistants += make_assistants(assistants)
         if tools:
             made_tools += make_tools(tools)
-        return list(map(next, order)), slow
+        return list(map(next, order)), slow, keys
 
     return decode_frames
 
