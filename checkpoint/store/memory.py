@@ -126,10 +126,12 @@ class MemoryStore(BaseStore):
         # Two lookups, namespace then key, not one keyed by a new (namespace, key) tuple:
         # building, hashing and freeing that tuple cost more than the second lookup
         # (callgrind: 1.6k against 1.2k instructions)
+        held: dict[str, _Rec] | None
         try:
-            rec = self._data[namespace].get(key)
+            held = self._data[namespace]
+            rec = held.get(key)
         except (KeyError, TypeError):  # a namespace not held, or an unhashable label or key
-            rec = None
+            held = rec = None
         if rec is not None and rec.expires is None:
             # Item built inline: a call to a constructor was a third of this path
             item = _new(Item)
@@ -140,7 +142,8 @@ class MemoryStore(BaseStore):
             item._updated = rec.updated
             item._ttl = True
             return item
-        namespace = core.check_namespace(namespace)
+        if held is None:  # a held namespace was checked when it was first put
+            namespace = core.check_namespace(namespace)
         core.check_key(key)
         with self._lock:
             items = self._data.get(namespace)
