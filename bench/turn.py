@@ -17,6 +17,10 @@ redis://127.0.0.1:6379/0, and ``DATABASE_URL``, else postgresql://127.0.0.1:5432
 rows whose server does not answer are skipped). ``--sizes 10,1000`` measures fewer sizes;
 ``--in-a-row 25`` also times 25 warm turns in a row at 1,000 messages on one thread, ours
 and LangGraph's, best and median (the best of many is least disturbed by a busy machine).
+Each of those turns starts after a garbage collection, so the database server has sat
+idle for a few milliseconds, as between a user's turns; ``--back-to-back`` collects once
+and sends the turns one after another instead (on a virtual machine, waking an idle
+server process costs a PostgreSQL turn about 1 ms: see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -212,8 +216,26 @@ def theirs(size: int, backend: Callable[[], Any]) -> float:
     return median(times)
 
 
+def in_turn(fn: Callable[[], Any], turns: int, back_to_back: bool) -> list[float]:
+    """``fn`` timed ``turns`` times, sorted: each after a collection (:func:`timed`), or
+    back to back with the collector off for the whole row."""
+    if not back_to_back:
+        return sorted(timed(fn) for _ in range(turns))
+    gc.collect()
+    gc.disable()
+    try:
+        out = []
+        for _ in range(turns):
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+    finally:
+        gc.enable()
+    return sorted(out)
+
+
 def in_a_row(
-    turns: int, size: int, ours_saver: Any, backend: Callable[[], Any]
+    turns: int, size: int, ours_saver: Any, backend: Callable[[], Any], back_to_back: bool = False
 ) -> tuple[tuple[float, float], tuple[float, float]]:
     """``turns`` warm turns in a row on one thread of ``size`` messages, ours and
     LangGraph's: (best, median) seconds each. The best turn of many is the figure a busy
@@ -224,8 +246,8 @@ def in_a_row(
     cfg: dict[str, Any] = {"thread_id": f"row-{uuid.uuid4().hex[:8]}"}
     app.invoke({"messages": history(size)}, cfg)
     app.invoke({"messages": [UserMessage("warm-up")]}, cfg)
-    mine = sorted(
-        timed(lambda: app.invoke({"messages": [UserMessage("next")]}, cfg)) for _ in range(turns)
+    mine = in_turn(
+        lambda: app.invoke({"messages": [UserMessage("next")]}, cfg), turns, back_to_back
     )
     ours_saver.delete_thread(cfg["thread_id"])
     with backend() as saver:
@@ -233,9 +255,10 @@ def in_a_row(
         lcfg = {"configurable": {"thread_id": "lg-row"}}
         lg.invoke({"messages": their_history(size)}, lcfg, durability="sync")
         lg.invoke({"messages": [HumanMessage("warm-up")]}, lcfg, durability="sync")
-        other = sorted(
-            timed(lambda: lg.invoke({"messages": [HumanMessage("next")]}, lcfg, durability="sync"))
-            for _ in range(turns)
+        other = in_turn(
+            lambda: lg.invoke({"messages": [HumanMessage("next")]}, lcfg, durability="sync"),
+            turns,
+            back_to_back,
         )
     return (mine[0], median(mine)), (other[0], median(other))
 
@@ -296,6 +319,11 @@ def main() -> None:
         metavar="N",
         help="also time N warm turns in a row at 1,000 messages, ours and LangGraph's "
         "(memory, SQLite, PostgreSQL): best and median",
+    )
+    parser.add_argument(
+        "--back-to-back",
+        action="store_true",
+        help="with --in-a-row: no collection (and so no idle gap) between the turns",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -391,12 +419,13 @@ def main() -> None:
                 )
 
     if args.in_a_row and have_langgraph() and not args.no_langgraph:
-        row_turns(args.in_a_row)
+        row_turns(args.in_a_row, args.back_to_back)
 
 
-def row_turns(turns: int) -> None:
+def row_turns(turns: int, back_to_back: bool = False) -> None:
     """The ``--in-a-row`` table."""
-    print(f"\n{turns} warm turns in a row at 1,000 messages, best / median ms:")
+    how = "back to back" if back_to_back else "each after a collection"
+    print(f"\n{turns} warm turns in a row at 1,000 messages ({how}), best / median ms:")
     with sqlite_file() as path:
         pairs: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
             ("memory", MemorySaver, lg_memory),
@@ -416,7 +445,7 @@ def row_turns(turns: int) -> None:
             if name == "PostgreSQL":
                 saver.setup()
             try:
-                (mb, mm), (tb, tm) = in_a_row(turns, 1000, saver, backend)
+                (mb, mm), (tb, tm) = in_a_row(turns, 1000, saver, backend, back_to_back)
             finally:
                 if hasattr(saver, "close"):
                     saver.close()
