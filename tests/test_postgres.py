@@ -478,3 +478,20 @@ def test_the_cursors_a_connection_keeps_hold_no_long_read(pg: Any) -> None:
         if cur.pgresult is not None
     ]
     assert held and max(held) <= _cursors.ROWS_KEPT, held
+
+
+def test_packed_arrays_arrive_as_sent(postgres_url: str) -> None:
+    """The arrays the savers pack themselves (``bytea[]``, ``text[]``) reach the server
+    byte for byte: NUL, quotes, braces, backslashes, commas, non-UTF-8 bytes, long and
+    empty elements; an empty list and a list of other values are psycopg's to send."""
+    from checkpoint.postgres._cursors import cursor_for, packed
+
+    blobs = [b"", b"\x00", b'"{a,b}"\\', b"\xff\xfe" * 3000, "é|x|1".encode(), b"NULL"]
+    texts = ["", "a,b", '"q"', "{x}", "\\", "é ✓ \U0001f600", "NULL"]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        sql = "SELECT %b::bytea[], %b::text[], %b::bytea[], %b::int[], cardinality(%b::text[])"
+        params = packed([blobs, texts, [], [1, 2], texts])
+        assert type(params[0]) is not list and type(params[1]) is not list
+        assert params[2] == [] and params[3] == [1, 2]
+        row = cursor_for(conn, sql).execute(sql, params).fetchone()
+        assert row == (blobs, texts, [], [1, 2], len(texts))

@@ -16,7 +16,7 @@ from checkpoint.postgres._common import (
     first_connection,
     storage_error,
 )
-from checkpoint.postgres._cursors import cursor_for, let_go
+from checkpoint.postgres._cursors import cursor_for, let_go, packed
 
 if TYPE_CHECKING:
     import psycopg
@@ -133,7 +133,7 @@ def _execute_stmt(conn: psycopg.Connection[Any], stmt: Stmt) -> Any:
         conn.cursor(binary=True).executemany(stmt.sql, stmt.params)
         return None
     cur = cursor_for(conn, stmt.sql)
-    cur.execute(stmt.sql, stmt.params)
+    cur.execute(stmt.sql, packed(stmt.params))
     if stmt.result == "rows":
         rows = cur.fetchall()
         let_go(conn, stmt.sql, len(rows))

@@ -17,7 +17,7 @@ from checkpoint.postgres._common import (
     errors,
     storage_error,
 )
-from checkpoint.postgres._cursors import cursor_for, let_go
+from checkpoint.postgres._cursors import cursor_for, let_go, packed
 
 if TYPE_CHECKING:
     import psycopg
@@ -136,7 +136,7 @@ async def _execute_stmt(conn: psycopg.AsyncConnection[Any], stmt: Stmt) -> Any:
         await conn.cursor(binary=True).executemany(stmt.sql, stmt.params)
         return None
     cur = cursor_for(conn, stmt.sql)
-    await cur.execute(stmt.sql, stmt.params)
+    await cur.execute(stmt.sql, packed(stmt.params))
     if stmt.result == "rows":
         rows = await cur.fetchall()
         let_go(conn, stmt.sql, len(rows))

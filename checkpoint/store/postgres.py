@@ -239,8 +239,19 @@ class PostgresStore(SqlStore):
 
     def _run(self, prepared: Sequence[Any]) -> list[Any]:
         # one op is one statement (atomic on its own); several share a transaction
-        with self._locked(len(prepared) > 1):
-            return [self._one(op, self._now()) for op in prepared]
+        if len(prepared) != 1:
+            with self._locked(True):
+                return [self._one(op, self._now()) for op in prepared]
+        # the usual lone op: the lock taken by hand (a @contextmanager's generator is
+        # several thousand instructions a call)
+        lock = self._lock
+        lock.acquire()
+        try:
+            if not self._ready:
+                self._ensure()
+            return [self._one(prepared[0], self._now())]
+        finally:
+            lock.release()
 
     def _path_sql(self, cond: core.Condition) -> tuple[str, list[Any]]:
         kind, op = cond.kind, cond.op
