@@ -94,8 +94,6 @@ class PostgresStore(SqlStore):
         where = f'"{schema}".' if schema else ""
         self.table = f"{where}graphagent_store"
         self.vectors = f"{where}graphagent_store_vectors"
-        conn.autocommit = True
-        self.conn = conn
         import psycopg
 
         self._error = psycopg.Error  # for get, which imports nothing per call
@@ -104,6 +102,15 @@ class PostgresStore(SqlStore):
             f"SELECT value, created_at, updated_at, ttl_minutes FROM {self.table} "
             "WHERE ns = %s AND key = %s AND (expires_at IS NULL OR expires_at > %s)"
         )
+        self._url: str | None = None  # from_url's: a dead connection is replaced
+        self._query_oid: int | None = None  # pgvector's vector type, once set up
+        self._attach(conn)
+        self._ready = False
+        self._in_tx = False
+
+    def _attach(self, conn: psycopg.Connection[Any]) -> None:
+        conn.autocommit = True
+        self.conn = conn
         # get's own cursor and one for every other statement, both used under the lock:
         # executing on a kept cursor skips psycopg's new cursor and type adapters (a
         # third of the client's work for a get); JSONB arrives through the C scanner
@@ -111,9 +118,42 @@ class PostgresStore(SqlStore):
         self._cursor = conn.cursor()
         for cur in (self._get_cursor, self._cursor):
             _jsonb_as_text(cur)
-        self._ready = False
-        self._in_tx = False
+        if self._query_oid is not None:
+            self._cursor.adapters.register_dumper(Query, query_dumper(self._query_oid))
         self._ef_search = 40  # pgvector's default hnsw.ef_search, set per connection
+
+    def _revived(self) -> bool:
+        """Whether the connection was dead (a restart, a failover, an idle timeout) and a
+        new one now serves: only a store that made its own (``from_url``), and not inside
+        a transaction, whose earlier statements died with the connection. The failed
+        statement is then sent once more: the server ended that backend before running
+        it, and every statement but a delete's count is the same sent twice."""
+        conn = self.conn
+        if self._url is None or self._in_tx or not (conn.closed or conn.broken):
+            return False
+        import psycopg
+
+        try:
+            fresh = psycopg.connect(self._url, autocommit=True)
+        except psycopg.Error:
+            return False  # still down: the caller's error says so
+        conn.close()
+        self._attach(fresh)
+        return True
+
+    def _failed(self, exc: Exception) -> CheckpointStorageError:
+        conn = self.conn
+        if conn.closed or conn.broken:
+            how = (
+                "it reconnects on the next call once PostgreSQL answers"
+                if self._url is not None
+                else "a store on a connection you passed in cannot make another: give it "
+                "a new connection, or use PostgresStore.from_url(url), which reconnects"
+            )
+            return CheckpointStorageError(
+                f"PostgreSQL store failed: {exc} (the connection was lost; {how})"
+            )
+        return CheckpointStorageError(f"PostgreSQL store failed: {exc}")
 
     @classmethod
     def from_url(cls, url: str, *, schema: str | None = None, **kw: Any) -> Self:
@@ -124,7 +164,9 @@ class PostgresStore(SqlStore):
             conn = psycopg.connect(url, autocommit=True)
         except psycopg.Error as exc:
             raise CheckpointStorageError(f"cannot connect to PostgreSQL: {exc}") from exc
-        return cls(conn, schema=schema, **kw)
+        store = cls(conn, schema=schema, **kw)
+        store._url = url
+        return store
 
     @classmethod
     def from_conn_string(cls, conn_string: str, **kw: Any) -> Self:
@@ -185,7 +227,8 @@ class PostgresStore(SqlStore):
         pgv = PgVector(ext, self.index.dims)
         # searches send their query vector in binary, typed by the extension's own oid
         oid = self._rows("SELECT %s::regtype::oid", [pgv.any_vector])[0][0]
-        self._cursor.adapters.register_dumper(Query, query_dumper(int(oid)))
+        self._query_oid = int(oid)
+        self._cursor.adapters.register_dumper(Query, query_dumper(self._query_oid))
         name = f"graphagent_store_hnsw_{pgv.dims}"
         for sql in pgv.ddl(self.vectors, name):
             self._rows(sql)
@@ -201,12 +244,21 @@ class PostgresStore(SqlStore):
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         # callers hold the lock (or are setting the store up): one statement at a time
-        cur = self._cursor
         try:
+            cur = self._cursor
             cur.execute(sql, params)
+        except self._error as exc:
+            if not self._revived():
+                raise self._failed(exc) from exc
+            cur = self._cursor
+            try:
+                cur.execute(sql, params)
+            except self._error as again:
+                raise self._failed(again) from again
+        try:
             return cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
         except self._error as exc:
-            raise CheckpointStorageError(f"PostgreSQL store failed: {exc}") from exc
+            raise self._failed(exc) from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -306,7 +358,12 @@ class PostgresStore(SqlStore):
             try:
                 row = self._get_cursor.execute(self._get_sql, (code, escaped, now)).fetchone()
             except self._error as exc:
-                raise CheckpointStorageError(f"PostgreSQL store failed: {exc}") from exc
+                if not self._revived():
+                    raise self._failed(exc) from exc
+                try:
+                    row = self._get_cursor.execute(self._get_sql, (code, escaped, now)).fetchone()
+                except self._error as again:
+                    raise self._failed(again) from again
             if row is None:
                 return None
             raw, created, updated, ttl = row
