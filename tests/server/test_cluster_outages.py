@@ -477,6 +477,17 @@ async def test_a_run_stream_rides_out_redis_answering_nothing_past_socket_timeou
     await publisher.close()
 
 
+def _terminate(postgres_url: str, name: str) -> int:
+    """Terminate every connection whose application_name is ``name`` (this test's own,
+    as a restart or a failover would); how many there were."""
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        killed = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (name,),
+        ).fetchall()
+    return len(killed)
+
+
 async def test_a_worker_takes_runs_again_after_its_postgres_connections_died(
     postgres_url: str, pg_schema: str
 ) -> None:
@@ -494,13 +505,7 @@ async def test_a_worker_takes_runs_again_after_its_postgres_connections_died(
     await api.start()
     try:
         await asyncio.sleep(0.3)
-        with psycopg.connect(postgres_url, autocommit=True) as conn:
-            killed = conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE application_name = %s",
-                (name,),
-            ).fetchall()
-        assert len(killed) >= 2
+        assert _terminate(postgres_url, name) >= 2
         thread = await api.threads.create("", {})
         run = await api.runs.create("", thread["thread_id"], {"assistant_id": "g", "input": {}})
         await api.runs.submit(run)
@@ -537,13 +542,7 @@ async def test_an_api_servers_first_requests_after_its_postgres_connections_died
         await api.saver.ahead(tid)  # type: ignore[attr-defined]
         # several connections in the records' pool, all idle and then all dead
         await asyncio.gather(*(api.docs.get("thread", tid) for _ in range(5)))
-        with psycopg.connect(postgres_url, autocommit=True) as conn:
-            killed = conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE application_name = %s",
-                (name,),
-            ).fetchall()
-        assert len(killed) >= 2
+        assert _terminate(postgres_url, name) >= 2
         await asyncio.sleep(0.2)
         for _ in range(5):
             doc = await api.docs.get("thread", tid)
