@@ -242,19 +242,22 @@ class PostgresStore(SqlStore):
             )
         return pgv
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        # callers hold the lock (or are setting the store up): one statement at a time
+    def _execute(self, get: bool, sql: str, params: Sequence[Any]) -> psycopg.Cursor[Any]:
+        """``sql`` run on get's cursor or the other one, and sent once more on a new
+        connection when the first try found this one dead (see :meth:`_revived`)."""
         try:
-            cur = self._cursor
-            cur.execute(sql, params)
+            return (self._get_cursor if get else self._cursor).execute(sql, params)
         except self._error as exc:
             if not self._revived():
                 raise self._failed(exc) from exc
-            cur = self._cursor
-            try:
-                cur.execute(sql, params)
-            except self._error as again:
-                raise self._failed(again) from again
+        try:
+            return (self._get_cursor if get else self._cursor).execute(sql, params)
+        except self._error as again:
+            raise self._failed(again) from again
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        # callers hold the lock (or are setting the store up): one statement at a time
+        cur = self._execute(False, sql, params)
         try:
             return cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
         except self._error as exc:
@@ -355,15 +358,11 @@ class PostgresStore(SqlStore):
         try:
             if not self._ready:
                 self._ensure()
+            cur = self._execute(True, self._get_sql, (code, escaped, now))
             try:
-                row = self._get_cursor.execute(self._get_sql, (code, escaped, now)).fetchone()
+                row = cur.fetchone()
             except self._error as exc:
-                if not self._revived():
-                    raise self._failed(exc) from exc
-                try:
-                    row = self._get_cursor.execute(self._get_sql, (code, escaped, now)).fetchone()
-                except self._error as again:
-                    raise self._failed(again) from again
+                raise self._failed(exc) from exc
             if row is None:
                 return None
             raw, created, updated, ttl = row
