@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from _pgconns import terminate
 
 from checkpoint import (
     AsyncPostgresSaver,
@@ -200,20 +201,12 @@ def test_connections_killed_mid_run_are_replaced(
         f"{postgres_url}{sep}application_name={pg_schema}", schema=pg_schema
     )
 
-    def kill_connections() -> None:
-        with psycopg.connect(postgres_url, autocommit=True) as admin:
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE application_name = %s AND pid <> pg_backend_pid()",
-                (pg_schema,),
-            )
-
     done: list[str] = []
 
     def node(state: Any) -> dict[str, Any]:
         if not done:
             done.append("killed")
-            kill_connections()
+            terminate(postgres_url, pg_schema)
         return {"log": ["b"]}
 
     g = StateGraph({"log": AppendStrategy()})
@@ -281,23 +274,6 @@ def test_an_unreachable_server_names_the_cause_after_the_timeout() -> None:
         saver.close()
 
 
-def _kill(postgres_url: str, name: str) -> None:
-    """Terminate every connection of ``application_name`` ``name`` and wait until gone."""
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE application_name = %s AND pid <> pg_backend_pid()",
-            (name,),
-        )
-        for _ in range(100):
-            left = admin.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)
-            ).fetchone()
-            if left is not None and left[0] == 0:
-                return
-            time.sleep(0.02)
-
-
 def _chat(saver: Any) -> Any:
     def reply(state: Any) -> dict[str, Any]:
         return {"messages": [AssistantMessage(f"answer {len(state['messages'])}")]}
@@ -327,17 +303,17 @@ def test_connections_the_server_closed_while_idle_are_replaced(
         app = _chat(saver)
         cfg = {"thread_id": "t"}
         app.invoke({"messages": [UserMessage("one")]}, cfg)
-        _kill(postgres_url, pg_schema)
+        terminate(postgres_url, pg_schema)
         cp = saver.get("t")  # the read: retried
         assert cp is not None and [m.text for m in cp.values["messages"]] == ["one", "answer 1"]
-        _kill(postgres_url, pg_schema)
+        terminate(postgres_url, pg_schema)
         head = saver.head("t")
         step = write(head, {"messages": ("append", [UserMessage("two")])}, step=5)
-        _kill(postgres_url, pg_schema)
+        terminate(postgres_url, pg_schema)
         saver.put("t", step, expected_head=head)  # the one-statement write: retried
         assert saver.head("t") == step.id
         assert saver.list("t")[0].id == step.id
-        _kill(postgres_url, pg_schema)
+        terminate(postgres_url, pg_schema)
         out = app.invoke({"messages": [UserMessage("three")]}, cfg)
         assert [m.text for m in out["messages"]] == ["one", "answer 1", "two", "three", "answer 4"]
     finally:

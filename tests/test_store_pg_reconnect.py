@@ -4,30 +4,19 @@ next operation of each kind succeeds on its first try, on a new connection."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import psycopg
 import pytest
+from _pgconns import named_url, terminate
 
 from checkpoint import CheckpointStorageError, PostgresStore
-
-
-def _kill(postgres_url: str, name: str) -> int:
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-            (name,),
-        ).fetchall()
-    return len(rows)
 
 
 @pytest.fixture
 def named(postgres_url: str) -> tuple[str, str]:
     """A URL whose connections carry this test's own application name, and the name."""
-    name = f"gatest_{uuid.uuid4().hex[:8]}"
-    sep = "&" if "?" in postgres_url else "?"
-    return f"{postgres_url}{sep}application_name={name}", name
+    return named_url(postgres_url)
 
 
 @pytest.fixture
@@ -43,7 +32,7 @@ def test_each_operation_after_a_restart_succeeds_first_time(
 ) -> None:
     store.put(("users", "u1"), "fact", {"likes": "tea"})
     assert store.get(("users", "u1"), "fact") is not None
-    assert _kill(postgres_url, named[1]) == 1
+    assert terminate(postgres_url, named[1]) == 1
     if op == "get":
         item = store.get(("users", "u1"), "fact")
         assert item is not None and item.value == {"likes": "tea"}
@@ -69,7 +58,7 @@ async def test_the_async_methods_reconnect_too(
     store: PostgresStore, named: tuple[str, str], postgres_url: str
 ) -> None:
     await store.aput(("users", "u2"), "fact", {"likes": "tea"})
-    assert _kill(postgres_url, named[1]) == 1
+    assert terminate(postgres_url, named[1]) == 1
     item = await store.aget(("users", "u2"), "fact")
     assert item is not None and item.value == {"likes": "tea"}
 
@@ -83,7 +72,7 @@ def test_a_store_on_a_connection_of_yours_says_so_when_it_dies(
     store = PostgresStore(conn, schema=pg_schema)
     try:
         store.put(("a",), "k", {"v": 1})
-        _kill(postgres_url, named[1])
+        terminate(postgres_url, named[1])
         with pytest.raises(CheckpointStorageError, match="connection"):
             store.get(("a",), "k")
     finally:

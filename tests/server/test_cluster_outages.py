@@ -25,6 +25,7 @@ import httpx
 import psycopg
 import pytest
 import redis.asyncio as aredis
+from _pgconns import named_url, terminate
 from _serving import drop_prefix, drop_schema
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
@@ -89,6 +90,14 @@ async def events(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Any, Fau
 
 async def _read_all(reader: Any, run_id: str, after: str | None = "-1") -> list[Any]:
     return [(event, data) async for _, event, data in reader.read(run_id, after)]
+
+
+async def _shut(service: Service) -> None:
+    """Close a service, its saver and its store."""
+    await service.close()
+    await service.saver.aclose()  # type: ignore[attr-defined]
+    if service.store is not None:
+        service.store.close()
 
 
 _ERRORS = {
@@ -240,10 +249,7 @@ async def test_a_worker_takes_runs_again_after_a_redis_restart(private_redis: An
         doc = await service.docs.get("run", run["run_id"])
         assert doc is not None and doc["status"] == "success"
     finally:
-        await service.close()
-        await service.saver.aclose()  # type: ignore[attr-defined]
-        if service.store is not None:
-            service.store.close()
+        await _shut(service)
 
 
 # -- the lease renewal ----------------------------------------------------------------------
@@ -286,10 +292,7 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Service
     await service.start()
     yield service, gate
     gate.go.set()
-    await service.close()
-    await service.saver.aclose()  # type: ignore[attr-defined]
-    if service.store is not None:
-        service.store.close()
+    await _shut(service)
     if request.param == "redis":
         drop_prefix(url, prefix)
     else:
@@ -365,10 +368,7 @@ async def test_a_stream_past_the_outage_limit_ends_with_an_error_event(redis_url
     finally:
         gate.go.set()
         await http.aclose()
-        await service.close()
-        await service.saver.aclose()  # type: ignore[attr-defined]
-        if service.store is not None:
-            service.store.close()
+        await _shut(service)
         drop_prefix(redis_url, prefix)
 
 
@@ -477,17 +477,6 @@ async def test_a_run_stream_rides_out_redis_answering_nothing_past_socket_timeou
     await publisher.close()
 
 
-def _terminate(postgres_url: str, name: str) -> int:
-    """Terminate every connection whose application_name is ``name`` (this test's own,
-    as a restart or a failover would); how many there were."""
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        killed = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-            (name,),
-        ).fetchall()
-    return len(killed)
-
-
 async def test_a_worker_takes_runs_again_after_its_postgres_connections_died(
     postgres_url: str, pg_schema: str
 ) -> None:
@@ -505,7 +494,7 @@ async def test_a_worker_takes_runs_again_after_its_postgres_connections_died(
     await api.start()
     try:
         await asyncio.sleep(0.3)
-        assert _terminate(postgres_url, name) >= 2
+        assert terminate(postgres_url, name) >= 2
         thread = await api.threads.create("", {})
         run = await api.runs.create("", thread["thread_id"], {"assistant_id": "g", "input": {}})
         await api.runs.submit(run)
@@ -514,10 +503,7 @@ async def test_a_worker_takes_runs_again_after_its_postgres_connections_died(
         assert doc is not None and doc["status"] == "success"
     finally:
         for service in (worker, api):
-            await service.close()
-            await service.saver.aclose()  # type: ignore[attr-defined]
-            if service.store is not None:
-                service.store.close()
+            await _shut(service)
 
 
 async def test_an_api_servers_first_requests_after_its_postgres_connections_died(
@@ -526,15 +512,9 @@ async def test_an_api_servers_first_requests_after_its_postgres_connections_died
     """Every connection of a PostgreSQL API server (its records' pool and the saver's) is
     terminated while idle, as a database restart does: the next request of each kind
     succeeds on its first try (no 500 for each dead pooled connection)."""
-    name = f"gatest_{uuid.uuid4().hex[:8]}"
-    sep = "&" if "?" in postgres_url else "?"
+    url, name = named_url(postgres_url)
     graph = StateGraph().add_node("n", lambda s: {}).add_edge(START, "n").add_edge("n", END)
-    api = postgres_service(
-        [graph.compile(name="g")],
-        f"{postgres_url}{sep}application_name={name}",
-        schema=pg_schema,
-        run=False,
-    )
+    api = postgres_service([graph.compile(name="g")], url, schema=pg_schema, run=False)
     await api.start()
     try:
         thread = await api.threads.create("", {})
@@ -542,7 +522,7 @@ async def test_an_api_servers_first_requests_after_its_postgres_connections_died
         await api.saver.ahead(tid)  # type: ignore[attr-defined]
         # several connections in the records' pool, all idle and then all dead
         await asyncio.gather(*(api.docs.get("thread", tid) for _ in range(5)))
-        assert _terminate(postgres_url, name) >= 2
+        assert terminate(postgres_url, name) >= 2
         await asyncio.sleep(0.2)
         for _ in range(5):
             doc = await api.docs.get("thread", tid)
@@ -550,10 +530,7 @@ async def test_an_api_servers_first_requests_after_its_postgres_connections_died
         assert await api.saver.ahead(tid) is None  # type: ignore[attr-defined]
         assert (await api.threads.create("", {}))["thread_id"] != tid
     finally:
-        await api.close()
-        await api.saver.aclose()  # type: ignore[attr-defined]
-        if api.store is not None:
-            api.store.close()
+        await _shut(api)
 
 
 async def test_an_api_servers_first_requests_after_a_redis_restart(private_redis: Any) -> None:
@@ -580,7 +557,4 @@ async def test_an_api_servers_first_requests_after_a_redis_restart(private_redis
         assert item is not None and item.value == {"likes": "tea"}
         assert (await api.threads.create("", {}))["thread_id"] != tid
     finally:
-        await api.close()
-        await api.saver.aclose()  # type: ignore[attr-defined]
-        if api.store is not None:
-            api.store.close()
+        await _shut(api)
